@@ -1,0 +1,42 @@
+# keda-ray-scaler: every target runs inside .venv (made by `make install`).
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: install deps-debian test lint bench proto demo e2e clean
+
+install: $(BIN)/keda-ray-scaler ## venv with the package, the agent (Ray), bench and dev extras
+
+$(BIN)/keda-ray-scaler: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[agent,bench,dev]'
+	touch $@
+
+deps-debian: ## Debian packages the tests need (a real Prometheus server)
+	command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; }
+
+test: install ## the whole suite: unit, property, real Ray, real Prometheus, real gRPC
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check keda_ray_scaler tests bench
+	$(BIN)/ruff format --check keda_ray_scaler tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: install ## benchmarks: print figures against the targets
+	$(BIN)/python -m bench
+
+proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/
+	$(BIN)/python -m keda_ray_scaler.rpc.protogen
+
+demo: install ## the local demo: no Kubernetes, no Prometheus
+	$(BIN)/keda-ray-scaler demo
+
+e2e: ## kind cluster end to end (needs a Docker engine)
+	bash e2e/run.sh
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

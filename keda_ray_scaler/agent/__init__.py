@@ -1,0 +1,1 @@
+"""The agent beside the Ray head: Ray state, exporter, victim protocol."""

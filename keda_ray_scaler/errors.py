@@ -1,0 +1,33 @@
+"""The one exception hierarchy; library errors are wrapped (``raise ... from``) at the edges."""
+
+from __future__ import annotations
+
+
+class ScalerError(Exception):
+    """Base of every error this project raises on purpose."""
+
+
+class ConfigError(ScalerError):
+    """Bad input: a file, flag or metadata key. The message names where and what."""
+
+    def __init__(self, where: str, field: str, problem: str) -> None:
+        self.where = where
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+
+class NotFound(ScalerError):
+    """A Ray cluster or worker group the scaler does not know."""
+
+
+class DemandUnavailable(ScalerError):
+    """Demand or node data is missing, failed, empty or stale: never read as zero."""
+
+
+class KubernetesError(ScalerError):
+    """A Kubernetes API call failed after retries."""
+
+
+class RayError(ScalerError):
+    """A Ray GCS call failed."""

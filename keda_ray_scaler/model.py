@@ -1,0 +1,255 @@
+"""Frozen values shared by every layer: resources, demand, worker groups, nodes and plans.
+
+Pure: no I/O, no clock, no environment. Amounts are exact integers in Ray's fixed-point
+granularity (1/10000 of a unit, ``ray._private.ray_constants`` ``MEMORY_RESOURCE_UNIT`` aside),
+so packing arithmetic never accumulates float error and plans are reproducible byte for byte.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+#: Ray's FixedPoint granularity: every resource amount is a multiple of 1/10000.
+RESOURCE_SCALE = 10_000
+
+#: Resources whose amounts are bytes (accepted as Kubernetes quantities in files).
+BYTE_RESOURCES = frozenset({"memory", "object_store_memory"})
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Resources:
+    """An immutable resource vector, e.g. ``{CPU: 10, memory: 32Gi}``.
+
+    ``units`` holds ``(name, amount * RESOURCE_SCALE)`` pairs sorted by name, zero amounts
+    dropped, so two equal vectors are equal and hash equal whatever order they were built in.
+    """
+
+    units: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, amounts: Mapping[str, float | int] | None = None, **kw: float | int) -> Resources:
+        """Build from plain numbers (``Resources.of(CPU=5)``); rounds to Ray's 0.0001."""
+        merged: dict[str, float | int] = dict(amounts or {})
+        merged.update(kw)
+        return cls.from_units({k: to_units(v) for k, v in merged.items()})
+
+    @classmethod
+    def from_units(cls, units: Mapping[str, int]) -> Resources:
+        """Build from fixed-point integer amounts; negative amounts are a programming error."""
+        for name, amount in units.items():
+            if amount < 0:
+                raise ValueError(f"resource {name!r} has negative amount {amount}")
+        return cls(tuple(sorted((k, v) for k, v in units.items() if v)))
+
+    def as_dict(self) -> dict[str, int]:
+        """The fixed-point amounts as a dict."""
+        return dict(self.units)
+
+    def to_float_dict(self) -> dict[str, float | int]:
+        """Human amounts: ints where exact (``{"CPU": 5}``), floats otherwise."""
+        return {k: from_units(v) for k, v in self.units}
+
+    def get(self, name: str) -> int:
+        """Fixed-point amount of ``name`` (0 when absent)."""
+        for k, v in self.units:
+            if k == name:
+                return v
+        return 0
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(self.units)
+
+    def __bool__(self) -> bool:
+        return bool(self.units)
+
+    def fits_in(self, other: Resources) -> bool:
+        """True when every amount here is at most the same amount in ``other``."""
+        available = dict(other.units)
+        return all(v <= available.get(k, 0) for k, v in self.units)
+
+    def __add__(self, other: Resources) -> Resources:
+        total = dict(self.units)
+        for k, v in other.units:
+            total[k] = total.get(k, 0) + v
+        return Resources.from_units(total)
+
+    def __sub__(self, other: Resources) -> Resources:
+        """Component-wise difference; raises ``ValueError`` if any amount would go negative."""
+        left = dict(self.units)
+        for k, v in other.units:
+            left[k] = left.get(k, 0) - v
+        return Resources.from_units(left)
+
+    def scaled(self, times: int) -> Resources:
+        """This vector multiplied by a non-negative integer."""
+        return Resources.from_units({k: v * times for k, v in self.units})
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(f"{k}: {from_units(v)}" for k, v in self.units) + "}"
+
+
+def to_units(amount: float | int) -> int:
+    """A plain amount in Ray's fixed point (rounded to 0.0001, as Ray's FixedPoint does)."""
+    return round(amount * RESOURCE_SCALE)
+
+
+def from_units(units: int) -> float | int:
+    """Fixed point back to a plain amount; an int when exact."""
+    whole, frac = divmod(units, RESOURCE_SCALE)
+    return whole if frac == 0 else units / RESOURCE_SCALE
+
+
+class DemandKind(enum.StrEnum):
+    """Where a pending bundle comes from."""
+
+    TASK = "task"  # pending tasks and actors (Ray does not tell them apart in demand)
+    PLACEMENT_GROUP = "placement_group"
+    CONSTRAINT = "constraint"  # ray.autoscaler.sdk.request_resources()
+
+
+class Strategy(enum.StrEnum):
+    """Ray placement-group strategies."""
+
+    PACK = "PACK"
+    SPREAD = "SPREAD"
+    STRICT_PACK = "STRICT_PACK"
+    STRICT_SPREAD = "STRICT_SPREAD"
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """``count`` identical pending bundles of one resource shape."""
+
+    resources: Resources
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementGroup:
+    """``count`` identical pending placement groups; every one needs all its bundles at once."""
+
+    strategy: Strategy
+    bundles: tuple[Resources, ...]
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """Everything the cluster is asked to hold."""
+
+    bundles: tuple[Bundle, ...] = ()
+    placement_groups: tuple[PlacementGroup, ...] = ()
+    #: request_resources() floor: measured against total, not available, capacity.
+    constraints: tuple[Bundle, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerGroup:
+    """One KubeRay worker group: one Deployment, one ScaledObject."""
+
+    name: str
+    resources: Resources  # Ray logical resources of ONE pod
+    min_replicas: int = 0
+    max_replicas: int = 2**31 - 1
+    idle_timeout_s: float = 60.0
+    cost: float = 1.0  # relative price of one pod
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """A Ray cluster's worker groups and cluster-wide limits."""
+
+    name: str
+    worker_groups: tuple[WorkerGroup, ...]
+    max_workers: int | None = None  # cap on worker pods across groups
+    upscaling_speed: float = 1.0  # Ray's meaning: pending pods <= max(5, speed * running)
+
+    def group(self, name: str) -> WorkerGroup | None:
+        """The worker group called ``name``, if any."""
+        for g in self.worker_groups:
+            if g.name == name:
+                return g
+        return None
+
+
+class NodeStatus(enum.StrEnum):
+    """Lifecycle of one worker pod as the planner sees it."""
+
+    PENDING = "pending"  # launched, not yet a Ray node: full capacity, no idle decisions
+    RUNNING = "running"
+    DRAINING = "draining"  # Ray is draining it: never receives demand, still counts as a pod
+    VICTIM = "victim"  # drained AND marked for deletion, confirmed: the pod is going away
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerNode:
+    """One current worker pod."""
+
+    pod: str
+    group: str
+    total: Resources
+    available: Resources
+    idle_s: float = 0.0
+    status: NodeStatus = NodeStatus.RUNNING
+    node_id: str = ""  # Ray node id (hex), empty while pending
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningInput:
+    """Everything a plan depends on: no clock, no environment, no I/O."""
+
+    cluster: ClusterSpec
+    demand: Demand = Demand()
+    nodes: tuple[WorkerNode, ...] = ()
+
+
+class UnplaceableReason(enum.StrEnum):
+    """Why demand could not be given a pod."""
+
+    NO_GROUP_FITS = "no_group_fits"  # bigger than every pod of every group: never placeable
+    MAX_REPLICAS = "max_replicas"  # a group could hold it, but is at maxReplicas
+    MAX_WORKERS = "max_workers"  # the cluster-wide maxWorkers cap is reached
+    UPSCALING_SPEED = "upscaling_speed"  # deferred: too many pods pending already
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaceable:
+    """Demand left over, with a reason; never silently dropped."""
+
+    resources: Resources
+    count: int
+    reason: UnplaceableReason
+    detail: str = ""
+    kind: DemandKind = DemandKind.TASK
+    strategy: Strategy | None = None  # for placement-group bundles
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlan:
+    """The decision for one worker group."""
+
+    name: str
+    target: int  # replicas to report now: never below ``floor``
+    desired: int  # replicas once every removable pod is gone (clamped to min/max)
+    floor: int  # pods that are not victims: the target may never go below this
+    current: int  # pods now, victims included
+    busy: int  # existing pods kept because demand or use needs them
+    new: int  # pods to add
+    removable: tuple[str, ...] = ()  # idle pods that may go, longest idle first
+    reasons: tuple[str, ...] = ()  # one line per decision, for logs and `plan`
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The planner's answer."""
+
+    groups: Mapping[str, GroupPlan]
+    unplaceable: tuple[Unplaceable, ...] = ()
+    reasons: tuple[str, ...] = field(default=())
+
+
+def total_count(bundles: Iterable[Bundle]) -> int:
+    """How many bundles in all."""
+    return sum(b.count for b in bundles)

@@ -1,0 +1,1 @@
+"""The KEDA external scaler gRPC service."""

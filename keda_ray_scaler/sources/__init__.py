@@ -1,0 +1,1 @@
+"""Where snapshots come from: PromQL (pure), Prometheus client, direct scrape."""
