@@ -1,0 +1,106 @@
+"""The small interfaces between the agent's Ray side and its Kubernetes side.
+
+The Ray side (``ray_state.py``, ``drain.py``) implements :class:`Drainer` and :class:`RayView`;
+the victim controller (``victims.py``) consumes them and implements :class:`VictimSource`,
+which the exporter reads. :class:`Clock` is injected everywhere time matters, so tests run on
+fake time. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from keda_ray_scaler.model import WorkerNode
+
+
+@dataclass(frozen=True, slots=True)
+class DrainResult:
+    """Ray's answer to a drain request.
+
+    ``accepted`` is True only when the raylet accepted the drain (for idle termination it
+    accepts only a node that is still idle, atomically). ``rejection`` is Ray's reason when
+    ``accepted`` is False (e.g. "The node to be idle terminated is no longer idle."), or the
+    error text when the call itself failed; empty when accepted.
+    """
+
+    accepted: bool
+    rejection: str = ""
+
+
+@runtime_checkable
+class Drainer(Protocol):
+    """Asks Ray to drain one node for idle termination.
+
+    Implementation (B1): ``GcsClient.drain_node(node_id, DRAIN_NODE_REASON_IDLE_TERMINATION,
+    message, deadline_ms)``, the call Ray's autoscaler v2 makes.
+
+    Semantics:
+    - ``node_id`` is the Ray node id in hex (``WorkerNode.node_id``).
+    - ``message`` is a human reason, logged by Ray.
+    - ``deadline_ms`` is an absolute unix time in milliseconds after which Ray may kill the
+      node; 0 means no deadline (Ray's meaning).
+    - Never raises for a rejection or a failed call: a GCS error becomes
+      ``DrainResult(False, "<error text>")``, so the caller treats it as a rejection and
+      restores the pod. Cancellation (``asyncio.CancelledError``) propagates.
+    """
+
+    async def drain(self, node_id: str, message: str, deadline_ms: int) -> DrainResult: ...
+
+
+@runtime_checkable
+class RayView(Protocol):
+    """Fresh worker-node state, read from Ray at call time (no cache).
+
+    Used for the re-check right before marking and right before draining, so a node that
+    received work after it was seen idle is not touched.
+
+    Semantics of the returned nodes:
+    - one :class:`WorkerNode` per alive or draining Ray worker node mapped to a pod (``pod``,
+      ``group`` and ``node_id`` set); the head node is not included;
+    - ``status`` is ``RUNNING`` or ``DRAINING`` (a node Ray reports as draining); dead nodes are
+      omitted; ``idle_s`` is the node's idle duration (0 when not idle), ``available`` its
+      available resources at that moment;
+    - raises :class:`keda_ray_scaler.errors.RayError` when Ray cannot be reached; the caller
+      then acts on nothing.
+    """
+
+    async def nodes(self) -> tuple[WorkerNode, ...]: ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Time, injected. ``now`` is unix seconds (also used for drain deadlines)."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, s: float) -> None: ...
+
+
+class SystemClock:
+    """The real clock: ``time.time`` and ``asyncio.sleep``. Built only by the CLI."""
+
+    def now(self) -> float:
+        """Unix time in seconds."""
+        return time.time()
+
+    async def sleep(self, s: float) -> None:
+        """Sleep ``s`` seconds without blocking the event loop."""
+        await asyncio.sleep(s)
+
+
+@runtime_checkable
+class VictimSource(Protocol):
+    """What the exporter reads from the victim controller.
+
+    ``victims()`` maps pod name -> worker group for pods that are drained (Ray accepted the
+    drain) AND confirmed (lowest deletion cost seen through a fresh read, the ReplicaSet ranking
+    takes exactly them first). Export those with ``NodeStatus.VICTIM``; every other pod keeps
+    the status Ray reports. The scaler lowers a group's target by exactly that many.
+    A pod leaves the mapping once it is gone from the cluster.
+    """
+
+    def victims(self) -> Mapping[str, str]: ...
