@@ -1,0 +1,47 @@
+"""The interface every data source implements: where cluster snapshots come from.
+
+A source turns the agent's metrics (through Prometheus, or scraped directly) into a
+:class:`keda_ray_scaler.schema.ClusterSnapshot`. The scaler (``rpc/targets.py``) calls it from
+one background refresh per cluster per interval, never once per KEDA request.
+
+Contract:
+- ``fetch(cluster)`` returns the cluster's latest snapshot, with ``snapshot_time_s`` being the
+  agent's own snapshot time (unix seconds), not the time of the query; staleness is judged from it.
+- It raises :class:`~keda_ray_scaler.errors.DemandUnavailable` when the backend fails, times out,
+  returns nothing, or returns values that cannot be trusted (NaN, negative, absurd): never an
+  empty or zero snapshot in place of an unknown one.
+- It raises :class:`~keda_ray_scaler.errors.NotFound` when the backend answers but knows no such
+  cluster (no ``worker_group_info`` series for it).
+- It never blocks the event loop: synchronous clients run in ``asyncio.to_thread`` with a deadline.
+
+A source that can answer every cluster with one query set also implements :class:`BatchSource`;
+the scaler then issues one ``fetch_all()`` per interval instead of one ``fetch`` per cluster.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from keda_ray_scaler.schema import ClusterSnapshot
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Snapshots of one Ray cluster at a time."""
+
+    async def fetch(self, cluster: str) -> ClusterSnapshot:
+        """The latest snapshot of ``cluster``; raises DemandUnavailable or NotFound."""
+        ...
+
+
+@runtime_checkable
+class BatchSource(Source, Protocol):
+    """A source that can fetch every cluster it knows with one query set."""
+
+    async def fetch_all(self) -> dict[str, ClusterSnapshot]:
+        """Snapshots of every cluster, keyed by cluster name; raises DemandUnavailable.
+
+        A cluster absent from the result is unknown to the backend (NotFound for it).
+        """
+        ...

@@ -1,0 +1,167 @@
+"""Logging configuration, log processors and this project's own metrics.
+
+Only the CLI calls :func:`configure_logging`; libraries get a logger with
+``structlog.get_logger(__name__)`` and bind ``cluster=`` / ``worker_group=``. Processors are
+plain callables ``(logger, method_name, event_dict) -> event_dict`` so tests call them with plain
+dicts. Metric factories take a :class:`prometheus_client.CollectorRegistry`: nothing is registered
+in the global default registry, so tests use a fresh ``CollectorRegistry()``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import sys
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+EventDict = MutableMapping[str, Any]
+
+#: Latency buckets for RPCs answered from memory (seconds): 100 us .. 2.5 s (KEDA's budget 3 s).
+RPC_LATENCY_BUCKETS_S: Final = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+)
+#: Planner and source latency buckets (seconds).
+WORK_LATENCY_BUCKETS_S: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+#: Keys whose values never appear in logs.
+SECRET_KEYS: Final = frozenset({"password", "token", "bearer_token", "authorization", "secret"})
+_REDACTED: Final = "[redacted]"
+
+
+def redact_secrets(_logger: object, _method: str, event_dict: EventDict) -> EventDict:
+    """Processor: replace the value of any key named like a secret by ``[redacted]``."""
+    for key in event_dict:
+        if key.lower() in SECRET_KEYS:
+            event_dict[key] = _REDACTED
+    return event_dict
+
+
+def stringify_enums(_logger: object, _method: str, event_dict: EventDict) -> EventDict:
+    """Processor: enum values (``Outcome.SKIP_BUSY``) as their plain value (``"skip_busy"``)."""
+    for key, value in event_dict.items():
+        if isinstance(value, enum.Enum):
+            event_dict[key] = value.value
+    return event_dict
+
+
+def configure_logging(json: bool, level: str) -> None:
+    """Configure structlog (and stdlib logging) once, from the CLI.
+
+    ``json=True`` writes one JSON object per line to stderr (for Kubernetes), otherwise a
+    human console format. ``level`` is a stdlib level name (``debug``, ``info``, ...); an
+    unknown name raises ``ValueError`` naming it.
+    """
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}")
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            redact_secrets,
+            stringify_enums,
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    logging.basicConfig(level=numeric, stream=sys.stderr, format="%(name)s %(message)s")
+
+
+# --- metric factories -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScalerMetrics:
+    """The external scaler's own metrics (``keda_ray_scaler_*``), all in one registry."""
+
+    rpcs: Counter  # {method, code}
+    rpc_latency: Histogram  # {method}
+    plan_seconds: Histogram  # {cluster}
+    refreshes: Counter  # {cluster, outcome}: ok|unavailable|not_found|error
+    source_errors: Counter  # {cluster, error}
+    data_age: Gauge  # {cluster}: now - agent snapshot time of the data in use
+    target: Gauge  # {cluster, group}
+    config_errors: Counter  # {key}: rejected trigger metadata
+
+
+def scaler_metrics(registry: CollectorRegistry) -> ScalerMetrics:
+    """Create and register the scaler's metrics in ``registry``."""
+    p = "keda_ray_scaler_"
+    return ScalerMetrics(
+        rpcs=Counter(
+            p + "rpcs",
+            "gRPC calls handled, by method and status code",
+            ["method", "code"],
+            registry=registry,
+        ),
+        rpc_latency=Histogram(
+            p + "rpc_duration_seconds",
+            "gRPC handling time by method (streams: until first send)",
+            ["method"],
+            registry=registry,
+            buckets=RPC_LATENCY_BUCKETS_S,
+        ),
+        plan_seconds=Histogram(
+            p + "plan_duration_seconds",
+            "planner time per cluster refresh",
+            ["cluster"],
+            registry=registry,
+            buckets=WORK_LATENCY_BUCKETS_S,
+        ),
+        refreshes=Counter(
+            p + "refreshes",
+            "background refreshes of a cluster by outcome",
+            ["cluster", "outcome"],
+            registry=registry,
+        ),
+        source_errors=Counter(
+            p + "source_errors",
+            "failed source fetches by cluster and error type",
+            ["cluster", "error"],
+            registry=registry,
+        ),
+        data_age=Gauge(
+            p + "data_age_seconds",
+            "age of the agent snapshot the current plan is based on",
+            ["cluster"],
+            registry=registry,
+        ),
+        target=Gauge(
+            p + "target_replicas",
+            "target replicas reported to KEDA per worker group",
+            ["cluster", "group"],
+            registry=registry,
+        ),
+        config_errors=Counter(
+            p + "config_errors",
+            "trigger metadata rejected, by offending key",
+            ["key"],
+            registry=registry,
+        ),
+    )
