@@ -13,9 +13,26 @@ Amounts are Ray's fixed point printed exactly (``0.5``, ``10``), bytes as intege
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
-from keda_ray_scaler.model import RESOURCE_SCALE, Resources
+from keda_ray_scaler.model import (
+    RESOURCE_SCALE,
+    Bundle,
+    ClusterSpec,
+    Demand,
+    DemandKind,
+    NodeStatus,
+    PlacementGroup,
+    PlanningInput,
+    Resources,
+    Strategy,
+    WorkerGroup,
+    WorkerNode,
+    to_units,
+)
 
 PREFIX: Final = "ray_scaler_"
 
@@ -121,3 +138,213 @@ def decode_bundles(text: str) -> tuple[Resources, ...]:
     if not text:
         raise ShapeError("empty placement group")
     return tuple(decode_shape(part) for part in text.split(_BUNDLE_SEP))
+
+
+# --- the snapshot <-> samples codec ---------------------------------------------------------
+
+#: Upper bound for any count or replica value read back: a bigger one is corrupt data.
+MAX_COUNT: Final = 100_000_000
+#: Upper bound for a resource amount read back (units of the resource; bytes for memory).
+MAX_AMOUNT: Final = 2.0**60
+
+
+class SchemaError(ValueError):
+    """Series that do not decode into a snapshot (missing, malformed or absurd values)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One series value: what the agent exports and the scaler reads back."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """One Ray cluster as the agent saw it at ``snapshot_time_s`` (unix seconds)."""
+
+    input: PlanningInput
+    snapshot_time_s: float
+    success: bool  # the last poll of Ray succeeded; demand is fresh only when True
+
+
+def encode(snapshot: ClusterSnapshot) -> list[Sample]:
+    """Every series of one cluster's snapshot, in a deterministic order."""
+    spec = snapshot.input.cluster
+    c = {LABEL_CLUSTER: spec.name}
+    out = [
+        Sample(SNAPSHOT_TIMESTAMP, c, snapshot.snapshot_time_s),
+        Sample(SNAPSHOT_SUCCESS, c, 1.0 if snapshot.success else 0.0),
+        Sample(CLUSTER_UPSCALING_SPEED, c, spec.upscaling_speed),
+    ]
+    if spec.max_workers is not None:
+        out.append(Sample(CLUSTER_MAX_WORKERS, c, float(spec.max_workers)))
+    for g in spec.worker_groups:
+        gl = {**c, LABEL_GROUP: g.name}
+        out += [
+            Sample(GROUP_INFO, {**gl, LABEL_SHAPE: encode_shape(g.resources)}, 1.0),
+            Sample(GROUP_MIN_REPLICAS, gl, float(g.min_replicas)),
+            Sample(GROUP_MAX_REPLICAS, gl, float(g.max_replicas)),
+            Sample(GROUP_IDLE_TIMEOUT, gl, g.idle_timeout_s),
+            Sample(GROUP_COST, gl, g.cost),
+        ]
+    demand: dict[tuple[str, str, str], int] = {}
+    for kind, bundles in (
+        (DemandKind.TASK, snapshot.input.demand.bundles),
+        (DemandKind.CONSTRAINT, snapshot.input.demand.constraints),
+    ):
+        for b in bundles:
+            key = (kind.value, encode_shape(b.resources), "")
+            demand[key] = demand.get(key, 0) + b.count
+    for pg in snapshot.input.demand.placement_groups:
+        key = (DemandKind.PLACEMENT_GROUP.value, encode_bundles(pg.bundles), pg.strategy.value)
+        demand[key] = demand.get(key, 0) + pg.count
+    for (kind_label, shape, strategy), count in sorted(demand.items()):
+        labels = {**c, LABEL_KIND: kind_label, LABEL_SHAPE: shape, LABEL_STRATEGY: strategy}
+        out.append(Sample(DEMAND_BUNDLES, labels, float(count)))
+    for n in snapshot.input.nodes:
+        pl = {**c, LABEL_POD: n.pod}
+        info = {**pl, LABEL_GROUP: n.group, LABEL_NODE_ID: n.node_id, LABEL_STATE: n.status.value}
+        out.append(Sample(NODE_INFO, info, 1.0))
+        for metric, vec in ((NODE_TOTAL, n.total), (NODE_AVAILABLE, n.available)):
+            for name, units in vec:
+                out.append(Sample(metric, {**pl, LABEL_RESOURCE: name}, units / RESOURCE_SCALE))
+        out.append(Sample(NODE_IDLE_SECONDS, pl, n.idle_s))
+    return out
+
+
+def group_by_cluster(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
+    """Samples split by their ``cluster`` label (samples without one are ignored)."""
+    out: dict[str, list[Sample]] = {}
+    for s in samples:
+        cluster = s.labels.get(LABEL_CLUSTER)
+        if cluster:
+            out.setdefault(cluster, []).append(s)
+    return out
+
+
+def decode(samples: Iterable[Sample]) -> dict[str, ClusterSnapshot]:
+    """Every cluster found in ``samples``; raises :class:`SchemaError` on the first bad one."""
+    return {c: decode_cluster(c, s) for c, s in sorted(group_by_cluster(samples).items())}
+
+
+def decode_cluster(cluster: str, samples: Iterable[Sample]) -> ClusterSnapshot:
+    """One cluster's snapshot from its samples; the inverse of :func:`encode`.
+
+    Nodes whose group is not a known worker group (unmapped Ray nodes) are left out: they cannot
+    be scaled. Missing freshness series, NaN, infinities, negatives and absurd values raise.
+    """
+    by_name: dict[str, list[Sample]] = {}
+    for s in samples:
+        if s.labels.get(LABEL_CLUSTER) != cluster:
+            continue
+        _check_value(s)
+        by_name.setdefault(s.name, []).append(s)
+    try:
+        return _decode(cluster, by_name)
+    except (ShapeError, KeyError, ValueError) as exc:
+        if isinstance(exc, SchemaError):
+            raise
+        raise SchemaError(f"cluster {cluster!r}: {exc}") from exc
+
+
+def _check_value(s: Sample) -> None:
+    v = s.value
+    if math.isnan(v) or math.isinf(v):
+        raise SchemaError(f"{s.name}{dict(s.labels)}: value {v} is not a finite number")
+    if v < 0 or v > MAX_AMOUNT:
+        raise SchemaError(f"{s.name}{dict(s.labels)}: value {v} is out of range")
+
+
+def _count(s: Sample, limit: int = MAX_COUNT) -> int:
+    if s.value != int(s.value) or s.value > limit:
+        raise SchemaError(f"{s.name}{dict(s.labels)}: {s.value} is not a count")
+    return int(s.value)
+
+
+def _one(by_name: dict[str, list[Sample]], name: str, cluster: str) -> Sample:
+    found = by_name.get(name, [])
+    if len(found) != 1:
+        raise SchemaError(f"cluster {cluster!r}: expected one {name} series, found {len(found)}")
+    return found[0]
+
+
+def _per_group(by_name: dict[str, list[Sample]], name: str) -> dict[str, Sample]:
+    return {s.labels[LABEL_GROUP]: s for s in by_name.get(name, [])}
+
+
+def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
+    when = _one(by_name, SNAPSHOT_TIMESTAMP, cluster).value
+    success = _one(by_name, SNAPSHOT_SUCCESS, cluster).value == 1.0
+    speed = by_name.get(CLUSTER_UPSCALING_SPEED, [])
+    max_workers = by_name.get(CLUSTER_MAX_WORKERS, [])
+    mins, maxs = _per_group(by_name, GROUP_MIN_REPLICAS), _per_group(by_name, GROUP_MAX_REPLICAS)
+    idles, costs = _per_group(by_name, GROUP_IDLE_TIMEOUT), _per_group(by_name, GROUP_COST)
+    groups = []
+    for s in sorted(by_name.get(GROUP_INFO, []), key=lambda s: s.labels[LABEL_GROUP]):
+        name = s.labels[LABEL_GROUP]
+        groups.append(
+            WorkerGroup(
+                name=name,
+                resources=decode_shape(s.labels[LABEL_SHAPE]),
+                min_replicas=_count(mins[name]) if name in mins else 0,
+                max_replicas=_count(maxs[name], 2**31 - 1) if name in maxs else 2**31 - 1,
+                idle_timeout_s=idles[name].value if name in idles else 60.0,
+                cost=costs[name].value if name in costs else 1.0,
+            )
+        )
+    spec = ClusterSpec(
+        name=cluster,
+        worker_groups=tuple(groups),
+        max_workers=_count(max_workers[0]) if max_workers else None,
+        upscaling_speed=speed[0].value if speed else 1.0,
+    )
+    bundles: list[Bundle] = []
+    constraints: list[Bundle] = []
+    pgs: list[PlacementGroup] = []
+    for s in by_name.get(DEMAND_BUNDLES, []):
+        count = _count(s)
+        if count == 0:
+            continue
+        kind = DemandKind(s.labels[LABEL_KIND])
+        if kind is DemandKind.PLACEMENT_GROUP:
+            strategy = Strategy(s.labels[LABEL_STRATEGY])
+            pgs.append(PlacementGroup(strategy, decode_bundles(s.labels[LABEL_SHAPE]), count))
+        else:
+            target = bundles if kind is DemandKind.TASK else constraints
+            target.append(Bundle(decode_shape(s.labels[LABEL_SHAPE]), count))
+    known = {g.name for g in groups}
+    totals = _node_vectors(by_name.get(NODE_TOTAL, []))
+    avails = _node_vectors(by_name.get(NODE_AVAILABLE, []))
+    idle_s = {s.labels[LABEL_POD]: s.value for s in by_name.get(NODE_IDLE_SECONDS, [])}
+    nodes = []
+    for s in sorted(by_name.get(NODE_INFO, []), key=lambda s: s.labels[LABEL_POD]):
+        pod, group = s.labels[LABEL_POD], s.labels[LABEL_GROUP]
+        if group not in known:
+            continue
+        nodes.append(
+            WorkerNode(
+                pod=pod,
+                group=group,
+                total=totals.get(pod, Resources()),
+                available=avails.get(pod, Resources()),
+                idle_s=idle_s.get(pod, 0.0),
+                status=NodeStatus(s.labels[LABEL_STATE]),
+                node_id=s.labels.get(LABEL_NODE_ID, ""),
+            )
+        )
+    demand = Demand(
+        bundles=tuple(sorted(bundles, key=lambda b: b.resources)),
+        placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles))),
+        constraints=tuple(sorted(constraints, key=lambda b: b.resources)),
+    )
+    return ClusterSnapshot(PlanningInput(spec, demand, tuple(nodes)), when, success)
+
+
+def _node_vectors(samples: list[Sample]) -> dict[str, Resources]:
+    units: dict[str, dict[str, int]] = {}
+    for s in samples:
+        units.setdefault(s.labels[LABEL_POD], {})[s.labels[LABEL_RESOURCE]] = to_units(s.value)
+    return {pod: Resources.from_units(u) for pod, u in units.items()}

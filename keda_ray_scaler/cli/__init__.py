@@ -21,11 +21,11 @@ _COMMANDS = ("plan", "agent", "serve", "demo")
 
 
 class _Command(Protocol):
-    def add_parser(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-        ...
+    def add_parser(
+        self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
+    ) -> None: ...
 
-    def run(self, args: argparse.Namespace) -> int:
-        ...
+    def run(self, args: argparse.Namespace) -> int: ...
 
 
 def build_parser() -> argparse.ArgumentParser:
