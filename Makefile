@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 
 .PHONY: install deps-debian test lint bench proto demo e2e clean
 
-install: $(BIN)/keda-ray-scaler ## venv with the package, the agent (Ray), bench and dev extras
+install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench and dev extras
 
 $(BIN)/keda-ray-scaler: pyproject.toml
 	$(PY) -m venv $(VENV)
