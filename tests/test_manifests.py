@@ -1,0 +1,327 @@
+"""The kustomize manifests render, validate against KEDA's CRDs, and agree with each other.
+
+Every kustomization is rendered with ``kubectl kustomize`` (no cluster needed). ScaledObjects and
+TriggerAuthentications are validated against the openAPIV3Schema of KEDA's own CRDs from
+``../shared/keda/crds`` (skipped where that reference copy is absent), including fields the API
+server would silently prune.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from keda_ray_scaler.rpc.trigger import TriggerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+KEDA = Path(__file__).resolve().parents[2] / "shared" / "keda"
+KUSTOMIZATIONS = (
+    "manifests/base",
+    "manifests/agent",
+    "manifests/monitoring",
+    "manifests/examples/ray-cluster",
+    "e2e/overlays/scaler",
+    "e2e/overlays/ray-cluster",
+)
+EXAMPLE = "manifests/examples/ray-cluster"
+KEDA_CRDS = {
+    "ScaledObject": "keda.sh_scaledobjects.yaml",
+    "TriggerAuthentication": "keda.sh_triggerauthentications.yaml",
+}
+
+Obj = dict[str, Any]
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+
+
+@cache
+def render(path: str) -> tuple[Obj, ...]:
+    """The objects ``kubectl kustomize <path>`` prints."""
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return tuple(d for d in yaml.safe_load_all(out) if d)
+
+
+def of_kind(objs: tuple[Obj, ...], kind: str) -> list[Obj]:
+    """The objects of one kind."""
+    return [o for o in objs if o["kind"] == kind]
+
+
+def named(objs: tuple[Obj, ...], kind: str, name: str) -> Obj:
+    """The one object of ``kind`` called ``name``."""
+    found = [o for o in of_kind(objs, kind) if o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind}/{name}: found {len(found)}"
+    return found[0]
+
+
+def env_of(container: Obj) -> dict[str, Obj]:
+    """A container's env entries by name."""
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def workers(objs: tuple[Obj, ...]) -> list[Obj]:
+    """The worker-group Deployments."""
+    return [
+        d
+        for d in of_kind(objs, "Deployment")
+        if d["metadata"]["labels"].get("ray.io/node-type") == "worker"
+    ]
+
+
+def cluster_spec() -> Obj:
+    """The example's cluster spec file, as the agent reads it."""
+    loaded: Obj = yaml.safe_load((ROOT / EXAMPLE / "cluster.yaml").read_text())
+    return loaded
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", KUSTOMIZATIONS)
+def test_every_kustomization_renders_named_objects(path: str) -> None:
+    """Each kustomization renders, and every object has apiVersion, kind and a name."""
+    objs = render(path)
+    assert objs
+    for o in objs:
+        assert o["apiVersion"] and o["kind"] and o["metadata"]["name"], o
+
+
+# --- KEDA CRD validation -----------------------------------------------------------------
+
+
+@cache
+def crd_schema(kind: str) -> Obj:
+    """The openAPIV3Schema of KEDA's CRD for ``kind`` (served version v1alpha1)."""
+    if not (KEDA / "crds").is_dir():
+        pytest.skip(f"KEDA reference CRDs not found at {KEDA / 'crds'}")
+    crd = yaml.safe_load((KEDA / "crds" / KEDA_CRDS[kind]).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    schema: Obj = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def schema_errors(obj: Obj, schema: Obj) -> list[str]:
+    """jsonschema errors plus fields a structural schema would prune (typos vanish silently)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft7Validator(schema)
+    errors = [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)
+    ]
+    return errors + [
+        f"{p}: unknown field (pruned by the API server)" for p in unknown_fields(obj, schema, "")
+    ]
+
+
+def unknown_fields(value: Any, schema: Obj, where: str) -> Iterator[str]:
+    """Paths in ``value`` that ``schema`` does not declare (metadata is free-form here)."""
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, dict) and "properties" in schema:
+        props: Obj = schema["properties"]
+        for key, sub in value.items():
+            path = f"{where}.{key}" if where else key
+            if path == "metadata":
+                continue
+            if key in props:
+                yield from unknown_fields(sub, props[key], path)
+            elif not schema.get("additionalProperties"):
+                yield path
+    elif isinstance(value, dict) and isinstance(schema.get("additionalProperties"), dict):
+        for key, sub in value.items():
+            yield from unknown_fields(sub, schema["additionalProperties"], f"{where}.{key}")
+    elif isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            yield from unknown_fields(item, schema["items"], f"{where}[{i}]")
+
+
+@pytest.mark.parametrize("kind", sorted(KEDA_CRDS))
+def test_keda_objects_validate_against_kedas_crds(kind: str) -> None:
+    """Every ScaledObject and TriggerAuthentication is valid for KEDA's own CRD schema."""
+    objs = [o for path in KUSTOMIZATIONS for o in of_kind(render(path), kind)]
+    assert objs, f"no {kind} rendered"
+    for o in objs:
+        assert schema_errors(o, crd_schema(kind)) == [], o["metadata"]["name"]
+
+
+def test_the_crd_check_catches_a_misspelt_field_and_a_missing_target() -> None:
+    """A typo the API server would prune, and a missing scaleTargetRef, are both reported."""
+    so = dict(of_kind(render(EXAMPLE), "ScaledObject")[0])
+    spec = dict(so["spec"])
+    spec["fallback"] = {**spec["fallback"], "behaviour": "static"}
+    del spec["scaleTargetRef"]
+    errors = schema_errors({**so, "spec": spec}, crd_schema("ScaledObject"))
+    assert errors == [
+        "spec: 'scaleTargetRef' is a required property",
+        "spec.fallback.behaviour: unknown field (pruned by the API server)",
+    ]
+
+
+# --- the ScaledObjects and the cluster they scale ------------------------------------------
+
+
+def test_triggers_carry_only_metadata_the_scaler_accepts() -> None:
+    """Each trigger's metadata parses with the scaler's own parser, naming the example cluster."""
+    spec = cluster_spec()
+    groups = {g["name"] for g in spec["workerGroups"]}
+    seen = set()
+    for so in of_kind(render(EXAMPLE), "ScaledObject"):
+        (trigger,) = so["spec"]["triggers"]
+        assert trigger["type"] == "external"
+        assert trigger["metricType"] == "AverageValue"
+        config = TriggerConfig.from_metadata(trigger["metadata"])
+        assert config.cluster == spec["cluster"]
+        seen.add(config.group)
+    assert seen == groups
+
+
+def test_scaledobject_bounds_match_the_cluster_spec_and_target_the_group_deployment() -> None:
+    """minReplicaCount/maxReplicaCount equal the group's min/max; the target is its Deployment."""
+    objs = render(EXAMPLE)
+    by_group = {g["name"]: g for g in cluster_spec()["workerGroups"]}
+    for so in of_kind(objs, "ScaledObject"):
+        group = so["spec"]["triggers"][0]["metadata"]["workerGroup"]
+        assert so["spec"]["minReplicaCount"] == by_group[group].get("minReplicas", 0)
+        assert so["spec"]["maxReplicaCount"] == by_group[group]["maxReplicas"]
+        target = named(objs, "Deployment", so["spec"]["scaleTargetRef"]["name"])
+        assert target["spec"]["template"]["metadata"]["labels"]["ray.io/group"] == group
+
+
+def test_unavailable_keeps_the_current_replicas_and_scale_down_is_not_delayed() -> None:
+    """Fallback keeps current replicas; scale-down has no stabilization window and tolerance 0."""
+    for so in of_kind(render(EXAMPLE), "ScaledObject"):
+        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
+        assert so["spec"]["fallback"]["failureThreshold"] == 3
+        behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
+        assert behavior["scaleDown"]["tolerance"] == "0"
+        assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+
+
+def test_scaler_address_is_the_headless_grpc_service() -> None:
+    """scalerAddress names the scaler's headless Service, its namespace and its gRPC port."""
+    base = render("manifests/base")
+    svc = named(base, "Service", "keda-ray-scaler")
+    assert svc["spec"]["clusterIP"] == "None"
+    (port,) = svc["spec"]["ports"]
+    expected = f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc.cluster.local"
+    for so in of_kind(render(EXAMPLE), "ScaledObject"):
+        address = so["spec"]["triggers"][0]["metadata"]["scalerAddress"]
+        assert address == f"{expected}:{port['port']}"
+
+
+def test_trigger_authentication_gives_keda_the_client_certificate() -> None:
+    """The ScaledObjects' TriggerAuthentication maps caCert, tlsClientCert and tlsClientKey."""
+    objs = render(EXAMPLE)
+    for so in of_kind(objs, "ScaledObject"):
+        ref = so["spec"]["triggers"][0]["authenticationRef"]["name"]
+        auth = named(objs, "TriggerAuthentication", ref)
+        params = {r["parameter"]: r["key"] for r in auth["spec"]["secretTargetRef"]}
+        assert params == {"caCert": "ca.crt", "tlsClientCert": "tls.crt", "tlsClientKey": "tls.key"}
+
+
+# --- worker pods ----------------------------------------------------------------------------
+
+
+def test_worker_pods_tell_ray_their_pod_name_and_group() -> None:
+    """RAY_CLOUD_INSTANCE_ID comes from metadata.name, RAY_NODE_TYPE_NAME is the group."""
+    objs = render(EXAMPLE)
+    found = workers(objs)
+    assert {d["spec"]["template"]["metadata"]["labels"]["ray.io/group"] for d in found} == {
+        g["name"] for g in cluster_spec()["workerGroups"]
+    }
+    for d in found:
+        labels = d["spec"]["template"]["metadata"]["labels"]
+        assert labels["ray.io/cluster"] == cluster_spec()["cluster"]
+        (container,) = d["spec"]["template"]["spec"]["containers"]
+        env = env_of(container)
+        assert env["RAY_CLOUD_INSTANCE_ID"]["valueFrom"] == {
+            "fieldRef": {"fieldPath": "metadata.name"}
+        }
+        assert env["RAY_NODE_TYPE_NAME"]["value"] == labels["ray.io/group"]
+
+
+def test_worker_raylets_offer_the_resources_the_spec_declares() -> None:
+    """``ray start --num-cpus/--num-gpus`` of each group equal its resources in cluster.yaml."""
+    by_group = {g["name"]: g["resources"] for g in cluster_spec()["workerGroups"]}
+    for d in workers(render(EXAMPLE)):
+        group = d["spec"]["template"]["metadata"]["labels"]["ray.io/group"]
+        args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+        flags = dict(a.removeprefix("--").split("=", 1) for a in args if "=" in a)
+        offered = {"CPU": int(flags["num-cpus"])}
+        if "num-gpus" in flags:
+            offered["GPU"] = int(flags["num-gpus"])
+        assert offered == by_group[group]
+
+
+def test_worker_deployments_leave_replicas_to_the_hpa() -> None:
+    """No worker Deployment sets spec.replicas, so re-applying never fights KEDA."""
+    for d in workers(render(EXAMPLE)):
+        assert "replicas" not in d["spec"]
+
+
+# --- RBAC -----------------------------------------------------------------------------------
+
+
+def test_agent_role_grants_exactly_pods_get_list_watch_patch() -> None:
+    """The agent's only permission: get/list/watch/patch on core pods, namespaced."""
+    for path in ("manifests/agent", EXAMPLE):
+        objs = render(path)
+        (role,) = of_kind(objs, "Role")
+        assert [(r["apiGroups"], r["resources"], sorted(r["verbs"])) for r in role["rules"]] == [
+            ([""], ["pods"], ["get", "list", "patch", "watch"])
+        ]
+        assert of_kind(objs, "ClusterRole") == []
+        assert of_kind(objs, "ClusterRoleBinding") == []
+
+
+def test_agent_runs_as_the_bound_service_account_in_the_head_pod() -> None:
+    """The head pod's ServiceAccount is the RoleBinding's subject, in the same namespace."""
+    objs = render(EXAMPLE)
+    head = named(objs, "Deployment", "ray-demo-head")
+    sa = head["spec"]["template"]["spec"]["serviceAccountName"]
+    (binding,) = of_kind(objs, "RoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": sa, "namespace": head["metadata"]["namespace"]}
+    ]
+    names = [c["name"] for c in head["spec"]["template"]["spec"]["containers"]]
+    assert names == ["ray-head", "agent"]
+
+
+def test_agent_metrics_port_is_the_one_prometheus_scrapes() -> None:
+    """The head pod's prometheus.io/port annotation is the agent container's --port."""
+    head = named(render(EXAMPLE), "Deployment", "ray-demo-head")
+    template = head["spec"]["template"]
+    agent = next(c for c in template["spec"]["containers"] if c["name"] == "agent")
+    port = template["metadata"]["annotations"]["prometheus.io/port"]
+    assert f"--port={port}" in agent["args"]
+    assert [p["containerPort"] for p in agent["ports"]] == [int(port)]
+
+
+# --- the scaler Deployment ----------------------------------------------------------------
+
+
+def test_scaler_runs_two_hardened_replicas_with_grpc_health_probes() -> None:
+    """2 replicas, non-root, read-only root, no privilege escalation, grpc probes, resources."""
+    dep = named(render("manifests/base"), "Deployment", "keda-ray-scaler")
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (c,) = pod["containers"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert "grpc" in c[probe], probe
+    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
