@@ -1,0 +1,292 @@
+"""The grpc.aio server: scaler service, health, reflection, TLS/mTLS, limits, own /metrics.
+
+:class:`ScalerServer` wires a :class:`~keda_ray_scaler.sources.base.Source` to a
+:class:`TargetCache`, the servicer and a gRPC server, and runs the background refresh. Tests and
+other helpers build one with :func:`build_server` on ``127.0.0.1`` port 0.
+
+Health (``grpc.health.v1``) reports SERVING for ``""`` and ``externalscaler.ExternalScaler``
+as soon as the server listens, whatever the state of Prometheus: an unreachable Prometheus is
+an UNAVAILABLE answer to KEDA (so its fallback applies), not a reason to restart the scaler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry, start_http_server
+
+from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
+from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
+from keda_ray_scaler.rpc.targets import Clock, Planner, TargetCache, TargetSettings
+from keda_ray_scaler.sources.base import Source
+from keda_ray_scaler.telemetry import ScalerMetrics, scaler_metrics
+
+SERVICE_NAME: Final = pb.DESCRIPTOR.services_by_name["ExternalScaler"].full_name
+_MIB: Final = 1024 * 1024
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """PEM files for TLS; with ``client_ca_file`` clients must present a certificate (mTLS).
+
+    The files are re-read when their size or modification time changes, checked at every new
+    TLS handshake (cert-manager rotates them in place), so rotation needs no restart.
+    """
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Listening, limits and connection management.
+
+    KEDA's operator shares one connection per scaler address for all ScaledObjects, and
+    ``external-push`` triggers each hold a stream on it: hence many concurrent streams per
+    connection. KEDA round-robins over a headless Service's endpoints only when it reconnects,
+    so ``max_connection_age_s`` makes clients reconnect and spread over scaler replicas.
+    """
+
+    host: str = "0.0.0.0"
+    port: int = 6000
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = 8080  # None: no /metrics endpoint
+    tls: TlsFiles | None = None
+    max_message_bytes: int = 1 * _MIB  # KEDA's messages are a few hundred bytes
+    max_concurrent_rpcs: int | None = 10_000  # beyond: RESOURCE_EXHAUSTED
+    max_concurrent_streams: int = 4096  # HTTP/2 streams per connection
+    keepalive_time_s: float = 60.0  # server pings an idle connection this often
+    keepalive_timeout_s: float = 20.0  # and drops it when the ping is not answered in this
+    min_client_ping_interval_s: float = 10.0  # clients may ping this often without strikes
+    max_connection_age_s: float = 300.0  # then GOAWAY: clients reconnect (rebalancing)
+    max_connection_age_grace_s: float = 30.0  # time for calls in flight after GOAWAY
+    stop_grace_s: float = 10.0  # graceful stop: calls in flight may finish this long
+
+    def grpc_options(self) -> list[tuple[str, int]]:
+        """The channel arguments of the server."""
+        ms = 1000
+        return [
+            ("grpc.max_receive_message_length", self.max_message_bytes),
+            ("grpc.max_send_message_length", self.max_message_bytes),
+            ("grpc.max_concurrent_streams", self.max_concurrent_streams),
+            ("grpc.keepalive_time_ms", int(self.keepalive_time_s * ms)),
+            ("grpc.keepalive_timeout_ms", int(self.keepalive_timeout_s * ms)),
+            ("grpc.keepalive_permit_without_calls", 1),
+            (
+                "grpc.http2.min_recv_ping_interval_without_data_ms",
+                int(self.min_client_ping_interval_s * ms),
+            ),
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.max_connection_age_ms", int(self.max_connection_age_s * ms)),
+            ("grpc.max_connection_age_grace_ms", int(self.max_connection_age_grace_s * ms)),
+            ("grpc.so_reuseport", 0),
+        ]
+
+
+class CertificateReloader:
+    """``cert_config_fetcher`` for :func:`grpc.dynamic_ssl_server_credentials`.
+
+    Called by gRPC before each handshake: returns ``None`` while the files are unchanged, a new
+    configuration when they changed, and keeps the previous one (logging) when the new files
+    cannot be read, e.g. half-way through a rotation.
+    """
+
+    def __init__(self, files: TlsFiles) -> None:
+        self._files = files
+        self._lock = threading.Lock()
+        self._stamp = self._stat()
+        self.initial = self._load()
+        self.reloads = 0
+
+    def credentials(self) -> grpc.ServerCredentials:
+        """Server credentials that use this reloader."""
+        return grpc.dynamic_ssl_server_credentials(
+            self.initial,
+            self,
+            require_client_authentication=self._files.client_ca_file is not None,
+        )
+
+    def __call__(self) -> grpc.ServerCertificateConfiguration | None:
+        with self._lock:
+            try:
+                stamp = self._stat()
+                if stamp == self._stamp:
+                    return None
+                config = self._load()
+            except (OSError, ValueError) as exc:
+                _log.warning("tls files unreadable, keeping the previous ones", error=str(exc))
+                return None
+            self._stamp = stamp
+            self.reloads += 1
+            _log.info("tls certificate reloaded", cert_file=str(self._files.cert_file))
+            return config
+
+    def _paths(self) -> list[Path]:
+        f = self._files
+        return [f.cert_file, f.key_file] + ([f.client_ca_file] if f.client_ca_file else [])
+
+    def _stat(self) -> tuple[tuple[int, int, int], ...]:
+        out = []
+        for p in self._paths():
+            st = os.stat(p)
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        return tuple(out)
+
+    def _load(self) -> grpc.ServerCertificateConfiguration:
+        f = self._files
+        cert, key = f.cert_file.read_bytes(), f.key_file.read_bytes()
+        if b"-----BEGIN" not in cert or b"-----BEGIN" not in key:
+            raise ValueError(f"{f.cert_file} or {f.key_file} is not PEM")
+        ca = f.client_ca_file.read_bytes() if f.client_ca_file else None
+        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=ca)
+
+
+class ScalerServer:
+    """One scaler process: gRPC server, background refresh and /metrics."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        clock: Clock,
+        settings: ServerSettings | None = None,
+        target_settings: TargetSettings | None = None,
+        registry: CollectorRegistry | None = None,
+        planner: Planner | None = None,
+        stream_debounce_s: float | None = None,
+    ) -> None:
+        self.settings = settings or ServerSettings()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics: ScalerMetrics = scaler_metrics(self.registry)
+        self.cache = TargetCache(
+            source, clock=clock, planner=planner, settings=target_settings, metrics=self.metrics
+        )
+        self.servicer = ExternalScalerServicer(
+            self.cache, metrics=self.metrics, clock=clock, stream_debounce_s=stream_debounce_s
+        )
+        self.health = health.aio.HealthServicer()
+        self.port = 0
+        self.metrics_port: int | None = None
+        self.reloader: CertificateReloader | None = None
+        self._server: grpc.aio.Server | None = None
+        self._refresh: asyncio.Task[None] | None = None
+        self._http: Any = None
+
+    async def start(self) -> None:
+        """Bind and serve; sets :attr:`port` (and :attr:`metrics_port`) to the bound ports."""
+        s = self.settings
+        server = grpc.aio.server(
+            options=s.grpc_options(), maximum_concurrent_rpcs=s.max_concurrent_rpcs
+        )
+        pb_grpc.add_ExternalScalerServicer_to_server(self.servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        address = f"{s.host}:{s.port}"
+        if s.tls is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.reloader = CertificateReloader(s.tls)
+            self.port = server.add_secure_port(address, self.reloader.credentials())
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address}")
+        await server.start()
+        self._server = server
+        for name in ("", SERVICE_NAME):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._refresh = asyncio.create_task(self.cache.run(), name="scaler-refresh")
+        if s.metrics_port is not None:
+            http, _thread = start_http_server(
+                s.metrics_port, addr=s.metrics_host, registry=self.registry
+            )
+            self._http = http
+            self.metrics_port = int(http.server_port)
+        _log.info(
+            "scaler serving",
+            port=self.port,
+            tls=s.tls is not None,
+            mtls=s.tls is not None and s.tls.client_ca_file is not None,
+            metrics_port=self.metrics_port,
+        )
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Graceful stop: NOT_SERVING, end streams, let calls in flight finish, then close."""
+        grace = self.settings.stop_grace_s if grace_s is None else grace_s
+        await self.health.enter_graceful_shutdown()
+        self.servicer.stop_streams()
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresh
+            self._refresh = None
+        await self.cache.aclose()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+
+    async def wait(self) -> None:
+        """Until the server terminates."""
+        if self._server is not None:
+            await self._server.wait_for_termination()
+
+    async def __aenter__(self) -> ScalerServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop(grace_s=0)
+
+
+def build_server(
+    source: Source,
+    *,
+    clock: Clock,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    metrics_port: int | None = None,
+    tls: TlsFiles | None = None,
+    target_settings: TargetSettings | None = None,
+    planner: Planner | None = None,
+    stream_debounce_s: float | None = None,
+    extra: Sequence[tuple[str, Any]] = (),
+) -> ScalerServer:
+    """A server for tests and embedding: loopback, port 0, no /metrics unless asked.
+
+    ``extra`` overrides :class:`ServerSettings` fields by name. Use as
+    ``async with build_server(source, clock=time.time) as srv: ... srv.port``.
+    """
+    fields: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "metrics_host": host,
+        "metrics_port": metrics_port,
+        "tls": tls,
+    }
+    fields.update(dict(extra))
+    return ScalerServer(
+        source,
+        clock=clock,
+        settings=ServerSettings(**fields),
+        target_settings=target_settings,
+        planner=planner,
+        stream_debounce_s=stream_debounce_s,
+    )

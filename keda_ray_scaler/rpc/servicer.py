@@ -1,0 +1,246 @@
+"""The five RPCs of KEDA's ``externalscaler.ExternalScaler``, answered from :class:`TargetCache`.
+
+Every RPC parses the trigger metadata first (INVALID_ARGUMENT naming the key). Errors are mapped
+to status codes once, by :data:`STATUS_BY_ERROR`; every call is counted by method and code.
+
+- ``GetMetricSpec``: from metadata only (never the source): one metric ``ray-<cluster>.<group>``
+  with target 1, so with ``metricType: AverageValue`` the HPA lands exactly on the value.
+- ``GetMetrics``: the group's target replicas.
+- ``IsActive``: false only when the target is 0 and no pod that is not a victim remains.
+- ``StreamIsActive``: the current state on open; then ``true`` at the first refresh where an
+  inactive group becomes active (rising edge, immediately), ``false`` only after the group has
+  stayed inactive for ``stream_debounce_s`` (falling edge, debounced). Unavailable data sends
+  nothing: unknown is not inactive.
+- ``StreamMetricSpec``: the spec on open; the spec depends on metadata only, so it never
+  changes afterwards and the stream stays open, silent, until the client or the server ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import grpc
+import structlog
+
+from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, ScalerError
+from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
+from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.targets import Clock, TargetCache
+from keda_ray_scaler.rpc.trigger import TriggerConfig
+from keda_ray_scaler.telemetry import ScalerMetrics
+
+#: The one table from error type to gRPC status (most specific first).
+STATUS_BY_ERROR: Final[tuple[tuple[type[ScalerError], grpc.StatusCode], ...]] = (
+    (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (DemandUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (ScalerError, grpc.StatusCode.INTERNAL),
+)
+
+#: HPA target per pod: the metric is the replica count itself.
+METRIC_TARGET: Final = 1
+
+_log = structlog.get_logger(__name__)
+_T = TypeVar("_T")
+
+
+def status_of(exc: ScalerError) -> grpc.StatusCode:
+    """The gRPC status for a project error, from :data:`STATUS_BY_ERROR`."""
+    for kind, code in STATUS_BY_ERROR:
+        if isinstance(exc, kind):
+            return code
+    return grpc.StatusCode.INTERNAL  # pragma: no cover - ScalerError is the last row
+
+
+def metric_spec(config: TriggerConfig) -> pb.GetMetricSpecResponse:
+    """The spec for a trigger: a pure function of its metadata."""
+    return pb.GetMetricSpecResponse(
+        metricSpecs=[
+            pb.MetricSpec(
+                metricName=config.metric_name,
+                targetSize=METRIC_TARGET,
+                targetSizeFloat=float(METRIC_TARGET),
+            )
+        ]
+    )
+
+
+class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[misc]  # generated base is untyped
+    """KEDA's external scaler over a shared :class:`TargetCache`."""
+
+    def __init__(
+        self,
+        cache: TargetCache,
+        *,
+        metrics: ScalerMetrics,
+        clock: Clock,
+        stream_debounce_s: float | None = None,
+    ) -> None:
+        self._cache = cache
+        self._metrics = metrics
+        self._clock = clock
+        self._debounce_s = (
+            stream_debounce_s
+            if stream_debounce_s is not None
+            else 2 * cache.settings.refresh_interval_s
+        )
+        self._stopping = asyncio.Event()
+
+    def stop_streams(self) -> None:
+        """End every open stream (graceful stop)."""
+        self._stopping.set()
+
+    # --- unary ----------------------------------------------------------------------------
+
+    async def GetMetricSpec(
+        self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
+    ) -> pb.GetMetricSpecResponse:
+        """The metric spec, from metadata only."""
+
+        async def answer() -> pb.GetMetricSpecResponse:
+            return metric_spec(self._config(request.scalerMetadata))
+
+        return await self._unary("GetMetricSpec", context, answer)
+
+    async def GetMetrics(
+        self, request: pb.GetMetricsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetMetricsResponse:
+        """The group's target replicas, in both the int and the float field."""
+
+        async def answer() -> pb.GetMetricsResponse:
+            config = self._config(request.scaledObjectRef.scalerMetadata)
+            t = await self._cache.get(config.cluster, config.group, config.max_age_s)
+            return pb.GetMetricsResponse(
+                metricValues=[
+                    pb.MetricValue(
+                        metricName=config.metric_name,
+                        metricValue=t.target,
+                        metricValueFloat=float(t.target),
+                    )
+                ]
+            )
+
+        return await self._unary("GetMetrics", context, answer)
+
+    async def IsActive(
+        self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
+    ) -> pb.IsActiveResponse:
+        """False only when the target is 0 and no non-victim pod remains."""
+
+        async def answer() -> pb.IsActiveResponse:
+            config = self._config(request.scalerMetadata)
+            t = await self._cache.get(config.cluster, config.group, config.max_age_s)
+            return pb.IsActiveResponse(result=t.active)
+
+        return await self._unary("IsActive", context, answer)
+
+    # --- streams --------------------------------------------------------------------------
+
+    async def StreamIsActive(
+        self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.IsActiveResponse]:
+        """Current state on open, then edges: rising at once, falling after the debounce."""
+        method = "StreamIsActive"
+        started = time.perf_counter()
+        try:
+            config = self._config(request.scalerMetadata)
+            t = await self._cache.get(config.cluster, config.group, config.max_age_s)
+        except ScalerError as exc:
+            await self._abort(method, context, exc, started)
+            return
+        self._observe(method, "OK", started)
+        sent = t.active
+        yield pb.IsActiveResponse(result=sent)
+        inactive_since: float | None = None if sent else self._clock()
+        log = _log.bind(cluster=config.cluster, worker_group=config.group)
+        while not self._stopping.is_set():
+            if not await self._wait(self._cache.wait_changed(config.cluster)):
+                return
+            try:
+                t = await self._cache.get(config.cluster, config.group, config.max_age_s)
+            except ScalerError as exc:
+                log.debug("stream state unknown", error=str(exc))
+                continue
+            now = self._clock()
+            if t.active:
+                inactive_since = None
+                if not sent:
+                    sent = True
+                    log.info("worker group became active", target=t.target)
+                    yield pb.IsActiveResponse(result=True)
+                continue
+            if inactive_since is None:
+                inactive_since = now
+            if sent and now - inactive_since >= self._debounce_s:
+                sent = False
+                log.info("worker group became inactive")
+                yield pb.IsActiveResponse(result=False)
+
+    async def StreamMetricSpec(
+        self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.GetMetricSpecResponse]:
+        """The spec on open; it depends on metadata only, so nothing is sent afterwards."""
+        method = "StreamMetricSpec"
+        started = time.perf_counter()
+        try:
+            config = self._config(request.scalerMetadata)
+        except ScalerError as exc:
+            await self._abort(method, context, exc, started)
+            return
+        self._observe(method, "OK", started)
+        yield metric_spec(config)
+        await self._stopping.wait()
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _config(self, metadata: Mapping[str, str]) -> TriggerConfig:
+        try:
+            return TriggerConfig.from_metadata(metadata, self._cache.settings.max_age_s)
+        except ConfigError as exc:
+            self._metrics.config_errors.labels(exc.field or "").inc()
+            raise
+
+    async def _unary(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext,
+        answer: Callable[[], Awaitable[_T]],
+    ) -> _T:
+        started = time.perf_counter()
+        try:
+            result = await answer()
+        except ScalerError as exc:
+            await self._abort(method, context, exc, started)
+            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+        self._observe(method, "OK", started)
+        return result
+
+    async def _abort(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext,
+        exc: ScalerError,
+        started: float,
+    ) -> None:
+        code = status_of(exc)
+        self._observe(method, code.name, started)
+        _log.info("rpc refused", method=method, code=code.name, error=str(exc))
+        await context.abort(code, str(exc))
+
+    def _observe(self, method: str, code: str, started: float) -> None:
+        self._metrics.rpcs.labels(method, code).inc()
+        self._metrics.rpc_latency.labels(method).observe(time.perf_counter() - started)
+
+    async def _wait(self, waiting: Awaitable[Any]) -> bool:
+        """Wait for ``waiting`` or for stop; True when ``waiting`` finished first."""
+        task = asyncio.ensure_future(waiting)
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            done, _ = await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (task, stop):
+                pending.cancel()
+        return task in done

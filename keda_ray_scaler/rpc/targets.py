@@ -1,0 +1,346 @@
+"""Per-cluster targets, refreshed in the background and shared by every ScaledObject.
+
+Gather, decide, apply: a refresh fetches one :class:`~keda_ray_scaler.schema.ClusterSnapshot`
+per Ray cluster (or one ``fetch_all()`` for every cluster when the source supports it), runs the
+planner once, and stores each worker group's :class:`GroupTarget`. KEDA requests only read that
+memory, so source queries per interval do not grow with the number of ScaledObjects or scaler
+replicas' requests. The first request for a cluster nobody asked about yet triggers one fetch,
+shared by every concurrent request (single flight).
+
+Safety, applied to the planner's ``GroupPlan.target``:
+
+1. clamp to ``[min_replicas, max_replicas]`` of the group;
+2. after a restart, until the cluster has a snapshot taken after this process started, never
+   below the group's current pods (scale-down held);
+3. never below ``floor``: the group's pods that are not confirmed victims (drained and marked
+   for deletion). The floor wins over ``max_replicas``: reporting fewer would ask the
+   ReplicaSet to delete a pod that may be busy.
+
+Unknown is not zero: a failed fetch, an agent snapshot with ``success=False``, or one older
+than the maximum age (judged from the agent's snapshot time, not the fetch time) raises
+:class:`~keda_ray_scaler.errors.DemandUnavailable` for every group of the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError
+from keda_ray_scaler.model import ClusterSpec, NodeStatus, Plan, PlanningInput, WorkerNode
+from keda_ray_scaler.schema import ClusterSnapshot
+from keda_ray_scaler.sources.base import BatchSource, Source
+from keda_ray_scaler.telemetry import ScalerMetrics
+
+Clock = Callable[[], float]  # unix seconds (the agent's snapshot times are unix seconds)
+Sleep = Callable[[float], Awaitable[None]]
+Planner = Callable[[PlanningInput], Plan]
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSettings:
+    """How often to refresh and how old data may be.
+
+    Defaults: KEDA polls every 30 s by default and the agent exports every few seconds, so a
+    5 s refresh keeps answers within one agent period; 60 s of maximum age tolerates a few
+    missed agent polls or Prometheus scrapes, no more. KEDA gives an external scaler about
+    3 s per call, so a first fetch waits at most 2.5 s.
+    """
+
+    refresh_interval_s: float = 5.0  # one fetch + one plan per cluster per interval
+    max_age_s: float = 60.0  # older agent snapshots are UNAVAILABLE
+    fetch_timeout_s: float = 2.5  # deadline of one source fetch (and of a request's first wait)
+    forget_after_s: float = 900.0  # stop refreshing a cluster nobody asked about this long
+
+    def __post_init__(self) -> None:
+        for name in ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "forget_after_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTarget:
+    """What the scaler reports for one worker group, and why."""
+
+    cluster: str
+    group: str
+    target: int  # replicas reported to KEDA
+    planned: int  # the planner's target before the safety rules
+    floor: int  # pods that are not confirmed victims
+    current: int  # pods now, victims included
+    snapshot_time_s: float  # the agent's snapshot time the target is based on
+    held: bool = False  # scale-down held: no fresh snapshot since this process started
+
+    @property
+    def active(self) -> bool:
+        """False only when the target is 0 and no pod that is not a victim remains."""
+        return self.target > 0 or self.floor > 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """The result of one successful refresh of one cluster."""
+
+    snapshot: ClusterSnapshot
+    plan: Plan
+    targets: Mapping[str, GroupTarget]
+
+
+def group_targets(
+    snapshot: ClusterSnapshot, plan: Plan, *, hold_scale_down: bool
+) -> dict[str, GroupTarget]:
+    """Apply the safety rules (module docstring) to every worker group of ``snapshot``."""
+    spec: ClusterSpec = snapshot.input.cluster
+    by_group: dict[str, list[WorkerNode]] = {g.name: [] for g in spec.worker_groups}
+    for node in snapshot.input.nodes:
+        if node.group in by_group:
+            by_group[node.group].append(node)
+    out: dict[str, GroupTarget] = {}
+    for g in spec.worker_groups:
+        nodes = by_group[g.name]
+        current = len(nodes)
+        floor = sum(1 for n in nodes if n.status is not NodeStatus.VICTIM)
+        gp = plan.groups.get(g.name)
+        planned = gp.target if gp is not None else current  # no decision: keep what runs
+        target = min(max(planned, g.min_replicas), g.max_replicas)
+        held = hold_scale_down and target < current
+        if held:
+            target = current
+        target = max(target, floor)
+        out[g.name] = GroupTarget(
+            cluster=spec.name,
+            group=g.name,
+            target=target,
+            planned=planned,
+            floor=floor,
+            current=current,
+            snapshot_time_s=snapshot.snapshot_time_s,
+            held=held,
+        )
+    return out
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One cluster's latest refresh outcome; mutated only on the event loop."""
+
+    last_used_s: float
+    view: ClusterView | None = None
+    error: ScalerError | None = None
+    fresh_since_start: bool = False  # a snapshot taken after this process started was seen
+    inflight: asyncio.Task[None] | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class TargetCache:
+    """Shared, background-refreshed targets of every Ray cluster a ScaledObject asked about."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        clock: Clock,
+        planner: Planner | None = None,
+        settings: TargetSettings | None = None,
+        metrics: ScalerMetrics | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        if planner is None:
+            from keda_ray_scaler.planner import plan as default_planner
+
+            planner = default_planner
+        self._source = source
+        self._clock = clock
+        self._planner = planner
+        self.settings = settings or TargetSettings()
+        self._metrics = metrics
+        self._sleep = sleep
+        self._started_s = clock()
+        self._entries: dict[str, _Entry] = {}
+        self._batch = isinstance(source, BatchSource)
+
+    # --- reading -----------------------------------------------------------------------
+
+    async def get(self, cluster: str, group: str, max_age_s: float | None = None) -> GroupTarget:
+        """The current target of ``group``; raises DemandUnavailable or NotFound.
+
+        ``max_age_s`` may only tighten the configured maximum age.
+        """
+        view = await self.view(cluster, max_age_s)
+        target = view.targets.get(group)
+        if target is None:
+            raise NotFound(f"worker group {group!r} not found in Ray cluster {cluster!r}")
+        return target
+
+    async def view(self, cluster: str, max_age_s: float | None = None) -> ClusterView:
+        """The cluster's current fresh view; waits for the first fetch of a new cluster."""
+        entry = self._entries.get(cluster)
+        now = self._clock()
+        if entry is None:
+            entry = self._entries[cluster] = _Entry(last_used_s=now)
+            entry.inflight = asyncio.create_task(self._refresh_one(cluster))
+        entry.last_used_s = now
+        if entry.view is None and entry.error is None and entry.inflight is not None:
+            try:
+                await asyncio.wait_for(
+                    asyncio.shield(entry.inflight), self.settings.fetch_timeout_s
+                )
+            except TimeoutError:
+                raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}") from None
+        if entry.error is not None:
+            raise entry.error
+        if entry.view is None:  # pragma: no cover - a finished refresh sets one of the two
+            raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}")
+        self._check_fresh(cluster, entry.view.snapshot, max_age_s)
+        return entry.view
+
+    async def wait_changed(self, cluster: str) -> None:
+        """Return after the next refresh of ``cluster`` (successful or not)."""
+        entry = self._entries.get(cluster)
+        if entry is None:
+            await self.view(cluster)  # registers it
+            entry = self._entries[cluster]
+        await entry.changed.wait()
+
+    def clusters(self) -> list[str]:
+        """Clusters currently refreshed, sorted."""
+        return sorted(self._entries)
+
+    def _check_fresh(self, cluster: str, snap: ClusterSnapshot, max_age_s: float | None) -> None:
+        limit = self.settings.max_age_s
+        if max_age_s is not None:
+            limit = min(limit, max_age_s)
+        if not snap.success:
+            raise DemandUnavailable(f"Ray cluster {cluster!r}: the agent's last poll of Ray failed")
+        age = self._clock() - snap.snapshot_time_s
+        if age > limit:
+            raise DemandUnavailable(
+                f"Ray cluster {cluster!r}: agent snapshot is {age:.0f}s old (max {limit:.0f}s)"
+            )
+
+    # --- refreshing ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Refresh every interval until cancelled."""
+        while True:
+            await self._sleep(self.settings.refresh_interval_s)
+            await self.refresh()
+
+    async def refresh(self) -> None:
+        """One round: forget unused clusters, then fetch and plan every remaining one once."""
+        now = self._clock()
+        for name in [
+            c
+            for c, e in self._entries.items()
+            if now - e.last_used_s > self.settings.forget_after_s
+        ]:
+            _log.info("forgetting unused ray cluster", cluster=name)
+            del self._entries[name]
+        if not self._entries:
+            return
+        if self._batch:
+            await self._refresh_batch()
+            return
+        tasks: list[asyncio.Task[None]] = []
+        for name, entry in self._entries.items():
+            if entry.inflight is None or entry.inflight.done():
+                entry.inflight = asyncio.create_task(self._refresh_one(name))
+            tasks.append(entry.inflight)
+        await asyncio.gather(*tasks)
+
+    async def _refresh_one(self, cluster: str) -> None:
+        try:
+            snapshot = await self._fetch(self._source.fetch(cluster), cluster)
+        except ScalerError as exc:
+            self._fail([cluster], exc)
+            return
+        self._apply(cluster, snapshot)
+
+    async def _refresh_batch(self) -> None:
+        source = self._source
+        assert isinstance(source, BatchSource)
+        names = list(self._entries)
+        try:
+            snapshots = await self._fetch(source.fetch_all(), "*")
+        except ScalerError as exc:
+            self._fail(names, exc)
+            return
+        for name in names:
+            snap = snapshots.get(name)
+            if snap is None:
+                self._fail([name], NotFound(f"Ray cluster {name!r} not found"))
+            else:
+                self._apply(name, snap)
+
+    async def _fetch(self, call: Awaitable[Any], cluster: str) -> Any:
+        """Await a source call with the deadline; every failure becomes a ScalerError."""
+        try:
+            return await asyncio.wait_for(call, self.settings.fetch_timeout_s)
+        except ScalerError:
+            raise
+        except TimeoutError:
+            raise DemandUnavailable(
+                f"source did not answer within {self.settings.fetch_timeout_s}s"
+            ) from None
+        except Exception as exc:  # a source bug must read as "unknown", never as zero
+            _log.exception("source failed unexpectedly", cluster=cluster)
+            raise DemandUnavailable(f"source failed: {type(exc).__name__}") from exc
+
+    def _fail(self, clusters: Iterable[str], exc: ScalerError) -> None:
+        outcome = "not_found" if isinstance(exc, NotFound) else "unavailable"
+        for name in clusters:
+            entry = self._entries.get(name)
+            if entry is None:
+                continue
+            entry.error = exc
+            if self._metrics is not None:
+                self._metrics.refreshes.labels(name, outcome).inc()
+                self._metrics.source_errors.labels(name, type(exc).__name__).inc()
+            _log.warning("refresh failed", cluster=name, error=str(exc))
+            self._notify(entry)
+
+    def _apply(self, cluster: str, snapshot: ClusterSnapshot) -> None:
+        entry = self._entries.get(cluster)
+        if entry is None:
+            return
+        if snapshot.snapshot_time_s >= self._started_s:
+            entry.fresh_since_start = True
+        try:
+            if self._metrics is not None:
+                with self._metrics.plan_seconds.labels(cluster).time():
+                    plan = self._planner(snapshot.input)
+            else:
+                plan = self._planner(snapshot.input)
+        except Exception as exc:  # a planner bug must read as "unknown", never as zero
+            _log.exception("planner failed", cluster=cluster)
+            self._fail([cluster], DemandUnavailable(f"planner failed: {type(exc).__name__}"))
+            return
+        targets = group_targets(snapshot, plan, hold_scale_down=not entry.fresh_since_start)
+        entry.view = ClusterView(snapshot=snapshot, plan=plan, targets=targets)
+        entry.error = None
+        if self._metrics is not None:
+            self._metrics.refreshes.labels(cluster, "ok").inc()
+            self._metrics.data_age.labels(cluster).set(self._clock() - snapshot.snapshot_time_s)
+            for t in targets.values():
+                self._metrics.target.labels(cluster, t.group).set(t.target)
+        self._notify(entry)
+
+    @staticmethod
+    def _notify(entry: _Entry) -> None:
+        done, entry.changed = entry.changed, asyncio.Event()
+        done.set()
+
+    async def aclose(self) -> None:
+        """Cancel in-flight fetches (graceful stop)."""
+        for entry in self._entries.values():
+            if entry.inflight is not None and not entry.inflight.done():
+                entry.inflight.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await entry.inflight

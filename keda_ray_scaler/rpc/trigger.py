@@ -1,0 +1,108 @@
+"""Trigger metadata parsing: a ScaledObject's ``scalerMetadata`` to a typed :class:`TriggerConfig`.
+
+Metadata is untrusted input from any namespace that can create a ScaledObject. Keys are
+allow-listed, values of our keys must be DNS-1123 labels or bounded integers, and no PromQL,
+URL or credential is ever taken from it. Errors are :class:`~keda_ray_scaler.errors.ConfigError`
+naming the key (gRPC INVALID_ARGUMENT). No I/O here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from keda_ray_scaler.errors import ConfigError
+
+#: Required: the Ray cluster name (the agent's ``cluster`` label; RayCluster metadata.name).
+KEY_CLUSTER: Final = "rayCluster"
+#: Required: the worker group name (KubeRay ``workerGroupSpecs[].groupName``).
+KEY_GROUP: Final = "workerGroup"
+#: Optional: a stricter maximum data age for this trigger, whole seconds, 1..server --max-age.
+KEY_MAX_AGE: Final = "maxAgeSeconds"
+
+#: Keys KEDA itself puts in the metadata of ``external`` / ``external-push`` triggers (the whole
+#: trigger metadata is passed through). Accepted and ignored; their values are never read.
+KEDA_KEYS: Final = frozenset(
+    {"scalerAddress", "caCert", "tlsCertFile", "tlsClientCert", "tlsClientKey", "unsafeSsl"}
+)
+OWN_KEYS: Final = frozenset({KEY_CLUSTER, KEY_GROUP, KEY_MAX_AGE})
+ALLOWED_KEYS: Final = OWN_KEYS | KEDA_KEYS
+
+#: RFC 1123 label, as Kubernetes validates names (at most 63 characters).
+_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_MAX: Final = 63
+_WHERE: Final = "trigger metadata"
+_MAX_KEY_REPORT: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerConfig:
+    """One trigger's parsed metadata.
+
+    ``max_age_s`` is ``None`` when the trigger keeps the server's ``--max-age``.
+    """
+
+    cluster: str
+    group: str
+    max_age_s: float | None = None
+
+    @property
+    def metric_name(self) -> str:
+        """The stable, lowercase metric name of this cluster and group.
+
+        Both parts are DNS-1123 labels, which never contain ``.``, so the name is unambiguous.
+        """
+        return f"ray-{self.cluster}.{self.group}"
+
+    @classmethod
+    def from_metadata(
+        cls, metadata: Mapping[str, str], server_max_age_s: float | None = None
+    ) -> TriggerConfig:
+        """Parse and validate; raises ConfigError naming the first bad key (sorted order).
+
+        ``server_max_age_s`` bounds ``maxAgeSeconds``: a trigger may only tighten staleness.
+        """
+        unknown = sorted(k for k in metadata if k not in ALLOWED_KEYS)
+        if unknown:
+            key = _printable(unknown[0])
+            allowed = ", ".join(sorted(OWN_KEYS))
+            raise ConfigError(_WHERE, key, f"unknown key (allowed: {allowed})")
+        cluster = _dns_label(metadata, KEY_CLUSTER)
+        group = _dns_label(metadata, KEY_GROUP)
+        max_age: float | None = None
+        if KEY_MAX_AGE in metadata:
+            upper = int(server_max_age_s) if server_max_age_s is not None else 3600
+            max_age = float(_bounded_int(metadata, KEY_MAX_AGE, 1, max(1, upper)))
+        return cls(cluster=cluster, group=group, max_age_s=max_age)
+
+
+def _dns_label(metadata: Mapping[str, str], key: str) -> str:
+    value = metadata.get(key)
+    if value is None or value == "":
+        raise ConfigError(_WHERE, key, "required")
+    if len(value) > _DNS1123_MAX or not _DNS1123_LABEL.fullmatch(value):
+        raise ConfigError(
+            _WHERE,
+            key,
+            f"{_printable(value)!r} is not a DNS-1123 label "
+            "(lowercase letters, digits and '-', at most 63 characters)",
+        )
+    return value
+
+
+def _bounded_int(metadata: Mapping[str, str], key: str, low: int, high: int) -> int:
+    value = metadata[key]
+    if not value.isascii() or not value.isdigit() or len(value) > 6:
+        raise ConfigError(_WHERE, key, f"{_printable(value)!r} is not a whole number")
+    number = int(value)
+    if not low <= number <= high:
+        raise ConfigError(_WHERE, key, f"{number} is outside {low}..{high}")
+    return number
+
+
+def _printable(text: str) -> str:
+    """Untrusted text made safe for one log line or status message: escaped and truncated."""
+    shown = text[:_MAX_KEY_REPORT].encode("unicode_escape").decode("ascii")
+    return shown + ("..." if len(text) > _MAX_KEY_REPORT else "")
