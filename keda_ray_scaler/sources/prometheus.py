@@ -1,0 +1,168 @@
+"""Cluster snapshots from Prometheus, through prometheus-api-client's ``PrometheusConnect``.
+
+One instant query per cluster per refresh (:meth:`PrometheusSource.fetch`), or one for every
+cluster (:meth:`PrometheusSource.fetch_all`); the queries are the fixed templates of
+:mod:`~keda_ray_scaler.sources.promql`. The synchronous client runs in ``asyncio.to_thread``;
+each fetch, retries included, ends within its deadline (below KEDA's 3 s). Failures, empty
+answers and untrustworthy values raise :class:`~keda_ray_scaler.errors.DemandUnavailable`
+``from`` the cause, counted in :class:`~keda_ray_scaler.sources.transport.SourceMetrics`:
+unknown is never zero.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import tenacity
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from prometheus_client import CollectorRegistry
+from urllib3.util.retry import Retry
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.errors import NotFound
+from keda_ray_scaler.schema import ClusterSnapshot, SchemaError
+from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources.transport import (
+    HttpSettings,
+    HttpStatusError,
+    RetrySettings,
+    SourceMetrics,
+    build_session,
+    call_with_retries,
+    fail,
+    source_metrics,
+)
+
+SOURCE: Final = "prometheus"
+_STATUS: Final = re.compile(r"HTTP Status Code (\d{3})")
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusSettings:
+    """Where Prometheus is and how to ask it.
+
+    ``url``: base URL (``https://prometheus.monitoring:9090``; a path prefix is kept).
+    ``lost_window_s``: a cluster with no series now but seen within this window is a lost
+    target (``DemandUnavailable``); one never seen in it is unknown (``NotFound``). Keep it
+    longer than any agent outage you want reported as unavailable rather than not found.
+    """
+
+    url: str
+    http: HttpSettings = field(default_factory=HttpSettings)
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    lost_window_s: int = 3600
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"prometheus url must be http(s)://..., got {self.url!r}")
+        if self.lost_window_s < 1:
+            raise ValueError(f"lost_window_s must be at least 1, got {self.lost_window_s}")
+
+
+class PrometheusSource:
+    """A :class:`~keda_ray_scaler.sources.base.BatchSource` backed by Prometheus.
+
+    ``snapshot_time_s`` of every snapshot is the agent's own snapshot time and ``success`` its
+    last poll of Ray: the caller judges staleness and refuses a failed poll. ``wait`` overrides
+    the retry backoff (tests pass ``tenacity.wait_none()``).
+    """
+
+    def __init__(
+        self,
+        settings: PrometheusSettings,
+        *,
+        metrics: SourceMetrics | None = None,
+        wait: tenacity.wait.wait_base | None = None,
+    ) -> None:
+        self._settings = settings
+        self._metrics = metrics or source_metrics(CollectorRegistry())
+        self._wait = wait
+        self._client = PrometheusConnect(
+            url=settings.url.rstrip("/"),
+            session=build_session(settings.http),
+            # retries are ours (tenacity, bounded by the deadline), not urllib3's
+            retry=Retry(total=0, raise_on_status=False),
+        )
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._client.close()
+
+    async def fetch(self, cluster: str) -> ClusterSnapshot:
+        """The latest snapshot of ``cluster``.
+
+        Raises ``ConfigError`` for a name that is not an RFC 1123 label, ``NotFound`` when
+        Prometheus has not seen the cluster within ``lost_window_s``, ``DemandUnavailable``
+        when it fails, times out, has lost the target (seen before, no series now), or answers
+        with data that does not decode (NaN, negative, absurd, missing series).
+        """
+        result = await self._query(promql.cluster_query(cluster), f"cluster {cluster}")
+        snapshots = self._decode(result, f"cluster {cluster}")
+        snapshot = snapshots.get(cluster)
+        if snapshot is not None:
+            return snapshot
+        seen = await self._query(
+            promql.seen_query(cluster, self._settings.lost_window_s), f"cluster {cluster} seen"
+        )
+        if not seen:
+            raise NotFound(
+                f"Prometheus has no series for Ray cluster {cluster!r} "
+                f"in the last {self._settings.lost_window_s}s"
+            )
+        raise fail(
+            self._metrics,
+            SOURCE,
+            "empty",
+            f"Prometheus returned no series for Ray cluster {cluster!r}, which it saw in the "
+            f"last {self._settings.lost_window_s}s: the agent target may be lost",
+        )
+
+    async def fetch_all(self) -> dict[str, ClusterSnapshot]:
+        """Every cluster Prometheus has series for now, from one query.
+
+        A cluster that is absent was not exported at the last scrape: call :meth:`fetch` for
+        it to tell a lost target (``DemandUnavailable``) from an unknown cluster (``NotFound``).
+        An empty answer overall is ``DemandUnavailable``; one bad cluster fails the whole
+        answer, since its series cannot be told apart from the others' safely.
+        """
+        result = await self._query(promql.ALL_CLUSTERS_QUERY, "all clusters")
+        if not result:
+            raise fail(
+                self._metrics,
+                SOURCE,
+                "empty",
+                "Prometheus returned no agent series at all: targets may be lost",
+            )
+        return self._decode(result, "all clusters")
+
+    async def _query(self, query: str, what: str) -> list[Any]:
+        def call(timeout_s: float) -> list[Any]:
+            try:
+                # the server-side timeout stops evaluation; the client-side one the socket
+                result = self._client.custom_query(
+                    query, params={"timeout": f"{timeout_s:.3f}s"}, timeout=timeout_s
+                )
+            except PrometheusApiClientException as exc:
+                match = _STATUS.search(str(exc))
+                raise HttpStatusError(int(match.group(1)) if match else 0, str(exc)) from exc
+            if not isinstance(result, list):
+                raise SchemaError(f"query result is {type(result).__name__}, not a vector")
+            return result
+
+        return await call_with_retries(
+            call,
+            source=SOURCE,
+            what=what,
+            retry=self._settings.retry,
+            metrics=self._metrics,
+            wait=self._wait,
+        )
+
+    def _decode(self, result: list[Any], what: str) -> dict[str, ClusterSnapshot]:
+        try:
+            return schema.decode(promql.samples_from_result(result))
+        except SchemaError as exc:
+            raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc

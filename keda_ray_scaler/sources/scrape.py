@@ -1,0 +1,145 @@
+"""Cluster snapshots scraped straight from each agent's ``/metrics``: no Prometheus needed.
+
+The embedded default for a setup without Prometheus: the scaler is configured with one URL per
+Ray cluster (the agent beside that cluster's head) and reads the Prometheus text exposition with
+``prometheus_client.parser``. Same safety rules as the Prometheus source: a failed, timed-out,
+oversized, empty or untrustworthy answer raises
+:class:`~keda_ray_scaler.errors.DemandUnavailable` ``from`` the cause, counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+import requests
+import tenacity
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.errors import NotFound
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
+from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources.transport import (
+    HttpSettings,
+    HttpStatusError,
+    RetrySettings,
+    SourceMetrics,
+    build_session,
+    call_with_retries,
+    fail,
+    source_metrics,
+)
+
+SOURCE: Final = "scrape"
+#: Ask for the classic text format, which ``prometheus_client.parser`` reads.
+ACCEPT: Final = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+#: An agent bounds its series (``--max-shapes``); an answer far above this is not one.
+DEFAULT_MAX_BYTES: Final = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeSettings:
+    """One agent ``/metrics`` URL per Ray cluster, and how to reach them."""
+
+    targets: Mapping[str, str]
+    http: HttpSettings = field(default_factory=HttpSettings)
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        for cluster, url in self.targets.items():
+            promql.check_cluster_name(cluster)
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"scrape target of {cluster!r} must be http(s)://, got {url!r}")
+        if self.max_bytes < 1:
+            raise ValueError(f"max_bytes must be positive, got {self.max_bytes}")
+
+
+def parse_exposition(text: str) -> list[Sample]:
+    """The agent's series (``ray_scaler_*``) in a text exposition, values checked.
+
+    Raises :class:`SchemaError` on text that does not parse and on NaN, infinite, negative or
+    absurd values.
+    """
+    out: list[Sample] = []
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name.startswith(schema.PREFIX):
+                    value = promql.check_value(s.name, s.labels, float(s.value))
+                    out.append(Sample(s.name, dict(s.labels), value))
+    except SchemaError:
+        raise
+    except ValueError as exc:  # the parser's error for malformed text
+        raise SchemaError(f"exposition does not parse: {exc}") from exc
+    return out
+
+
+class ScrapeSource:
+    """A :class:`~keda_ray_scaler.sources.base.Source` reading the agents directly.
+
+    ``snapshot_time_s`` is the agent's snapshot time and ``success`` its last poll of Ray: the
+    caller judges staleness and refuses a failed poll. ``wait`` overrides the retry backoff.
+    """
+
+    def __init__(
+        self,
+        settings: ScrapeSettings,
+        *,
+        metrics: SourceMetrics | None = None,
+        wait: tenacity.wait.wait_base | None = None,
+    ) -> None:
+        self._settings = settings
+        self._metrics = metrics or source_metrics(CollectorRegistry())
+        self._wait = wait
+        self._session = build_session(settings.http)
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._session.close()
+
+    async def fetch(self, cluster: str) -> ClusterSnapshot:
+        """Scrape the agent of ``cluster``; ``NotFound`` when no target is configured for it."""
+        url = self._settings.targets.get(cluster)
+        if url is None:
+            raise NotFound(f"no scrape target is configured for Ray cluster {cluster!r}")
+        what = f"cluster {cluster} at {url}"
+        text = await call_with_retries(
+            lambda timeout_s: self._get(url, timeout_s),
+            source=SOURCE,
+            what=what,
+            retry=self._settings.retry,
+            metrics=self._metrics,
+            wait=self._wait,
+        )
+        try:
+            snapshots = schema.decode(parse_exposition(text))
+        except SchemaError as exc:
+            raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc
+        snapshot = snapshots.get(cluster)
+        if snapshot is None:
+            raise fail(
+                self._metrics,
+                SOURCE,
+                "empty",
+                f"{what}: the agent exports no series for this cluster "
+                f"(found {sorted(snapshots) or 'none'})",
+            )
+        return snapshot
+
+    def _get(self, url: str, timeout_s: float) -> str:
+        with self._session.get(
+            url, headers={"Accept": ACCEPT}, timeout=timeout_s, stream=True
+        ) as response:
+            if response.status_code != 200:
+                raise HttpStatusError(response.status_code, response.reason or "")
+            limit = self._settings.max_bytes
+            body = bytearray()
+            for chunk in response.iter_content(chunk_size=65536):
+                body += chunk
+                if len(body) > limit:
+                    raise SchemaError(f"answer is larger than {limit} bytes")
+            return body.decode("utf-8", errors="replace")  # the exposition is UTF-8
