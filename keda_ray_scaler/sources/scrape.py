@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-import requests
 import tenacity
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
