@@ -1,0 +1,480 @@
+"""Bin packing of resource shapes onto existing and new worker pods; pure, no I/O.
+
+Everything works on ``(shape, count)`` pairs and on *classes* of interchangeable pods (same
+group, same total, same free vector) held as ``(count, pods)``: placing ``k`` copies of a shape
+on a class is arithmetic (``copies per pod = min over resources of floor(free / need)``), so the
+cost grows with distinct shapes and distinct pod classes, never with the raw bundle count.
+
+Strategies are injected as small protocols: a :class:`ShapeOrderer` (which shape first) and a
+:class:`GroupScorer` (which worker group a new pod should come from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+#: A resource vector over the packer's resource index, in Ray fixed-point units.
+Vec = tuple[int, ...]
+#: The non-zero entries of a shape: ``((resource index, amount), ...)``.
+Need = tuple[tuple[int, int], ...]
+
+_UNBOUNDED = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """The packer's view of one worker group: one pod's capacity and price, by index."""
+
+    name: str
+    capacity: Vec
+    cost: float
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A worker group considered for new pods: ``copies`` of ``shape`` would go on each pod."""
+
+    group: str
+    capacity: Vec
+    cost: float
+    shape: Vec
+    copies: int
+    gpu_index: int  # index of ``GPU`` in the vectors, -1 when no group has GPUs
+
+
+class GroupScorer(Protocol):
+    """Ranks a worker group for new pods: ``(tier, min_utilisation, mean_utilisation)``.
+
+    A lower ``tier`` always wins (before cost); among equal tiers the cheaper plan wins, and
+    equal cost is broken by higher utilisation, then by group name.
+    """
+
+    def __call__(self, candidate: Candidate) -> tuple[int, float, float]: ...
+
+
+class ShapeOrderer(Protocol):
+    """Orders distinct shapes for first-fit decreasing: the first is placed first."""
+
+    def __call__(self, shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]: ...
+
+
+def ray_scorer(candidate: Candidate) -> tuple[int, float, float]:
+    """Ray autoscaler v2's utilisation score (``SchedulingNode._compute_score``), adapted.
+
+    Tier 1 (avoided) when the pod has GPUs and the shape asks none (Ray's
+    ``AUTOSCALER_CONSERVE_GPU_NODES``); then the minimum and the mean, over the pod's
+    resources, of the share the ``copies`` bundles would use.
+    """
+    cap, shape, copies, gpu = (
+        candidate.capacity,
+        candidate.shape,
+        candidate.copies,
+        candidate.gpu_index,
+    )
+    tier = 1 if gpu >= 0 and cap[gpu] > 0 and shape[gpu] == 0 else 0
+    utils = [shape[i] * copies / c for i, c in enumerate(cap) if c > 0]
+    if not utils:
+        return tier, 0.0, 0.0
+    return tier, min(utils), sum(utils) / len(utils)
+
+
+def dominant_share_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
+    """Largest dominant share first (share of the largest pod of any group), then by vector."""
+    if not shapes:
+        return []
+    width = len(shapes[0])
+    biggest = [max((g.capacity[i] for g in groups), default=0) for i in range(width)]
+
+    def key(shape: Vec) -> tuple[float, float, Vec]:
+        shares = [a / b if b else float(a) for a, b in zip(shape, biggest, strict=True)]
+        return (-max(shares, default=0.0), -sum(shares), shape)
+
+    return sorted(shapes, key=key)
+
+
+def need_of(shape: Vec) -> Need:
+    """The non-zero entries of ``shape``."""
+    return tuple((i, a) for i, a in enumerate(shape) if a)
+
+
+def fit_count(free: Vec, need: Need) -> int:
+    """How many copies of a shape fit in ``free``: min over resources of floor(free/need)."""
+    best = _UNBOUNDED
+    for i, a in need:
+        q = free[i] // a
+        if q < best:
+            if q == 0:
+                return 0
+            best = q
+    return best
+
+
+def _minus(free: Vec, shape: Vec, times: int) -> Vec:
+    return tuple(f - s * times for f, s in zip(free, shape, strict=True))
+
+
+class NewPods:
+    """Pods planned but not yet existing: open classes ``(group index, free) -> count``.
+
+    Small and cheap to copy, so the packer can try a choice and roll it back.
+    """
+
+    __slots__ = ("budget", "count", "groups", "headroom", "open")
+
+    def __init__(self, groups: Sequence[GroupSpec], headroom: Sequence[int], budget: int) -> None:
+        self.groups = groups
+        self.headroom = list(headroom)  # new pods each group may still get
+        self.budget = budget  # new pods all groups together may still get
+        self.count = [0] * len(groups)  # new pods per group so far
+        self.open: dict[tuple[int, Vec], int] = {}
+
+    def copy(self) -> NewPods:
+        """An independent copy."""
+        other = NewPods(self.groups, self.headroom, self.budget)
+        other.count = list(self.count)
+        other.open = dict(self.open)
+        return other
+
+    def cost(self) -> float:
+        """Total price of the new pods."""
+        return sum(n * g.cost for n, g in zip(self.count, self.groups, strict=True))
+
+    def room(self, g: int) -> int:
+        """New pods group ``g`` may still get."""
+        return min(self.headroom[g], self.budget)
+
+    def add(self, g: int, n: int, free: Vec | None = None) -> None:
+        """Open ``n`` pods of group ``g`` with ``free`` left (default: empty pods)."""
+        if n <= 0:
+            return
+        key = (g, self.groups[g].capacity if free is None else free)
+        self.open[key] = self.open.get(key, 0) + n
+        self.count[g] += n
+        self.headroom[g] -= n
+        self.budget -= n
+
+    def fill(self, shape: Vec, need: Need, count: int, order: Mapping[int, float]) -> int:
+        """Put up to ``count`` copies on the free space of open pods; returns what is left."""
+        if not self.open or count <= 0:
+            return count
+        keys = sorted(self.open, key=lambda k: (order[k[0]], _size(k[1], self.groups[k[0]]), k))
+        for key in keys:
+            per = fit_count(key[1], need)
+            if per == 0:
+                continue
+            count = self._take(key, per, shape, count)
+            if count == 0:
+                break
+        return count
+
+    def open_for(self, g: int, shape: Vec, need: Need, count: int, whole_only: bool) -> int:
+        """Open pods of group ``g`` for ``count`` copies (only full pods if ``whole_only``)."""
+        cap = self.groups[g].capacity
+        per = fit_count(cap, need)
+        full, rem = divmod(count, per)
+        room = self.room(g)
+        if full >= room:
+            self.add(g, room, _minus(cap, shape, per))
+            return count - room * per
+        self.add(g, full, _minus(cap, shape, per))
+        count = rem
+        if rem and not whole_only:
+            self.add(g, 1, _minus(cap, shape, rem))
+            count = 0
+        return count
+
+    def _take(self, key: tuple[int, Vec], per: int, shape: Vec, count: int) -> int:
+        pods = self.open.pop(key)
+        full, rem = divmod(min(count, per * pods), per)
+        g, free = key
+        moved: list[tuple[tuple[int, Vec], int]] = [((g, _minus(free, shape, per)), full)]
+        left = pods - full
+        if rem:
+            moved.append(((g, _minus(free, shape, rem)), 1))
+            left -= 1
+        if left:
+            moved.append((key, left))
+        for k, n in moved:
+            if n:
+                self.open[k] = self.open.get(k, 0) + n
+        return count - full * per - rem
+
+
+def _size(free: Vec, group: GroupSpec) -> float:
+    """Free space as a sum of shares of the group's pod (best fit tries small first)."""
+    return sum(f / c for f, c in zip(free, group.capacity, strict=True) if c)
+
+
+@dataclass(slots=True)
+class _Old:
+    """A class of existing pods: same group, same total, same free vector."""
+
+    count: int
+    pods: list[str]  # in the order they should receive demand
+
+
+class Packer:
+    """Places demand on existing pods first, then on as few, as cheap new pods as it can.
+
+    Algorithm: first-fit decreasing over distinct shapes (order from the injected
+    :class:`ShapeOrderer`, default: dominant share), on classes of identical pods.
+
+    1. Existing pods (``place`` phase 1): every shape, largest first, goes onto existing pod
+       classes in best-fit order (partly used pods before wholly free ones, non-GPU before GPU,
+       least free space first), ``k`` copies at a time by arithmetic.
+    2. New pods (phase 2): what is left fills the free space of pods already planned, then new
+       pods are opened. The group for them is chosen among the groups of the best scorer tier
+       (Ray's GPU avoidance) by *rollout*: for each candidate group, and for each of "all
+       copies there" and "only full pods there", the rest of the queue (up to ``lookahead``
+       shapes) is completed greedily (cheapest cost per copy, then score) and the option with
+       the fewest unplaced bundles, then the lowest total new-pod cost, then the best score,
+       wins.
+
+    Bound: ``O(S * (C + L * O * R))`` fits for ``S`` distinct shapes, ``C`` pod classes, ``O``
+    open options (at most 2 per group), ``L`` lookahead and ``R`` open new-pod classes, each
+    fit costing the number of resources a shape names; plus one sort of the classes per shape.
+    Precondition: amounts are non-negative fixed-point integers over one resource index, and
+    every shape is non-empty (an empty shape needs no pod and must not be passed in).
+    FFD uses at most ``11/9 OPT + 6/9`` pods of one size (Dosa 2007); the rollout is what
+    makes the group choice across heterogeneous groups close to the integer optimum.
+    """
+
+    def __init__(
+        self,
+        groups: Sequence[GroupSpec],
+        existing: Iterable[tuple[int, Vec, Vec, str]],
+        new: NewPods,
+        *,
+        scorer: GroupScorer = ray_scorer,
+        orderer: ShapeOrderer = dominant_share_orderer,
+        lookahead: int = 8,
+        gpu_index: int = -1,
+    ) -> None:
+        """``existing``: ``(group index, total, free, pod)`` in the order pods take demand."""
+        self.groups = groups
+        self.new = new
+        self.scorer = scorer
+        self.orderer = orderer
+        self.lookahead = lookahead
+        self.gpu_index = gpu_index
+        self.old: dict[tuple[int, Vec, Vec], _Old] = {}
+        for g, total, free, pod in existing:
+            cls = self.old.get((g, total, free))
+            if cls is None:
+                self.old[(g, total, free)] = _Old(1, [pod])
+            else:
+                cls.count += 1
+                cls.pods.append(pod)
+        self._gpu_group = [gpu_index >= 0 and gr.capacity[gpu_index] > 0 for gr in groups]
+        self._order = {i: float(gpu) for i, gpu in enumerate(self._gpu_group)}
+
+    # --- state ----------------------------------------------------------------------------
+
+    def snapshot(self) -> tuple[dict[tuple[int, Vec, Vec], _Old], NewPods]:
+        """A copy of the state to :meth:`restore` after a failed gang."""
+        return {k: _Old(v.count, v.pods) for k, v in self.old.items()}, self.new.copy()
+
+    def restore(self, state: tuple[dict[tuple[int, Vec, Vec], _Old], NewPods]) -> None:
+        """Go back to a :meth:`snapshot`."""
+        old, new = state
+        self.old = {k: _Old(v.count, v.pods) for k, v in old.items()}
+        self.new = new.copy()
+
+    def busy_pods(self) -> set[str]:
+        """Existing pods with anything used: in use before, or given demand here."""
+        return {p for (_, total, free), c in self.old.items() if free != total for p in c.pods}
+
+    # --- placing ----------------------------------------------------------------------------
+
+    def place(self, demand: Sequence[tuple[Vec, int]]) -> list[tuple[Vec, int]]:
+        """Place every ``(shape, count)``; returns what could not be placed, same order."""
+        merged: dict[Vec, int] = {}
+        for shape, count in demand:
+            if count > 0:
+                merged[shape] = merged.get(shape, 0) + count
+        queue = [(s, need_of(s), merged[s]) for s in self.orderer(list(merged), self.groups)]
+        left = [(s, n, self._place_old(s, n, c)) for s, n, c in queue]
+        left = [x for x in left if x[2]]
+        out: list[tuple[Vec, int]] = []
+        for pos, (shape, need, count) in enumerate(left):
+            rest = count and self._place_new(shape, need, count, left[pos + 1 :])
+            if rest:
+                out.append((shape, rest))
+        return out
+
+    def place_spread(self, bundles: Sequence[Vec]) -> bool:
+        """One STRICT_SPREAD gang: every bundle on a distinct pod. All or nothing."""
+        state = self.snapshot()
+        used_old: dict[tuple[int, Vec, Vec], int] = {}
+        used_new: dict[tuple[int, Vec], int] = {}
+        for shape in self.orderer(list(bundles), self.groups) if len(set(bundles)) > 1 else bundles:
+            need = need_of(shape)
+            if self._spread_old(shape, need, used_old) or self._spread_new(shape, need, used_new):
+                continue
+            self.restore(state)
+            return False
+        return True
+
+    def _old_keys(self) -> list[tuple[int, Vec, Vec]]:
+        order, groups = self._order, self.groups
+
+        def key(k: tuple[int, Vec, Vec]) -> tuple[bool, float, float, str, Vec]:
+            g, total, free = k
+            return (free == total, order[g], _size(free, groups[g]), groups[g].name, free)
+
+        return sorted(self.old, key=key)
+
+    def _place_old(self, shape: Vec, need: Need, count: int) -> int:
+        for key in self._old_keys():
+            per = fit_count(key[2], need)
+            if per == 0:
+                continue
+            cls = self.old.pop(key)
+            full, rem = divmod(min(count, per * cls.count), per)
+            g, total, free = key
+            self._add_old((g, total, _minus(free, shape, per)), full, cls.pods[:full])
+            if rem:
+                self._add_old((g, total, _minus(free, shape, rem)), 1, cls.pods[full : full + 1])
+            taken = full + (1 if rem else 0)
+            if cls.count > taken:
+                self._add_old(key, cls.count - taken, cls.pods[taken:])
+            count -= full * per + rem
+            if count == 0:
+                break
+        return count
+
+    def _add_old(self, key: tuple[int, Vec, Vec], n: int, pods: list[str]) -> None:
+        if n <= 0:
+            return
+        cls = self.old.get(key)
+        if cls is None:
+            self.old[key] = _Old(n, pods)
+        else:
+            self.old[key] = _Old(cls.count + n, cls.pods + pods)
+
+    def _candidates(self, new: NewPods, shape: Vec, need: Need, count: int) -> list[int]:
+        """Groups that could take a new pod for ``shape``, best scorer tier only."""
+        best: list[int] = []
+        best_tier = _UNBOUNDED
+        for g, grp in enumerate(self.groups):
+            per = fit_count(grp.capacity, need)
+            if per == 0 or new.room(g) <= 0:
+                continue
+            tier = self._score(g, shape, min(per, count))[0]
+            if tier < best_tier:
+                best, best_tier = [g], tier
+            elif tier == best_tier:
+                best.append(g)
+        return best
+
+    def _score(self, g: int, shape: Vec, copies: int) -> tuple[int, float, float]:
+        grp = self.groups[g]
+        return self.scorer(
+            Candidate(grp.name, grp.capacity, grp.cost, shape, copies, self.gpu_index)
+        )
+
+    def _greedy_group(self, new: NewPods, shape: Vec, need: Need, count: int) -> int | None:
+        """Cheapest cost per placed copy, then best score, then name."""
+        best: tuple[int, float, float, float, str] | None = None
+        choice = None
+        for g in self._candidates(new, shape, need, count):
+            grp = self.groups[g]
+            per = min(fit_count(grp.capacity, need), count)
+            tier, lo, mean = self._score(g, shape, per)
+            key = (tier, grp.cost / per, -lo, -mean, grp.name)
+            if best is None or key < best:
+                best, choice = key, g
+        return choice
+
+    def _greedy(self, new: NewPods, shape: Vec, need: Need, count: int) -> int:
+        """Complete one shape on ``new`` without lookahead; returns what is left."""
+        order = self._order
+        while count:
+            count = new.fill(shape, need, count, order)
+            if not count:
+                break
+            g = self._greedy_group(new, shape, need, count)
+            if g is None:
+                break
+            count = new.open_for(g, shape, need, count, whole_only=False)
+        return count
+
+    def _place_new(
+        self, shape: Vec, need: Need, count: int, rest: Sequence[tuple[Vec, Need, int]]
+    ) -> int:
+        order = self._order
+        ahead = rest[: self.lookahead]
+        while count:
+            count = self.new.fill(shape, need, count, order)
+            if not count:
+                break
+            cands = self._candidates(self.new, shape, need, count)
+            if not cands:
+                break
+            options: list[tuple[int, bool]] = []
+            for g in cands:
+                per = fit_count(self.groups[g].capacity, need)
+                options.append((g, False))
+                if count > per and count % per:
+                    options.append((g, True))
+            if len(options) == 1 or self.lookahead <= 0:
+                choice = self._greedy_group(self.new, shape, need, count)
+                if choice is None:
+                    break
+                count = self.new.open_for(choice, shape, need, count, whole_only=False)
+                continue
+            best: tuple[int, float, int, float, float, str, bool] | None = None
+            pick = options[0]
+            for g, whole in options:
+                trial = self.new.copy()
+                left = trial.open_for(g, shape, need, count, whole_only=whole)
+                unplaced = self._greedy(trial, shape, need, left)
+                for s, n, c in ahead:
+                    unplaced += self._greedy(trial, s, n, c)
+                grp = self.groups[g]
+                tier, lo, mean = self._score(g, shape, min(fit_count(grp.capacity, need), count))
+                key = (unplaced, trial.cost(), tier, -lo, -mean, grp.name, whole)
+                if best is None or key < best:
+                    best, pick = key, (g, whole)
+            count = self.new.open_for(pick[0], shape, need, count, whole_only=pick[1])
+        return count
+
+    def _spread_old(self, shape: Vec, need: Need, used: dict[tuple[int, Vec, Vec], int]) -> bool:
+        for key in self._old_keys():
+            cls = self.old[key]
+            if cls.count - used.get(key, 0) <= 0 or fit_count(key[2], need) == 0:
+                continue
+            g, total, free = key
+            # pods used by this gang were appended last: the first pod is a fresh one
+            self.old.pop(key)
+            if cls.count > 1:
+                self.old[key] = _Old(cls.count - 1, cls.pods[1:])
+            dest = (g, total, _minus(free, shape, 1))
+            self._add_old(dest, 1, cls.pods[:1])
+            used[dest] = used.get(dest, 0) + 1
+            return True
+        return False
+
+    def _spread_new(self, shape: Vec, need: Need, used: dict[tuple[int, Vec], int]) -> bool:
+        new = self.new
+        for key in sorted(
+            new.open, key=lambda k: (self._order[k[0]], _size(k[1], self.groups[k[0]]), k)
+        ):
+            if new.open[key] - used.get(key, 0) <= 0 or fit_count(key[1], need) == 0:
+                continue
+            n = new.open.pop(key)
+            if n > 1:
+                new.open[key] = n - 1
+            dest = (key[0], _minus(key[1], shape, 1))
+            new.open[dest] = new.open.get(dest, 0) + 1
+            used[dest] = used.get(dest, 0) + 1
+            return True
+        g = self._greedy_group(new, shape, need, 1)
+        if g is None:
+            return False
+        dest = (g, _minus(self.groups[g].capacity, shape, 1))
+        new.add(g, 1, dest[1])
+        used[dest] = used.get(dest, 0) + 1
+        return True
