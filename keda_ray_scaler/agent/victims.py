@@ -1,0 +1,438 @@
+"""Safe scale-down: choose, mark, confirm, drain, publish, verify; one worker group at a time.
+
+The pod-deletion-cost annotation is only a hint the ReplicaSet controller reads from its cache
+(kubernetes/kubernetes#126138), and a Ray node may get work right after it was seen idle. So a
+pod is published as a victim (``NodeStatus.VICTIM``, the scaler lowers the target by exactly the
+number of victims) only after every step below succeeded for it:
+
+1. **choose**: the planner's ``GroupPlan.removable``, re-checked against a fresh
+   :class:`RayView` read (running, idle at least ``idleTimeoutSeconds``, nothing used);
+2. **mark**: ``controller.kubernetes.io/pod-deletion-cost`` = ``victim_cost`` on victims and
+   ``busy_cost`` on busy pods, each with the marker annotation ``owner_annotation`` = the value
+   written; a cost the agent does not own (no marker, or marker != cost) is never written;
+3. **confirm**: the new values seen through the watch, ``settle_s`` waited (injected clock),
+   then :func:`ranking.check_takes_first` on the group's pods: victims must rank strictly first
+   by rules that do not depend on the controller's clock; one ReplicaSet only;
+4. **drain**: :class:`Drainer` for idle termination; a rejection restores the pod (removes both
+   annotations) and the pod is not published;
+5. **publish**: :meth:`VictimController.victims`;
+6. **verify**: a pod of a group with published victims that disappears without being a victim
+   is a wrong victim: counted, logged, and the group's scale-down is frozen until
+   :meth:`VictimController.unfreeze` (or an agent restart).
+
+Every step starts with :meth:`VictimController.reconcile`: a pod carrying the agent's victim
+mark that is not a published victim gets its cost restored unless its Ray node is draining or
+gone (then it was drained before a restart and is adopted as a victim). So an agent killed
+mid-protocol leaves no undrained pod marked as victim once it runs again.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.agent.kube import PodCache
+from keda_ray_scaler.agent.ports import Clock, Drainer, RayView
+from keda_ray_scaler.agent.ranking import (
+    DELETION_COST,
+    INT32_MAX,
+    INT32_MIN,
+    PodInfo,
+    check_takes_first,
+)
+from keda_ray_scaler.errors import KubernetesError, RayError
+from keda_ray_scaler.model import ClusterSpec, GroupPlan, NodeStatus, Plan, WorkerNode
+
+log = structlog.get_logger(__name__)
+
+#: counter {cluster, group, outcome}: victim protocol decisions
+VICTIM_VERDICTS = "ray_scaler_victim_verdicts_total"
+
+
+class Outcome(enum.StrEnum):
+    """What happened to one candidate pod (a metric label and a log field)."""
+
+    NOT_SYNCED = "not_synced"  # the pod cache is not synced: nothing done
+    FROZEN = "frozen"  # the group's scale-down is frozen after a wrong victim
+    RAY_UNAVAILABLE = "ray_unavailable"  # the re-check could not read Ray: nothing done
+    KUBE_ERROR = "kube_error"  # an API call failed after retries: marks rolled back
+    POD_GONE = "pod_gone"  # not an active pod of the group any more
+    NO_NODE = "no_node"  # no Ray node for the pod
+    NOT_IDLE = "not_idle"  # the re-check found the node busy, draining or idle too briefly
+    NOT_OWNED = "not_owned"  # someone else owns the pod's deletion cost
+    NOT_CONFIRMED = "not_confirmed"  # marks not seen, or the ranking would take another pod
+    DRAIN_REJECTED = "drain_rejected"  # Ray refused the drain: cost restored
+    VICTIM = "victim"  # drained and confirmed: published
+    RESTORED = "restored"  # a stale victim mark was removed
+    RESURRECTED = "resurrected"  # a victim's pod runs a new Ray node: unpublished, restored
+    DELETED = "deleted"  # a published victim's pod is gone: the scale-down took it
+    WRONG_VICTIM = "wrong_victim"  # a pod that was not a victim went: group frozen
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One decision, with the reason a human needs."""
+
+    group: str
+    pod: str
+    outcome: Outcome
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class VictimSettings:
+    """Tuning of the protocol.
+
+    - ``settle_s``: wait after the marks are seen, so the ReplicaSet controller's informer has
+      them too (#126138 lost a race of 0.6 s); default 5 s.
+    - ``confirm_timeout_s``: how long to wait for the watch to show the marks (real time).
+    - ``drain_deadline_s``: drain deadline after ``now``; 0 sends deadline 0 (Ray: none).
+    - ``victim_cost`` / ``busy_cost``: int32 extremes, the range the controller parses.
+    - ``owner_annotation``: the marker; its value is the cost the agent wrote.
+    """
+
+    settle_s: float = 5.0
+    confirm_timeout_s: float = 10.0
+    drain_deadline_s: float = 0.0
+    victim_cost: int = INT32_MIN
+    busy_cost: int = INT32_MAX
+    owner_annotation: str = "ray-scaler.keda.sh/deletion-cost"
+
+
+def owns_cost(pod: PodInfo, settings: VictimSettings) -> bool:
+    """The agent may write the cost: none is set, or the marker says the agent wrote it."""
+    cost = pod.annotations.get(DELETION_COST)
+    return cost is None or pod.annotations.get(settings.owner_annotation) == cost
+
+
+def has_mark(pod: PodInfo, value: int, settings: VictimSettings) -> bool:
+    """The pod carries the agent's own mark with this cost."""
+    text = str(value)
+    annotations = pod.annotations
+    return annotations.get(DELETION_COST) == text and (
+        annotations.get(settings.owner_annotation) == text
+    )
+
+
+def set_cost(value: int, settings: VictimSettings) -> Callable[[PodInfo], Mapping[str, str | None]]:
+    """A decision for :meth:`PodCache.update`: write ``value`` with the marker, if owned."""
+
+    def decide(pod: PodInfo) -> Mapping[str, str | None]:
+        if not owns_cost(pod, settings):
+            return {}
+        return {DELETION_COST: str(value), settings.owner_annotation: str(value)}
+
+    return decide
+
+
+def clear_cost(settings: VictimSettings) -> Callable[[PodInfo], Mapping[str, str | None]]:
+    """A decision for :meth:`PodCache.update`: remove the agent's cost and marker, if owned."""
+
+    def decide(pod: PodInfo) -> Mapping[str, str | None]:
+        if settings.owner_annotation not in pod.annotations or not owns_cost(pod, settings):
+            return {}
+        return {DELETION_COST: None, settings.owner_annotation: None}
+
+    return decide
+
+
+def _idle_problem(node: WorkerNode, idle_timeout_s: float) -> str:
+    if node.status != NodeStatus.RUNNING:
+        return f"node is {node.status}"
+    if node.available != node.total:
+        return f"node uses resources (available {node.available} of {node.total})"
+    if node.idle_s < idle_timeout_s:
+        return f"idle {node.idle_s:g}s < idleTimeoutSeconds {idle_timeout_s:g}"
+    return ""
+
+
+class VictimController:
+    """Runs the protocol; its :meth:`victims` are what the exporter publishes."""
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        pods: PodCache,
+        ray: RayView,
+        drainer: Drainer,
+        clock: Clock,
+        registry: CollectorRegistry,
+        settings: VictimSettings | None = None,
+    ) -> None:
+        self._cluster = cluster
+        self._pods = pods
+        self._ray = ray
+        self._drainer = drainer
+        self._clock = clock
+        self._settings = settings or VictimSettings()
+        self._victims: dict[str, tuple[str, str]] = {}  # pod -> (group, drained node id)
+        self._frozen: set[str] = set()
+        self._seen: dict[str, set[str]] = {}  # group -> active pods at the last step
+        self._log = log.bind(cluster=cluster.name)
+        self._verdicts = Counter(
+            VICTIM_VERDICTS,
+            "Victim protocol decisions by outcome.",
+            ["cluster", "group", "outcome"],
+            registry=registry,
+        )
+        self._wrong = Counter(
+            schema.WRONG_VICTIMS,
+            "Pods deleted by a scale-down that were not drained victims.",
+            [schema.LABEL_CLUSTER, schema.LABEL_GROUP],
+            registry=registry,
+        )
+        self._frozen_gauge = Gauge(
+            schema.SCALE_DOWN_FROZEN,
+            "1 while the group's scale-down is frozen after a wrong victim.",
+            [schema.LABEL_CLUSTER, schema.LABEL_GROUP],
+            registry=registry,
+        )
+        for group in cluster.worker_groups:
+            self._wrong.labels(cluster.name, group.name)
+            self._frozen_gauge.labels(cluster.name, group.name).set(0)
+
+    # --- what others read ----------------------------------------------------------------
+    def victims(self) -> Mapping[str, str]:
+        """Published victims: pod -> worker group (drained and confirmed)."""
+        return {pod: group for pod, (group, _) in sorted(self._victims.items())}
+
+    def frozen(self) -> frozenset[str]:
+        """Groups whose scale-down is frozen."""
+        return frozenset(self._frozen)
+
+    def unfreeze(self, group: str) -> None:
+        """The operator's action after looking at a wrong victim."""
+        self._frozen.discard(group)
+        self._frozen_gauge.labels(self._cluster.name, group).set(0)
+        self._log.warning("scale-down unfrozen", worker_group=group)
+
+    # --- the protocol ----------------------------------------------------------------------
+    async def step(self, plan: Plan) -> tuple[Verdict, ...]:
+        """One round for every group of ``plan``: verify, reconcile, then the protocol."""
+        groups = sorted(plan.groups)
+        if not self._pods.synced:
+            return self._record(
+                [Verdict(g, "", Outcome.NOT_SYNCED, "pod cache not synced") for g in groups]
+            )
+        verdicts = self._verify()
+        try:
+            nodes = await self._ray.nodes()
+        except RayError as exc:
+            verdicts += [Verdict(g, "", Outcome.RAY_UNAVAILABLE, str(exc)) for g in groups]
+            return self._record(verdicts)
+        verdicts += await self._reconcile(nodes)
+        for name in groups:
+            verdicts += await self._run_group(plan.groups[name], nodes)
+        return self._record(verdicts)
+
+    async def reconcile(self) -> tuple[Verdict, ...]:
+        """Restore stale victim marks (call once the cache is synced, e.g. at start)."""
+        if not self._pods.synced:
+            return self._record([Verdict("", "", Outcome.NOT_SYNCED, "pod cache not synced")])
+        try:
+            nodes = await self._ray.nodes()
+        except RayError as exc:
+            return self._record([Verdict("", "", Outcome.RAY_UNAVAILABLE, str(exc))])
+        return self._record(await self._reconcile(nodes))
+
+    def _verify(self) -> list[Verdict]:
+        verdicts: list[Verdict] = []
+        current: dict[str, set[str]] = {}
+        for pod in self._pods.pods():
+            if pod.active and pod.group:
+                current.setdefault(pod.group, set()).add(pod.name)
+        for group, before in self._seen.items():
+            expecting = any(g == group for g, _ in self._victims.values())
+            for name in sorted(before - current.get(group, set())):
+                if name in self._victims:
+                    del self._victims[name]
+                    verdicts.append(Verdict(group, name, Outcome.DELETED, "victim pod is gone"))
+                elif expecting:
+                    verdicts.append(self._wrong_victim(group, name))
+        self._seen = current
+        return verdicts
+
+    def _wrong_victim(self, group: str, pod: str) -> Verdict:
+        self._wrong.labels(self._cluster.name, group).inc()
+        self._frozen.add(group)
+        self._frozen_gauge.labels(self._cluster.name, group).set(1)
+        victims = sorted(p for p, (g, _) in self._victims.items() if g == group)
+        reason = f"pod deleted while victims {victims} were expected; scale-down frozen"
+        self._log.error("wrong victim", worker_group=group, pod=pod, victims=victims)
+        return Verdict(group, pod, Outcome.WRONG_VICTIM, reason)
+
+    async def _reconcile(self, nodes: Sequence[WorkerNode]) -> list[Verdict]:
+        settings = self._settings
+        by_pod = {n.pod: n for n in nodes}
+        verdicts: list[Verdict] = []
+        for pod in self._pods.pods():
+            node = by_pod.get(pod.name)
+            if pod.name in self._victims:
+                node_id = self._victims[pod.name][1]
+                if (
+                    node is not None
+                    and node.status == NodeStatus.RUNNING
+                    and node.node_id != node_id
+                ):
+                    del self._victims[pod.name]
+                    verdicts.append(
+                        await self._restore(
+                            pod, Outcome.RESURRECTED, f"new Ray node {node.node_id}"
+                        )
+                    )
+                continue
+            if not pod.active or not has_mark(pod, settings.victim_cost, settings):
+                continue
+            if node is None or node.status == NodeStatus.DRAINING:
+                self._victims[pod.name] = (pod.group, node.node_id if node else "")
+                state = "draining" if node else "gone"
+                verdicts.append(
+                    Verdict(pod.group, pod.name, Outcome.VICTIM, f"adopted: Ray node {state}")
+                )
+                continue
+            verdicts.append(
+                await self._restore(pod, Outcome.RESTORED, "victim mark without a drain")
+            )
+        return verdicts
+
+    async def _restore(self, pod: PodInfo, outcome: Outcome, reason: str) -> Verdict:
+        try:
+            await self._pods.update(pod.name, clear_cost(self._settings))
+        except KubernetesError as exc:
+            return Verdict(pod.group, pod.name, Outcome.KUBE_ERROR, f"restore failed: {exc}")
+        return Verdict(pod.group, pod.name, outcome, reason)
+
+    async def _run_group(self, gp: GroupPlan, nodes: Sequence[WorkerNode]) -> list[Verdict]:
+        name = gp.name
+        candidates = [p for p in gp.removable if p not in self._victims]
+        if not candidates:
+            return []
+        if name in self._frozen:
+            return [Verdict(name, p, Outcome.FROZEN, "scale-down frozen") for p in candidates]
+        spec = self._cluster.group(name)
+        idle_timeout_s = spec.idle_timeout_s if spec else 0.0
+        by_pod = {n.pod: n for n in nodes}
+        pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
+        verdicts: list[Verdict] = []
+        chosen: list[PodInfo] = []
+        for pod_name in candidates:
+            pod, node = pods.get(pod_name), by_pod.get(pod_name)
+            if pod is None:
+                verdicts.append(Verdict(name, pod_name, Outcome.POD_GONE, "no active pod"))
+            elif node is None:
+                verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
+            elif problem := _idle_problem(node, idle_timeout_s):
+                verdicts.append(Verdict(name, pod_name, Outcome.NOT_IDLE, problem))
+            elif not owns_cost(pod, self._settings):
+                cost = pod.annotations.get(DELETION_COST)
+                verdicts.append(
+                    Verdict(name, pod_name, Outcome.NOT_OWNED, f"cost {cost} set by another")
+                )
+            else:
+                chosen.append(pod)
+        if not chosen:
+            return verdicts
+        chosen_names = {p.name for p in chosen}
+        busy = [
+            p
+            for p in pods.values()
+            if p.name not in chosen_names
+            and p.name not in self._victims
+            and (node := by_pod.get(p.name)) is not None
+            and node.available != node.total
+        ]
+        marked, mark_verdicts = await self._mark(name, chosen, busy)
+        verdicts += mark_verdicts
+        if not marked:
+            return verdicts
+        problem = await self._confirm(name, marked)
+        if problem:
+            for pod in marked:
+                verdicts.append(await self._restore(pod, Outcome.NOT_CONFIRMED, problem))
+            return verdicts
+        for pod in marked:
+            verdicts.append(await self._drain(name, pod, by_pod[pod.name]))
+        return verdicts
+
+    async def _mark(
+        self, group: str, chosen: Sequence[PodInfo], busy: Sequence[PodInfo]
+    ) -> tuple[list[PodInfo], list[Verdict]]:
+        settings = self._settings
+        marked: list[PodInfo] = []
+        verdicts: list[Verdict] = []
+        try:
+            for pod in chosen:
+                written = await self._pods.update(
+                    pod.name, set_cost(settings.victim_cost, settings)
+                )
+                if written is None:
+                    verdicts.append(Verdict(group, pod.name, Outcome.POD_GONE, "pod gone"))
+                elif not has_mark(written, settings.victim_cost, settings):
+                    cost = written.annotations.get(DELETION_COST)
+                    verdicts.append(
+                        Verdict(group, pod.name, Outcome.NOT_OWNED, f"cost {cost} set by another")
+                    )
+                else:
+                    marked.append(written)
+            if marked:
+                for pod in busy:
+                    await self._pods.update(pod.name, set_cost(settings.busy_cost, settings))
+        except KubernetesError as exc:
+            for pod in marked:
+                verdicts.append(await self._restore(pod, Outcome.KUBE_ERROR, f"mark failed: {exc}"))
+            return [], verdicts
+        return marked, verdicts
+
+    async def _confirm(self, group: str, marked: Sequence[PodInfo]) -> str:
+        """Empty when the ReplicaSet would take exactly ``marked``; else why not."""
+        settings = self._settings
+        names = {p.name for p in marked}
+
+        def marks_seen() -> bool:
+            for name in names:
+                pod = self._pods.get_cached(name)
+                if pod is None or not has_mark(pod, settings.victim_cost, settings):
+                    return False
+            return True
+
+        if not await self._pods.wait_until(marks_seen, settings.confirm_timeout_s):
+            return "victim marks not seen through the watch"
+        await self._clock.sleep(settings.settle_s)
+        if not self._pods.synced:
+            return "pod cache not synced"
+        if not marks_seen():
+            return "victim marks changed while settling"
+        pods = [p for p in self._pods.pods() if p.group == group]
+        owners = sorted({p.owner for p in pods if p.active})
+        if len(owners) > 1:
+            return f"pods of more than one owner {owners} (rollout in progress)"
+        check = check_takes_first(pods, names, now_s=self._clock.now())
+        return "" if check.ok else check.reason
+
+    async def _drain(self, group: str, pod: PodInfo, node: WorkerNode) -> Verdict:
+        deadline_s = self._settings.drain_deadline_s
+        deadline_ms = int((self._clock.now() + deadline_s) * 1000) if deadline_s > 0 else 0
+        message = f"keda-ray-scaler: worker group {group} scales down, pod {pod.name} idle"
+        result = await self._drainer.drain(node.node_id, message, deadline_ms)
+        if not result.accepted:
+            return await self._restore(pod, Outcome.DRAIN_REJECTED, result.rejection)
+        self._victims[pod.name] = (group, node.node_id)
+        return Verdict(group, pod.name, Outcome.VICTIM, f"drained node {node.node_id}")
+
+    def _record(self, verdicts: list[Verdict]) -> tuple[Verdict, ...]:
+        for v in verdicts:
+            self._verdicts.labels(self._cluster.name, v.group, v.outcome.value).inc()
+            if v.outcome != Outcome.WRONG_VICTIM:  # logged as an error where it is found
+                self._log.info(
+                    "victim verdict",
+                    worker_group=v.group,
+                    pod=v.pod,
+                    outcome=v.outcome.value,
+                    reason=v.reason,
+                )
+        return tuple(verdicts)
