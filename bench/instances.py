@@ -336,3 +336,42 @@ def many_shapes(pods: int, bundles: int, shapes: int) -> PlanningInput:
     demand = Demand(bundles=tuple(Bundle(s, n) for s, n in zip(sh, counts, strict=True) if n))
     cluster = ClusterSpec("many", groups, upscaling_speed=NO_UPSCALING_LIMIT)
     return PlanningInput(cluster=cluster, demand=demand, nodes=tuple(nodes))
+
+
+def describe(inp: PlanningInput) -> str:
+    """A compact one-paragraph description of an instance, for reports."""
+
+    def res(r: Resources) -> str:
+        parts = []
+        for k, v in r.to_float_dict().items():
+            if k in ("memory", "object_store_memory"):
+                parts.append(f"{k[:3]}={v / GIB:g}G")
+            else:
+                parts.append(f"{k.removeprefix('accelerator_type:')}={v:g}")
+        return "{" + ",".join(parts) + "}"
+
+    c = inp.cluster
+    groups = "; ".join(
+        f"{g.name}{res(g.resources)} ${g.cost:g} [{g.min_replicas},{g.max_replicas}]"
+        for g in c.worker_groups
+    )
+    d = inp.demand
+    tasks = " ".join(f"{b.count}x{res(b.resources)}" for b in d.bundles)
+    pgs = " ".join(
+        f"{pg.count}x{pg.strategy.value}[{' '.join(res(r) for r in pg.bundles)}]"
+        for pg in d.placement_groups
+    )
+    floor = " ".join(f"{b.count}x{res(b.resources)}" for b in d.constraints)
+    nodes = " ".join(
+        f"{n.group}:{n.status.value[0]}{res(n.available)}" for n in inp.nodes
+    )
+    out = [f"groups: {groups}", f"tasks: {tasks or '-'}"]
+    if pgs:
+        out.append(f"pgs: {pgs}")
+    if floor:
+        out.append(f"request_resources: {floor}")
+    if nodes:
+        out.append(f"nodes(free): {nodes}")
+    if c.max_workers is not None:
+        out.append(f"maxWorkers: {c.max_workers}")
+    return "\n    ".join(out)

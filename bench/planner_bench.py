@@ -1,0 +1,363 @@
+"""Speed and packing quality of ``keda_ray_scaler.planner.plan`` (issue 2), with Ray beside it.
+
+Prints, each with its target and PASS/FAIL:
+
+1. Speed, one process, pure Python, ``time.perf_counter``, best of several runs:
+   (a) ray-project/ray PR #64175: 1,337 busy pods, 13,315 pending ``{CPU: 2}`` bundles and
+   three other groups, <= 50 ms; (b) 1,000 running pods with free capacity and 2,000 demands,
+   < 100 ms, with Ray's v2 scheduler on smaller slices of the same shape beside it;
+   (c) 10,000 pods, 100,000 bundles in 50 shapes, <= 1 s, and its peak memory (tracemalloc);
+   (d) a scaling table: time follows distinct shapes and pods, not the raw bundle count.
+2. Quality: seeded random instances, the plan's new-pod cost against the exact optimum
+   (``bench.milp``): share optimal >= 95 %, never more than one pod over.
+3. Ray's own scheduler on the same instances in the same run: node counts, costs and times.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench import ray_compare
+from bench.instances import describe, free_capacity, many_shapes, pr64175, random_instance
+from keda_ray_scaler.model import Plan, PlanningInput, UnplaceableReason
+
+PlanFn = Callable[[PlanningInput], Plan]
+
+QUALITY_INSTANCES = 300
+RAY_TIMEOUT_S = 60.0
+EPS = 1e-6
+
+
+def _plan_fn() -> PlanFn | None:
+    try:
+        from keda_ray_scaler.planner import plan
+    except ImportError as exc:
+        print(f"planner not importable ({exc}): speed and quality of the plan are skipped")
+        return None
+    return plan
+
+
+def verdict(ok: bool) -> str:
+    """``PASS`` or ``FAIL``."""
+    return "PASS" if ok else "FAIL"
+
+
+def best_of(fn: PlanFn, inp: PlanningInput, runs: int) -> tuple[float, Plan]:
+    """Best wall time in seconds of ``runs`` calls, and the (last) plan."""
+    best = float("inf")
+    result: Plan | None = None
+    for _ in range(runs):
+        gc.collect()
+        started = time.perf_counter()
+        result = fn(inp)
+        best = min(best, time.perf_counter() - started)
+    assert result is not None
+    return best, result
+
+
+def new_pods(plan: Plan) -> dict[str, int]:
+    """New pods per group in a plan."""
+    return {name: g.new for name, g in plan.groups.items()}
+
+
+def plan_cost(inp: PlanningInput, plan: Plan) -> float:
+    """Total cost of the plan's new pods."""
+    price = {g.name: g.cost for g in inp.cluster.worker_groups}
+    return sum(price[name] * g.new for name, g in plan.groups.items())
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+# --------------------------------------------------------------------------------- speed
+
+
+def speed(plan: PlanFn) -> None:
+    """Section 1: the speed targets."""
+    print("-- 1. speed (one process, pure Python, best of several runs)")
+    inp = pr64175()
+    t, p = best_of(plan, inp, 7)
+    print(
+        f"[{verdict(t <= 0.050)}] (a) PR #64175: 1,337 busy pods + 13,315 x {{CPU: 2}} + 3 groups:"
+        f" {_ms(t)} (target <= 50 ms); new pods {new_pods(p)}"
+    )
+
+    inp = free_capacity(1000, 2000)
+    t, p = best_of(plan, inp, 7)
+    print(
+        f"[{verdict(t < 0.100)}] (b) 1,000 running pods with free capacity, 2,000 demands:"
+        f" {_ms(t)} (target < 100 ms; Ray 2.60 v2 ~105 s measured here); new {new_pods(p)}"
+    )
+    if ray_compare.available():
+        print("    same shape, smaller slices, Ray 2.60 ResourceDemandScheduler beside the plan:")
+        head = ("pods", "demands", "plan", "ray", "plan new", "ray new")
+        print("    {:>6} {:>8} {:>10} {:>12} {:>9} {:>8}".format(*head))
+        for pods, demands in ((100, 200), (200, 400), (400, 800)):
+            small = free_capacity(pods, demands)
+            tp, ps = best_of(plan, small, 3)
+            r = ray_compare.schedule_with_timeout(small, RAY_TIMEOUT_S)
+            ray_t = f"{r.seconds:.2f} s" if r else f"> {RAY_TIMEOUT_S:.0f} s"
+            ray_new = str(r.pods) if r else "-"
+            print(
+                f"    {pods:>6} {demands:>8} {_ms(tp):>10} {ray_t:>12}"
+                f" {sum(new_pods(ps).values()):>9} {ray_new:>8}"
+            )
+
+    inp = many_shapes(10_000, 100_000, 50)
+    t, p = best_of(plan, inp, 3)
+    print(
+        f"[{verdict(t <= 1.0)}] (c) 10,000 pods, 100,000 bundles in 50 shapes: {_ms(t)}"
+        f" (target <= 1 s); new {new_pods(p)}"
+    )
+    gc.collect()
+    tracemalloc.start()
+    plan(inp)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"    peak memory of one plan (tracemalloc, input excluded): {peak / 2**20:.1f} MiB")
+
+    scaling(plan)
+
+
+def scaling(plan: PlanFn) -> None:
+    """Section 1(d): time against bundle count, distinct shapes and pods."""
+    print("    (d) scaling: ms per plan")
+    print(f"    {'pods':>6} {'shapes':>6} {'bundles':>9} {'ms':>9}")
+    rows: dict[tuple[int, int, int], float] = {}
+    grid = [
+        (1000, 10, 1_000),
+        (1000, 10, 10_000),
+        (1000, 10, 100_000),
+        (1000, 50, 10_000),
+        (1000, 200, 10_000),
+        (100, 10, 10_000),
+        (10_000, 10, 10_000),
+    ]
+    for pods, shapes, bundles in grid:
+        t, _ = best_of(plan, many_shapes(pods, bundles, shapes), 3)
+        rows[(pods, shapes, bundles)] = t
+        print(f"    {pods:>6} {shapes:>6} {bundles:>9} {t * 1000:>9.2f}")
+    growth = rows[(1000, 10, 100_000)] / rows[(1000, 10, 1_000)]
+    print(
+        f"[{verdict(growth <= 3.0)}] (d) bundles x100 at the same shapes and pods:"
+        f" time x{growth:.2f} (target <= x3: cost follows shapes and pods, not bundle count)"
+    )
+
+
+# ------------------------------------------------------------------------------- quality
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One instance: the plan, the optimum, the plan's own counts checked, and Ray."""
+
+    seed: int
+    plan_new: dict[str, int]
+    plan_cost: float
+    plan_s: float
+    plan_unplaced: int  # reported unplaceable bundles, NO_GROUP_FITS excluded
+    opt_new: dict[str, int]
+    opt_cost: float
+    opt_unplaced: int
+    opt_status: str
+    check_unplaced: int  # least unplaced demand the plan's own counts leave (-1: breaks a bound)
+    ray_new: dict[str, int] | None
+    ray_cost: float | None
+    ray_s: float | None
+    ray_unplaced: int  # placeable bundles Ray reports infeasible
+
+    @property
+    def under(self) -> bool:
+        """The plan buys too little to hold the demand the optimum holds (or breaks a bound)."""
+        return self.check_unplaced < 0 or self.check_unplaced > self.opt_unplaced
+
+    @property
+    def optimal(self) -> bool:
+        """Holds what the optimum holds at no more cost."""
+        return not self.under and self.plan_cost <= self.opt_cost + EPS
+
+    @property
+    def excess_pods(self) -> int:
+        """New pods above the optimum's."""
+        return sum(self.plan_new.values()) - sum(self.opt_new.values())
+
+    @property
+    def excess_cost(self) -> float:
+        """Cost above the optimum's."""
+        return self.plan_cost - self.opt_cost
+
+
+def measure(plan: PlanFn | None, seeds: range) -> list[Row]:
+    """Plan, optimum, feasibility check of the plan's counts and Ray for every seed."""
+    from bench import milp
+
+    with_ray = ray_compare.available()
+    rows = []
+    for seed in seeds:
+        inp = random_instance(seed)
+        opt = milp.solve(inp)
+        if plan is not None:
+            t, p = best_of(plan, inp, 1)
+            pnew = new_pods(p)
+            check = milp.solve(inp, fixed_new=pnew)
+            check_unplaced = check.unplaced if check.status == "optimal" else -1
+            punplaced = sum(
+                u.count for u in p.unplaceable if u.reason != UnplaceableReason.NO_GROUP_FITS
+            )
+            pcost = plan_cost(inp, p)
+        else:
+            t, pnew, check_unplaced, punplaced, pcost = 0.0, {}, 0, 0, 0.0
+        r = ray_compare.schedule(inp) if with_ray else None
+        rows.append(
+            Row(
+                seed=seed,
+                plan_new=pnew,
+                plan_cost=pcost,
+                plan_s=t,
+                plan_unplaced=punplaced,
+                opt_new=dict(opt.new),
+                opt_cost=opt.cost,
+                opt_unplaced=opt.unplaced,
+                opt_status=opt.status,
+                check_unplaced=check_unplaced,
+                ray_new=dict(r.new) if r else None,
+                ray_cost=r.cost(inp) if r else None,
+                ray_s=r.seconds if r else None,
+                ray_unplaced=r.infeasible - opt.unfit if r else 0,
+            )
+        )
+    return rows
+
+
+def _counts(new: dict[str, int] | None) -> str:
+    if new is None:
+        return "-"
+    return ",".join(f"{k}={v}" for k, v in new.items() if v) or "0"
+
+
+def quality(plan: PlanFn | None, rows: list[Row]) -> None:
+    """Section 2: the plan against the exact optimum."""
+    n = len(rows)
+    not_opt = [r for r in rows if r.opt_status != "optimal"]
+    print(f"-- 2. quality: {n} seeded random instances (seeds {rows[0].seed}..{rows[-1].seed})")
+    print(
+        f"    MILP: {n - len(not_opt)} solved to optimality"
+        f"{'' if not not_opt else ', not: ' + str([r.seed for r in not_opt])}"
+    )
+    if plan is None:
+        return
+    optimal = sum(r.optimal for r in rows)
+    share = optimal / n
+    under = [r for r in rows if r.under]
+    worst_pods = max(r.excess_pods for r in rows)
+    worst_cost = max(r.excess_cost for r in rows)
+    print(
+        f"[{verdict(share >= 0.95)}] optimal (holds what the optimum holds at no more cost):"
+        f" {optimal}/{n} = {share:.1%} (target >= 95 %)"
+    )
+    print(
+        f"[{verdict(worst_pods <= 1)}] worst excess: {worst_pods:+d} pods (target <= 1),"
+        f" worst cost excess {worst_cost:+.2f}"
+    )
+    print(
+        f"[{verdict(not under)}] plan's own counts hold the demand the optimum holds:"
+        f" {n - len(under)}/{n}{'' if not under else '; short: ' + str([r.seed for r in under])}"
+    )
+    times = [r.plan_s for r in rows]
+    print(f"    plan time: median {_ms(statistics.median(times))}, max {_ms(max(times))}")
+    worst = sorted(
+        (r for r in rows if not r.optimal),
+        key=lambda r: (r.under, r.excess_cost),
+        reverse=True,
+    )[:5]
+    for r in worst:
+        print(
+            f"    seed {r.seed}: plan {_counts(r.plan_new)} ${r.plan_cost:.2f}"
+            f" | optimum {_counts(r.opt_new)} ${r.opt_cost:.2f}"
+            f" | unplaced plan-reported {r.plan_unplaced}, optimum {r.opt_unplaced},"
+            f" least with plan's counts {r.check_unplaced}"
+        )
+        print(f"    {describe(random_instance(r.seed))}")
+
+
+def side_by_side(plan: PlanFn | None, rows: list[Row]) -> None:
+    """Section 3: Ray's scheduler on the same instances."""
+    if not ray_compare.available():
+        print("-- 3. Ray is not importable: side-by-side skipped (install the bench extra)")
+        return
+    print("-- 3. Ray 2.60 autoscaler v2 ResourceDemandScheduler on the same instances")
+    ray_rows = [r for r in rows if r.ray_new is not None and r.ray_cost is not None]
+    n = len(ray_rows)
+
+    def pods(d: dict[str, int] | None) -> int:
+        return sum(d.values()) if d else 0
+
+    ray_short = [r for r in ray_rows if r.ray_unplaced > r.opt_unplaced]
+    ray_opt = sum(
+        1
+        for r in ray_rows
+        if r.ray_cost is not None and r.ray_cost <= r.opt_cost + EPS and r not in ray_short
+    )
+    print(
+        f"    nodes in all: optimum {sum(pods(r.opt_new) for r in ray_rows)},"
+        f" plan {sum(pods(r.plan_new) for r in ray_rows) if plan else '-'},"
+        f" Ray {sum(pods(r.ray_new) for r in ray_rows)}"
+    )
+    print(
+        f"    cost in all: optimum {sum(r.opt_cost for r in ray_rows):.2f},"
+        f" plan {sum(r.plan_cost for r in ray_rows) if plan else 0:.2f},"
+        f" Ray {sum(r.ray_cost or 0 for r in ray_rows):.2f}"
+    )
+    print(
+        f"    Ray optimal on {ray_opt}/{n} = {ray_opt / n:.1%}; Ray leaves placeable demand"
+        f" unplaced on {len(ray_short)}/{n}"
+        f" ({sum(r.ray_unplaced - r.opt_unplaced for r in ray_short)} bundles)"
+    )
+    ray_t = [r.ray_s or 0.0 for r in ray_rows]
+    line = (
+        f"    time per instance: Ray median {_ms(statistics.median(ray_t))}, max {_ms(max(ray_t))}"
+    )
+    if plan:
+        pt = [r.plan_s for r in ray_rows]
+        line += f"; plan median {_ms(statistics.median(pt))}, max {_ms(max(pt))}"
+        cheaper = sum(1 for r in ray_rows if r.plan_cost < (r.ray_cost or 0) - EPS)
+        dearer = sum(1 for r in ray_rows if r.plan_cost > (r.ray_cost or 0) + EPS)
+        print(line)
+        equal = n - cheaper - dearer
+        print(f"    plan cheaper than Ray on {cheaper}, dearer on {dearer}, equal on {equal}")
+    else:
+        print(line)
+    head = ("seed", "opt", "plan", "ray", "$opt", "$plan", "$ray", "plan ms", "ray ms", "left")
+    print("    {:>5} {:>5} {:>5} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}".format(*head))
+    differing = [r for r in ray_rows if abs((r.ray_cost or 0) - r.opt_cost) > EPS]
+    shown = (
+        differing[:8] + [r for r in ray_rows if r not in differing][: max(0, 8 - len(differing))]
+    )
+    for r in shown:
+        left = f"{r.opt_unplaced}/{r.ray_unplaced}"
+        print(
+            f"    {r.seed:>5} {pods(r.opt_new):>5} {pods(r.plan_new) if plan else '-':>5}"
+            f" {pods(r.ray_new):>5} {r.opt_cost:>8.2f} {r.plan_cost:>8.2f} {r.ray_cost or 0:>8.2f}"
+            f" {r.plan_s * 1000:>8.2f} {(r.ray_s or 0) * 1000:>8.2f} {left:>6}"
+        )
+    print("    (left: placeable bundles left without a pod, optimum/Ray)")
+
+
+def main() -> None:
+    """Run sections 1 to 3."""
+    plan = _plan_fn()
+    if plan is not None:
+        speed(plan)
+    rows = measure(plan, range(QUALITY_INSTANCES))
+    quality(plan, rows)
+    side_by_side(plan, rows)
+
+
+if __name__ == "__main__":
+    main()
