@@ -20,10 +20,12 @@ the scaler then issues one ``fetch_all()`` per interval instead of one ``fetch``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+import asyncio
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from keda_ray_scaler.schema import ClusterSnapshot
+from keda_ray_scaler.errors import NotFound, ScalerError
+from keda_ray_scaler.schema import ClusterSnapshot
 
 
 @runtime_checkable
@@ -45,3 +47,46 @@ class BatchSource(Source, Protocol):
         A cluster absent from the result is unknown to the backend (NotFound for it).
         """
         ...
+
+
+class MemorySource:
+    """An in-memory source for tests, benchmarks and the demo: snapshots set by the caller.
+
+    ``failure`` makes every fetch raise it; ``gate``, when set, makes fetches wait for it
+    (to hold a fetch in flight). ``fetches`` counts calls.
+    """
+
+    def __init__(self, snapshots: Mapping[str, ClusterSnapshot] | None = None) -> None:
+        self.snapshots: dict[str, ClusterSnapshot] = dict(snapshots or {})
+        self.failure: ScalerError | None = None
+        self.gate: asyncio.Event | None = None
+        self.fetches = 0
+
+    async def fetch(self, cluster: str) -> ClusterSnapshot:
+        """The stored snapshot of ``cluster``; NotFound when there is none."""
+        self.fetches += 1
+        await self._pass()
+        snap = self.snapshots.get(cluster)
+        if snap is None:
+            raise NotFound(f"Ray cluster {cluster!r} not found")
+        return snap
+
+    async def _pass(self) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.failure is not None:
+            raise self.failure
+
+
+class MemoryBatchSource(MemorySource):
+    """A :class:`MemorySource` that also answers every cluster at once."""
+
+    def __init__(self, snapshots: Mapping[str, ClusterSnapshot] | None = None) -> None:
+        super().__init__(snapshots)
+        self.batch_fetches = 0
+
+    async def fetch_all(self) -> dict[str, ClusterSnapshot]:
+        """Every stored snapshot."""
+        self.batch_fetches += 1
+        await self._pass()
+        return dict(self.snapshots)

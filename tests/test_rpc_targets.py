@@ -1,0 +1,237 @@
+"""TargetCache: shared background refresh, staleness, safety rules, single flight."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from keda_ray_scaler.errors import DemandUnavailable, NotFound
+from keda_ray_scaler.model import NodeStatus, Plan, PlanningInput
+from keda_ray_scaler.rpc.targets import TargetCache, TargetSettings
+from keda_ray_scaler.sources.base import MemoryBatchSource, MemorySource
+from keda_ray_scaler.telemetry import scaler_metrics
+
+from rpc_builders import T0, FakeClock, fixed_planner, group, node, snapshot
+
+V = NodeStatus.VICTIM
+
+
+def cache(
+    source: MemorySource, clock: FakeClock, planner=None, **settings: float
+) -> TargetCache:
+    return TargetCache(
+        source,
+        clock=clock,
+        planner=planner,
+        settings=TargetSettings(**settings),
+        metrics=scaler_metrics(CollectorRegistry()),
+    )
+
+
+async def test_seed_example_twenty_five_cpu_tasks_need_ten_ten_cpu_pods() -> None:
+    """20 pending {CPU: 5} bundles on a 10-CPU group: target 10, active."""
+    c = cache(MemorySource({"ray": snapshot(tasks={5: 20})}), FakeClock())
+    t = await c.get("ray", "cpu")
+    assert (t.target, t.active) == (10, True)
+
+
+async def test_target_never_below_pods_that_are_not_victims() -> None:
+    """Planner says 0; 3 running + 1 draining + 2 victims: target 4."""
+    nodes = (
+        node("a"),
+        node("b"),
+        node("c"),
+        node("d", status=NodeStatus.DRAINING),
+        node("e", status=V),
+        node("f", status=V),
+    )
+    src = MemorySource({"ray": snapshot(nodes=nodes)})
+    t = await cache(src, FakeClock(T0 - 10), fixed_planner({"cpu": 0})).get("ray", "cpu")
+    assert (t.target, t.floor, t.current, t.active) == (4, 4, 6, True)
+
+
+async def test_only_victims_left_and_no_demand_is_inactive() -> None:
+    """Planner says 0 and every pod is a victim: target 0, inactive."""
+    src = MemorySource({"ray": snapshot(nodes=(node("a", status=V), node("b", status=V)))})
+    t = await cache(src, FakeClock(T0 - 10), fixed_planner({"cpu": 0})).get("ray", "cpu")
+    assert (t.target, t.active) == (0, False)
+
+
+@pytest.mark.parametrize(
+    ("planned", "bounds", "pods", "expected"),
+    [
+        (0, (2, 10), 0, 2),  # raised to minReplicas
+        (50, (0, 8), 0, 8),  # capped at maxReplicas
+        (1, (0, 3), 5, 5),  # the floor (5 live pods) wins over maxReplicas
+    ],
+    ids=["min", "max", "floor-beats-max"],
+)
+async def test_target_is_clamped_to_bounds_then_floored(
+    planned: int, bounds: tuple[int, int], pods: int, expected: int
+) -> None:
+    """Clamp to [min, max], then never below the live pods."""
+    g = group(min=bounds[0], max=bounds[1])
+    nodes = tuple(node(f"p{i}") for i in range(pods))
+    src = MemorySource({"ray": snapshot(groups=(g,), nodes=nodes)})
+    t = await cache(src, FakeClock(T0 - 10), fixed_planner({"cpu": planned})).get("ray", "cpu")
+    assert t.target == expected
+
+
+async def test_stale_snapshot_is_unavailable_never_zero() -> None:
+    """A snapshot older than max age raises DemandUnavailable with its age."""
+    clock = FakeClock(T0 + 61)
+    c = cache(MemorySource({"ray": snapshot(t=T0)}), clock, max_age_s=60)
+    with pytest.raises(DemandUnavailable, match=r"61s old \(max 60s\)"):
+        await c.get("ray", "cpu")
+    clock.now = T0 + 60
+    assert (await c.get("ray", "cpu")).target == 0
+
+
+async def test_trigger_max_age_only_tightens() -> None:
+    """A trigger's 10 s max age refuses a 30 s old snapshot the server would accept."""
+    c = cache(MemorySource({"ray": snapshot(t=T0)}), FakeClock(T0 + 30), max_age_s=60)
+    assert (await c.get("ray", "cpu")).target == 0
+    with pytest.raises(DemandUnavailable, match="max 10s"):
+        await c.get("ray", "cpu", max_age_s=10)
+
+
+async def test_agent_poll_failure_is_unavailable() -> None:
+    """A snapshot with success=False is DemandUnavailable."""
+    c = cache(MemorySource({"ray": snapshot(success=False)}), FakeClock())
+    with pytest.raises(DemandUnavailable, match="last poll of Ray failed"):
+        await c.get("ray", "cpu")
+
+
+async def test_failed_refresh_after_good_data_is_unavailable_not_last_value() -> None:
+    """Once a refresh fails, the previous target is no longer served."""
+    src = MemorySource({"ray": snapshot(tasks={5: 20})})
+    c = cache(src, FakeClock())
+    assert (await c.get("ray", "cpu")).target == 10
+    src.failure = DemandUnavailable("prometheus down")
+    await c.refresh()
+    with pytest.raises(DemandUnavailable, match="prometheus down"):
+        await c.get("ray", "cpu")
+    src.failure = None
+    await c.refresh()
+    assert (await c.get("ray", "cpu")).target == 10
+
+
+async def test_restart_holds_scale_down_until_a_snapshot_newer_than_start() -> None:
+    """Snapshot from before the start: 2 victims kept (target 4); a newer one lets them go."""
+    nodes = (node("a"), node("b"), node("c", status=V), node("d", status=V))
+    src = MemorySource({"ray": snapshot(nodes=nodes, t=T0 - 5)})
+    clock = FakeClock(T0)
+    c = cache(src, clock, fixed_planner({"cpu": 1}))
+    t = await c.get("ray", "cpu")
+    assert (t.target, t.planned, t.held) == (4, 1, True)
+    src.snapshots["ray"] = snapshot(nodes=nodes, t=T0 + 5)
+    clock.advance(6)
+    await c.refresh()
+    t = await c.get("ray", "cpu")
+    assert (t.target, t.held) == (2, False)
+
+
+async def test_restart_hold_does_not_block_scale_up() -> None:
+    """Held scale-down still reports a higher planned target."""
+    src = MemorySource({"ray": snapshot(nodes=(node("a"),), t=T0 - 5)})
+    t = await cache(src, FakeClock(), fixed_planner({"cpu": 7})).get("ray", "cpu")
+    assert (t.target, t.held) == (7, False)
+
+
+async def test_concurrent_first_requests_share_one_fetch() -> None:
+    """50 requests for a new cluster while its first fetch is in flight: 1 fetch."""
+    src = MemorySource({"ray": snapshot(tasks={5: 20})})
+    src.gate = asyncio.Event()
+    c = cache(src, FakeClock())
+    waiting = [asyncio.create_task(c.get("ray", "cpu")) for _ in range(50)]
+    await asyncio.sleep(0)
+    src.gate.set()
+    targets = await asyncio.gather(*waiting)
+    assert ({t.target for t in targets}, src.fetches) == ({10}, 1)
+
+
+async def test_fetches_per_refresh_do_not_grow_with_requests() -> None:
+    """3 clusters, 300 requests, 2 refreshes: 3 first fetches + 3 per refresh = 9."""
+    src = MemorySource({n: snapshot(n) for n in ("a", "b", "c")})
+    c = cache(src, FakeClock())
+    for _ in range(100):
+        for n in ("a", "b", "c"):
+            await c.get(n, "cpu")
+    await c.refresh()
+    await c.refresh()
+    assert src.fetches == 9
+
+
+async def test_batch_source_refreshes_every_cluster_with_one_fetch_all() -> None:
+    """A BatchSource is asked once per refresh for all clusters."""
+    src = MemoryBatchSource({n: snapshot(n) for n in ("a", "b", "c")})
+    c = cache(src, FakeClock())
+    for n in ("a", "b", "c"):
+        await c.get(n, "cpu")
+    await c.refresh()
+    assert (src.batch_fetches, src.fetches) == (1, 3)
+
+
+async def test_batch_source_missing_cluster_becomes_not_found() -> None:
+    """A cluster absent from fetch_all's answer is NotFound."""
+    src = MemoryBatchSource({"a": snapshot("a")})
+    c = cache(src, FakeClock())
+    await c.get("a", "cpu")
+    del src.snapshots["a"]
+    await c.refresh()
+    with pytest.raises(NotFound, match="'a' not found"):
+        await c.get("a", "cpu")
+
+
+async def test_unknown_cluster_and_group_are_not_found() -> None:
+    """NotFound names the missing cluster or group."""
+    c = cache(MemorySource({"ray": snapshot()}), FakeClock())
+    with pytest.raises(NotFound, match="'nope'"):
+        await c.get("nope", "cpu")
+    with pytest.raises(NotFound, match="worker group 'gpu' not found in Ray cluster 'ray'"):
+        await c.get("ray", "gpu")
+
+
+async def test_source_that_never_answers_is_unavailable_after_the_deadline() -> None:
+    """A fetch stuck past fetch_timeout_s is DemandUnavailable."""
+    src = MemorySource({"ray": snapshot()})
+    src.gate = asyncio.Event()
+    c = cache(src, FakeClock(), fetch_timeout_s=0.05)
+    with pytest.raises(DemandUnavailable):
+        await c.get("ray", "cpu")
+    src.gate.set()
+    await c.aclose()
+
+
+async def test_source_bug_and_planner_bug_read_as_unavailable() -> None:
+    """Unexpected exceptions from the source or planner become DemandUnavailable."""
+
+    class Broken(MemorySource):
+        async def fetch(self, cluster: str):  # type: ignore[override]
+            raise KeyError(cluster)
+
+    with pytest.raises(DemandUnavailable, match="source failed: KeyError"):
+        await cache(Broken(), FakeClock()).get("ray", "cpu")
+
+    def bad_planner(inp: PlanningInput) -> Plan:
+        raise ZeroDivisionError
+
+    c = cache(MemorySource({"ray": snapshot()}), FakeClock(), bad_planner)
+    with pytest.raises(DemandUnavailable, match="planner failed: ZeroDivisionError"):
+        await c.get("ray", "cpu")
+
+
+async def test_clusters_nobody_asks_about_are_forgotten() -> None:
+    """After forget_after_s without a request, a cluster is no longer fetched."""
+    src = MemorySource({"a": snapshot("a"), "b": snapshot("b")})
+    clock = FakeClock()
+    c = cache(src, clock, forget_after_s=100)
+    await c.get("a", "cpu")
+    await c.get("b", "cpu")
+    clock.advance(50)
+    await c.get("a", "cpu")
+    clock.advance(60)
+    await c.refresh()
+    assert (c.clusters(), src.fetches) == (["a"], 3)
