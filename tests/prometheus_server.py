@@ -335,7 +335,9 @@ class PrometheusServer:
 
 
 @contextlib.contextmanager
-def running_prometheus(workdir: Path, targets: Sequence[str], **kw: Any) -> Iterator[PrometheusServer]:
+def running_prometheus(
+    workdir: Path, targets: Sequence[str], **kw: Any
+) -> Iterator[PrometheusServer]:
     """Context manager form of :class:`PrometheusServer`."""
     server = PrometheusServer(workdir, targets, **kw)
     with server:

@@ -1,8 +1,8 @@
 """Cluster snapshots from Prometheus, through prometheus-api-client's ``PrometheusConnect``.
 
-One instant query per cluster per refresh (:meth:`PrometheusSource.fetch`), or one for every
-cluster (:meth:`PrometheusSource.fetch_all`); the queries are the fixed templates of
-:mod:`~keda_ray_scaler.sources.promql`. The synchronous client runs in ``asyncio.to_thread``;
+One instant query per cluster per refresh (:meth:`PrometheusSource.fetch`), from the fixed
+templates of :mod:`~keda_ray_scaler.sources.promql`; a second one only when the first is empty,
+to tell a lost target from an unknown cluster. The synchronous client runs in ``asyncio.to_thread``;
 each fetch, retries included, ends within its deadline (below KEDA's 3 s). Failures, empty
 answers and untrustworthy values raise :class:`~keda_ray_scaler.errors.DemandUnavailable`
 ``from`` the cause, counted in :class:`~keda_ray_scaler.sources.transport.SourceMetrics`:
@@ -63,7 +63,12 @@ class PrometheusSettings:
 
 
 class PrometheusSource:
-    """A :class:`~keda_ray_scaler.sources.base.BatchSource` backed by Prometheus.
+    """A :class:`~keda_ray_scaler.sources.base.Source` backed by Prometheus.
+
+    Deliberately not a ``BatchSource``: with one query for every cluster, a cluster missing
+    from the answer reads as unknown (``NotFound``) although its agent may just be lost, and
+    one cluster's bad series would fail every cluster. Per-cluster queries keep both apart;
+    their number per interval grows with Ray clusters, never with ScaledObjects.
 
     ``snapshot_time_s`` of every snapshot is the agent's own snapshot time and ``success`` its
     last poll of Ray: the caller judges staleness and refuses a failed poll. ``wait`` overrides
@@ -120,30 +125,14 @@ class PrometheusSource:
             f"last {self._settings.lost_window_s}s: the agent target may be lost",
         )
 
-    async def fetch_all(self) -> dict[str, ClusterSnapshot]:
-        """Every cluster Prometheus has series for now, from one query.
-
-        A cluster that is absent was not exported at the last scrape: call :meth:`fetch` for
-        it to tell a lost target (``DemandUnavailable``) from an unknown cluster (``NotFound``).
-        An empty answer overall is ``DemandUnavailable``; one bad cluster fails the whole
-        answer, since its series cannot be told apart from the others' safely.
-        """
-        result = await self._query(promql.ALL_CLUSTERS_QUERY, "all clusters")
-        if not result:
-            raise fail(
-                self._metrics,
-                SOURCE,
-                "empty",
-                "Prometheus returned no agent series at all: targets may be lost",
-            )
-        return self._decode(result, "all clusters")
-
     async def _query(self, query: str, what: str) -> list[Any]:
         def call(timeout_s: float) -> list[Any]:
             try:
                 # the server-side timeout stops evaluation; the client-side one the socket
                 result = self._client.custom_query(
-                    query, params={"timeout": f"{timeout_s:.3f}s"}, timeout=timeout_s
+                    query,
+                    params={"timeout": f"{max(1, int(timeout_s * 1000))}ms"},
+                    timeout=timeout_s,
                 )
             except PrometheusApiClientException as exc:
                 match = _STATUS.search(str(exc))

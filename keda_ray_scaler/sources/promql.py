@@ -2,8 +2,8 @@
 
 Queries are built only from templates here, with the cluster name validated (RFC 1123 label, as
 Kubernetes names a RayCluster) and escaped as a PromQL string literal: no PromQL, URL or label
-matcher is ever taken from trigger metadata. One instant query answers one cluster (or every
-cluster); the answer is an instant vector of the agent's ``ray_scaler_*`` series, turned into
+matcher is ever taken from trigger metadata. One instant query answers one cluster; the answer
+is an instant vector of the agent's ``ray_scaler_*`` series, turned into
 :class:`~keda_ray_scaler.schema.Sample` values for :func:`~keda_ray_scaler.schema.decode`.
 
 Labels that are not part of the schema (``job``, ``instance``, ``namespace``... added by the
@@ -26,8 +26,6 @@ from keda_ray_scaler.schema import Sample, SchemaError
 
 #: Every series the agent exports, and nothing else.
 NAME_MATCHER: Final = f'__name__=~"{schema.PREFIX}.+"'
-#: One query for every cluster.
-ALL_CLUSTERS_QUERY: Final = "{" + NAME_MATCHER + "}"
 
 #: The label keys the schema defines; any other label says where a series was scraped from.
 SCHEMA_LABELS: Final = frozenset(
