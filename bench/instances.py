@@ -89,29 +89,24 @@ def _shape(rng: random.Random, kinds: Sequence[str]) -> Resources:
         if rng.random() < 0.4:
             amounts["memory"] = rng.choice([1, 2, 4, 8, 16]) * GIB
         return Resources.of(amounts)
+    menu: list[dict[str, float]]
     if kind == "gpu-inference":
-        return Resources.of(
-            rng.choice(
-                [
-                    {"GPU": 1, "CPU": 1},
-                    {"GPU": 0.5},
-                    {"GPU": 1, "CPU": 4, "memory": 16 * GIB},
-                    {"GPU": 1, "accelerator_type:T4": 0.001},
-                ]
-            )
-        )
-    if kind == "gpu-training":
-        return Resources.of(
-            rng.choice(
-                [
-                    {"GPU": 2, "CPU": 8},
-                    {"GPU": 4, "CPU": 16, "memory": 128 * GIB},
-                    {"GPU": 1, "accelerator_type:A100": 0.001},
-                    {"GPU": 8},
-                ]
-            )
-        )
-    return Resources.of(rng.choice([{"fpga": 1, "CPU": 2}, {"fpga": 1}, {"fpga": 2, "CPU": 4}]))
+        menu = [
+            {"GPU": 1, "CPU": 1},
+            {"GPU": 0.5},
+            {"GPU": 1, "CPU": 4, "memory": 16 * GIB},
+            {"GPU": 1, "accelerator_type:T4": 0.001},
+        ]
+    elif kind == "gpu-training":
+        menu = [
+            {"GPU": 2, "CPU": 8},
+            {"GPU": 4, "CPU": 16, "memory": 128 * GIB},
+            {"GPU": 1, "accelerator_type:A100": 0.001},
+            {"GPU": 8},
+        ]
+    else:
+        menu = [{"fpga": 1, "CPU": 2}, {"fpga": 1}, {"fpga": 2, "CPU": 4}]
+    return Resources.of(dict(rng.choice(menu)))
 
 
 def _existing_nodes(rng: random.Random, groups: Sequence[WorkerGroup]) -> list[WorkerNode]:
@@ -362,9 +357,7 @@ def describe(inp: PlanningInput) -> str:
         for pg in d.placement_groups
     )
     floor = " ".join(f"{b.count}x{res(b.resources)}" for b in d.constraints)
-    nodes = " ".join(
-        f"{n.group}:{n.status.value[0]}{res(n.available)}" for n in inp.nodes
-    )
+    nodes = " ".join(f"{n.group}:{n.status.value[0]}{res(n.available)}" for n in inp.nodes)
     out = [f"groups: {groups}", f"tasks: {tasks or '-'}"]
     if pgs:
         out.append(f"pgs: {pgs}")

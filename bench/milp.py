@@ -316,9 +316,9 @@ def solve(
 
     for (p, source, name), coef in cap_terms.items():
         pod = pods[p]
-        room = pod.avail if (source == "demand" and pod.y is None) else pod.total
-        cap = room.get(name)
-        row = {i: a / cap for i, a in coef.items()}
+        space = pod.avail if (source == "demand" and pod.y is None) else pod.total
+        amount = space.get(name)
+        row = {i: a / amount for i, a in coef.items()}
         if pod.y is None:
             prog.row(row, -np.inf, 1.0)
         else:
@@ -329,12 +329,16 @@ def solve(
     nvar = len(prog.cost)
     if nvar == 0:
         return Optimum("optimal", 0.0, {g.name: 0 for g in groups}, 0, unfit, 0.0)
-    data, ri, ci, lo, hi = [], [], [], [], []
+    data: list[float] = []
+    ri: list[int] = []
+    ci: list[int] = []
+    lo: list[float] = []
+    hi: list[float] = []
     for r_i, (coef, lb, ub) in enumerate(prog.rows):
-        for c_i, a in coef.items():
+        for c_i, val in coef.items():
             ri.append(r_i)
             ci.append(c_i)
-            data.append(a)
+            data.append(val)
         lo.append(lb)
         hi.append(ub)
     constraints = []

@@ -16,6 +16,7 @@ Ray is optional (the ``bench`` extra): ``available()`` says whether it can be im
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import logging
 import multiprocessing
@@ -62,14 +63,17 @@ def build_request(inp: PlanningInput) -> Any:
     from ray.autoscaler.v2.scheduler import SchedulingRequest
     from ray.autoscaler.v2.schema import AutoscalerInstance
     from ray.autoscaler.v2.utils import ResourceRequestUtil
-    from ray.core.generated.autoscaler_pb2 import (
-        ClusterResourceConstraint,
-        GangResourceRequest,
-        NodeState,
-        ResourceRequestByCount,
-    )
-    from ray.core.generated.autoscaler_pb2 import NodeStatus as RayNodeStatus
-    from ray.core.generated.instance_manager_pb2 import Instance, NodeKind
+
+    # Generated protobuf modules: imported as modules, their classes are untyped (Any).
+    pb: Any = importlib.import_module("ray.core.generated.autoscaler_pb2")
+    im_pb: Any = importlib.import_module("ray.core.generated.instance_manager_pb2")
+    ClusterResourceConstraint = pb.ClusterResourceConstraint
+    GangResourceRequest = pb.GangResourceRequest
+    NodeState = pb.NodeState
+    ResourceRequestByCount = pb.ResourceRequestByCount
+    RayNodeStatus = pb.NodeStatus
+    Instance = im_pb.Instance
+    NodeKind = im_pb.NodeKind
 
     configs = {
         g.name: NodeTypeConfig(
