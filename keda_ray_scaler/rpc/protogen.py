@@ -26,7 +26,8 @@ def generate(out_dir: Path = OUT_DIR, proto_dir: Path = PROTO_DIR) -> list[Path]
     Returns the files written, sorted. Raises ``RuntimeError`` with protoc's exit code when
     protoc fails (its messages go to stderr).
     """
-    from grpc_tools import protoc  # dev dependency: imported only when generating
+    # grpcio-tools is a dev dependency (imported only when generating) and ships no stubs.
+    from grpc_tools import protoc  # type: ignore[import-untyped]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     include = Path(protoc.__file__).parent / "_proto"

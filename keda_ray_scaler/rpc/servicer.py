@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import grpc
 import structlog
@@ -151,14 +151,17 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         except ScalerError as exc:
             await self._abort(method, context, exc, started)
             return
+        seen = self._cache.version(config.cluster)
         self._observe(method, "OK", started)
         sent = t.active
         yield pb.IsActiveResponse(result=sent)
         inactive_since: float | None = None if sent else self._clock()
         log = _log.bind(cluster=config.cluster, worker_group=config.group)
         while not self._stopping.is_set():
-            if not await self._wait(self._cache.wait_changed(config.cluster)):
+            changed = await self._wait(self._cache.wait_changed(config.cluster, seen))
+            if changed is None:
                 return
+            seen = changed
             try:
                 t = await self._cache.get(config.cluster, config.group, config.max_age_s)
             except ScalerError as exc:
@@ -234,13 +237,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         self._metrics.rpcs.labels(method, code).inc()
         self._metrics.rpc_latency.labels(method).observe(time.perf_counter() - started)
 
-    async def _wait(self, waiting: Awaitable[Any]) -> bool:
-        """Wait for ``waiting`` or for stop; True when ``waiting`` finished first."""
+    async def _wait(self, waiting: Awaitable[_T]) -> _T | None:
+        """Wait for ``waiting`` or for stop; its result, or None when stopping came first."""
         task = asyncio.ensure_future(waiting)
         stop = asyncio.ensure_future(self._stopping.wait())
         try:
-            done, _ = await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for pending in (task, stop):
-                pending.cancel()
-        return task in done
+            stop.cancel()
+            if not task.done():
+                task.cancel()
+        return task.result() if task.done() and not task.cancelled() else None

@@ -135,6 +135,7 @@ class _Entry:
     view: ClusterView | None = None
     error: ScalerError | None = None
     fresh_since_start: bool = False  # a snapshot taken after this process started was seen
+    version: int = 0  # refreshes finished
     inflight: asyncio.Task[None] | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -201,13 +202,26 @@ class TargetCache:
         self._check_fresh(cluster, entry.view.snapshot, max_age_s)
         return entry.view
 
-    async def wait_changed(self, cluster: str) -> None:
-        """Return after the next refresh of ``cluster`` (successful or not)."""
+    def version(self, cluster: str) -> int:
+        """How many refreshes of ``cluster`` have finished (0 when unknown)."""
         entry = self._entries.get(cluster)
-        if entry is None:
-            await self.view(cluster)  # registers it
-            entry = self._entries[cluster]
-        await entry.changed.wait()
+        return entry.version if entry is not None else 0
+
+    async def wait_changed(self, cluster: str, after: int) -> int:
+        """Wait until ``cluster`` has had a refresh newer than version ``after``; the new version.
+
+        Returns at once when one already happened, so no refresh is missed between a check
+        and the wait. A cluster forgotten meanwhile is registered again.
+        """
+        while True:
+            entry = self._entries.get(cluster)
+            if entry is None:
+                with contextlib.suppress(ScalerError):
+                    await self.view(cluster)  # registers it and waits for the first fetch
+                continue
+            if entry.version > after:
+                return entry.version
+            await entry.changed.wait()
 
     def clusters(self) -> list[str]:
         """Clusters currently refreshed, sorted."""
@@ -334,6 +348,7 @@ class TargetCache:
 
     @staticmethod
     def _notify(entry: _Entry) -> None:
+        entry.version += 1
         done, entry.changed = entry.changed, asyncio.Event()
         done.set()
 
