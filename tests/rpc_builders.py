@@ -36,7 +36,7 @@ class FakeClock:
         self.now += seconds
 
 
-def group(name: str = "cpu", cpu: float = 10, min: int = 0, max: int = 100) -> WorkerGroup:  # noqa: A002
+def group(name: str = "cpu", cpu: float = 10, min: int = 0, max: int = 100) -> WorkerGroup:
     """A worker group of ``cpu``-CPU pods."""
     return WorkerGroup(name, Resources.of(CPU=cpu), min_replicas=min, max_replicas=max)
 
@@ -83,9 +83,7 @@ def fixed_planner(targets: Mapping[str, int]) -> Planner:
     def planner(inp: PlanningInput) -> Plan:
         return Plan(
             groups={
-                name: GroupPlan(
-                    name=name, target=t, desired=t, floor=0, current=0, busy=0, new=0
-                )
+                name: GroupPlan(name=name, target=t, desired=t, floor=0, current=0, busy=0, new=0)
                 for name, t in targets.items()
             }
         )

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from prometheus_client import CollectorRegistry
+from rpc_builders import T0, FakeClock, fixed_planner, group, node, snapshot
 
 from keda_ray_scaler.errors import DemandUnavailable, NotFound
 from keda_ray_scaler.model import NodeStatus, Plan, PlanningInput
@@ -13,14 +14,10 @@ from keda_ray_scaler.rpc.targets import TargetCache, TargetSettings
 from keda_ray_scaler.sources.base import MemoryBatchSource, MemorySource
 from keda_ray_scaler.telemetry import scaler_metrics
 
-from rpc_builders import T0, FakeClock, fixed_planner, group, node, snapshot
-
 V = NodeStatus.VICTIM
 
 
-def cache(
-    source: MemorySource, clock: FakeClock, planner=None, **settings: float
-) -> TargetCache:
+def cache(source: MemorySource, clock: FakeClock, planner=None, **settings: float) -> TargetCache:
     return TargetCache(
         source,
         clock=clock,

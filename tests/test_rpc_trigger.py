@@ -67,7 +67,7 @@ def test_keda_own_trigger_keys_are_accepted_and_ignored() -> None:
             "not a whole number",
         ),
         (
-            {"rayCluster": "r", "workerGroup": "g", "maxAgeSeconds": "３"},
+            {"rayCluster": "r", "workerGroup": "g", "maxAgeSeconds": "\uff13"},
             "maxAgeSeconds",
             "not a whole number",
         ),
