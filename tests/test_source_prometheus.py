@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import requests
 import tenacity
@@ -29,6 +30,10 @@ from tls_certs import make_certs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
+from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
+from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.server import build_server
+from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
@@ -480,3 +485,50 @@ def test_settings_refuse_half_configured_credentials() -> None:
         )
     with pytest.raises(ValueError, match="http"):
         PrometheusSettings(url="prometheus:9090")
+
+
+# --- end to end: real Prometheus -> PrometheusSource -> the scaler over loopback gRPC -----------
+
+
+def scaled_object(cluster_name: str) -> pb.ScaledObjectRef:
+    """KEDA's ScaledObjectRef for worker group ``cpu`` of ``cluster_name``."""
+    metadata = {"rayCluster": cluster_name, "workerGroup": "cpu"}
+    return pb.ScaledObjectRef(name="cpu-workers", namespace="ray", scalerMetadata=metadata)
+
+
+async def test_seed_example_end_to_end_through_grpc_and_prometheus_stopped_is_unavailable(
+    prometheus: PrometheusServer,
+) -> None:
+    """GetMetrics 10 and IsActive true from real Prometheus; stopped -> UNAVAILABLE, not 0."""
+    metrics = source_metrics(CollectorRegistry())
+    source = source_for(prometheus.url, metrics)
+    server = build_server(
+        source,
+        clock=lambda: NOW_S,  # the agent's snapshot is fresh at this instant
+        target_settings=TargetSettings(refresh_interval_s=3600, max_age_s=60),
+    )
+    ref = scaled_object("demo")
+    request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="ray-demo.cpu")
+    async with server, grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        stub = pb_grpc.ExternalScalerStub(channel)
+        answer = await stub.GetMetrics(request)
+        assert [(v.metricName, v.metricValue, v.metricValueFloat) for v in answer.metricValues] == [
+            ("ray-demo.cpu", 10, 10.0)
+        ]
+        assert (await stub.IsActive(ref)).result is True
+        with pytest.raises(grpc.aio.AioRpcError) as stale:
+            await stub.IsActive(scaled_object("stale"))  # the agent's snapshot is old
+        assert stale.value.code() is grpc.StatusCode.UNAVAILABLE
+        prometheus.stop()
+        try:
+            await server.cache.refresh()
+            with pytest.raises(grpc.aio.AioRpcError) as down:
+                await stub.GetMetrics(request)
+            with pytest.raises(grpc.aio.AioRpcError) as down_active:
+                await stub.IsActive(ref)
+        finally:
+            prometheus.start()
+            prometheus.wait_for_series('ray_scaler_snapshot_success{cluster="demo"}', 1)
+    assert down.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert down_active.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "connection" in (down.value.details() or "")
