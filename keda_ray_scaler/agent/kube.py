@@ -17,7 +17,6 @@ RBAC: a namespaced Role with ``pods`` verbs ``get``, ``list``, ``watch``, ``patc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -46,6 +45,8 @@ KUBE_RELISTS = "ray_scaler_kube_relists_total"
 #: gauge {cluster}: 1 when the pod cache is synced
 KUBE_CACHE_SYNCED = "ray_scaler_kube_cache_synced"
 
+#: User-Agent of the agent's API calls (shows in audit logs).
+USER_AGENT = "keda-ray-scaler"
 _MERGE_PATCH = "application/merge-patch+json"
 _RETRYABLE_STATUS = frozenset({409, 429})
 
@@ -92,7 +93,9 @@ def load_api(kubeconfig: str | None = None, context: str | None = None) -> k8s.C
         config.load_kube_config(  # type: ignore[no-untyped-call]  # no annotations
             config_file=kubeconfig, context=context, client_configuration=configuration
         )
-    return k8s.CoreV1Api(k8s.ApiClient(configuration))
+    api_client = k8s.ApiClient(configuration)
+    api_client.user_agent = USER_AGENT
+    return k8s.CoreV1Api(api_client)
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -268,13 +271,8 @@ class PodCache:
         self._stopping.set()
         watcher = self._watch
         if watcher is not None:
+            # Watch.stop() also shuts the open socket down, ending the blocked read at once.
             watcher.stop()  # type: ignore[no-untyped-call]  # kubernetes.watch is untyped
-            # The Watch keeps its open response privately; shutting it down ends the blocking
-            # read in the watch thread now instead of at the next event.
-            response = getattr(watcher, "_resp", None)
-            if response is not None:
-                with contextlib.suppress(Exception):
-                    response.shutdown()
 
     def _unsync(self, operation: str, exc: BaseException) -> None:
         self._synced = False
@@ -308,6 +306,12 @@ class PodCache:
         )
         return _json(response)
 
+    def _list_raw(self, *args: Any, **kwargs: Any) -> Any:
+        """``list_namespaced_pod`` without a model return type, so the Watch yields plain JSON
+        (``raw_object``) instead of validating every event into ``V1Pod``: a field the model does
+        not accept must not break the cache. (``deserialize=False`` loses 410 ERROR events.)"""
+        return self._api.list_namespaced_pod(*args, **kwargs)
+
     def _watch_blocking(self, loop: asyncio.AbstractEventLoop, version: str) -> str:
         """Stream watch events into the loop until the watch ends; the last version seen."""
         watcher = k8s_watch.Watch()  # type: ignore[no-untyped-call]  # untyped module
@@ -316,7 +320,7 @@ class PodCache:
             if self._stopping.is_set():
                 return version
             stream: Iterator[dict[str, Any]] = watcher.stream(  # type: ignore[no-untyped-call]
-                self._api.list_namespaced_pod,
+                self._list_raw,
                 self._settings.namespace,
                 label_selector=self._settings.label_selector,
                 resource_version=version or None,
@@ -332,6 +336,8 @@ class PodCache:
                 new_version = (obj.get("metadata") or {}).get("resourceVersion")
                 if new_version:
                     version = str(new_version)
+                if self._stopping.is_set():
+                    break
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                     loop.call_soon_threadsafe(self._apply, event["type"], obj)
         finally:
