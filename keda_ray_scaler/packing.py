@@ -80,18 +80,28 @@ def ray_scorer(candidate: Candidate) -> tuple[int, float, float]:
     return tier, min(utils), sum(utils) / len(utils)
 
 
+def scarcity_rank(shape: Vec, groups: Sequence[GroupSpec]) -> tuple[float, ...]:
+    """Sort key of a shape: scarcest first, then largest.
+
+    Scarcity is how many groups have every resource the shape names (a GPU or custom-resource
+    shape goes before a CPU one, so the pods it opens are known before generic demand fills
+    their leftovers); size is the dominant share of the largest pod of any group.
+    """
+    width = len(shape)
+    biggest = [max((g.capacity[i] for g in groups), default=0) for i in range(width)]
+    kinds = sum(1 for g in groups if all(g.capacity[i] for i, a in enumerate(shape) if a))
+    shares = [a / b if b else float(a) for a, b in zip(shape, biggest, strict=True)]
+    return (float(kinds), -max(shares, default=0.0), -sum(shares), *map(float, shape))
+
+
+def scarcity_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
+    """Scarcest first, then largest dominant share (see :func:`scarcity_rank`)."""
+    return sorted(shapes, key=lambda s: scarcity_rank(s, groups))
+
+
 def dominant_share_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
     """Largest dominant share first (share of the largest pod of any group), then by vector."""
-    if not shapes:
-        return []
-    width = len(shapes[0])
-    biggest = [max((g.capacity[i] for g in groups), default=0) for i in range(width)]
-
-    def key(shape: Vec) -> tuple[float, float, Vec]:
-        shares = [a / b if b else float(a) for a, b in zip(shape, biggest, strict=True)]
-        return (-max(shares, default=0.0), -sum(shares), shape)
-
-    return sorted(shapes, key=key)
+    return sorted(shapes, key=lambda s: scarcity_rank(s, groups)[1:])
 
 
 def need_of(shape: Vec) -> Need:
@@ -140,6 +150,16 @@ class NewPods:
     def cost(self) -> float:
         """Total price of the new pods."""
         return sum(n * g.cost for n, g in zip(self.count, self.groups, strict=True))
+
+    def gpu_waste(self, gpu_index: int) -> int:
+        """New pods of GPU groups that were given no GPU demand."""
+        if gpu_index < 0:
+            return 0
+        return sum(
+            n
+            for (g, free), n in self.open.items()
+            if free[gpu_index] > 0 and free[gpu_index] == self.groups[g].capacity[gpu_index]
+        )
 
     def room(self, g: int) -> int:
         """New pods group ``g`` may still get."""
@@ -246,9 +266,8 @@ class Packer:
         groups: Sequence[GroupSpec],
         existing: Iterable[tuple[int, Vec, Vec, str]],
         new: NewPods,
-        *,
         scorer: GroupScorer = ray_scorer,
-        orderer: ShapeOrderer = dominant_share_orderer,
+        orderer: ShapeOrderer | None = None,
         lookahead: int = 8,
         gpu_index: int = -1,
     ) -> None:
@@ -256,7 +275,7 @@ class Packer:
         self.groups = groups
         self.new = new
         self.scorer = scorer
-        self.orderer = orderer
+        self.orderer = orderer or scarcity_orderer
         self.lookahead = lookahead
         self.gpu_index = gpu_index
         self.old: dict[tuple[int, Vec, Vec], _Old] = {}
@@ -354,20 +373,13 @@ class Packer:
         else:
             self.old[key] = _Old(cls.count + n, cls.pods + pods)
 
-    def _candidates(self, new: NewPods, shape: Vec, need: Need, count: int) -> list[int]:
-        """Groups that could take a new pod for ``shape``, best scorer tier only."""
-        best: list[int] = []
-        best_tier = _UNBOUNDED
-        for g, grp in enumerate(self.groups):
-            per = fit_count(grp.capacity, need)
-            if per == 0 or new.room(g) <= 0:
-                continue
-            tier = self._score(g, shape, min(per, count))[0]
-            if tier < best_tier:
-                best, best_tier = [g], tier
-            elif tier == best_tier:
-                best.append(g)
-        return best
+    def _candidates(self, new: NewPods, shape: Vec, need: Need) -> list[int]:
+        """Groups that could take a new pod for ``shape`` now."""
+        return [
+            g
+            for g, grp in enumerate(self.groups)
+            if new.room(g) > 0 and fit_count(grp.capacity, need) > 0
+        ]
 
     def _score(self, g: int, shape: Vec, copies: int) -> tuple[int, float, float]:
         grp = self.groups[g]
@@ -379,7 +391,7 @@ class Packer:
         """Cheapest cost per placed copy, then best score, then name."""
         best: tuple[int, float, float, float, str] | None = None
         choice = None
-        for g in self._candidates(new, shape, need, count):
+        for g in self._candidates(new, shape, need):
             grp = self.groups[g]
             per = min(fit_count(grp.capacity, need), count)
             tier, lo, mean = self._score(g, shape, per)
@@ -410,7 +422,7 @@ class Packer:
             count = self.new.fill(shape, need, count, order)
             if not count:
                 break
-            cands = self._candidates(self.new, shape, need, count)
+            cands = self._candidates(self.new, shape, need)
             if not cands:
                 break
             options: list[tuple[int, bool]] = []
@@ -425,7 +437,7 @@ class Packer:
                     break
                 count = self.new.open_for(choice, shape, need, count, whole_only=False)
                 continue
-            best: tuple[int, float, int, float, float, str, bool] | None = None
+            best: tuple[int, int, float, float, float, str, bool] | None = None
             pick = options[0]
             for g, whole in options:
                 trial = self.new.copy()
@@ -435,7 +447,7 @@ class Packer:
                     unplaced += self._greedy(trial, s, n, c)
                 grp = self.groups[g]
                 tier, lo, mean = self._score(g, shape, min(fit_count(grp.capacity, need), count))
-                key = (unplaced, trial.cost(), tier, -lo, -mean, grp.name, whole)
+                key = (unplaced, tier, trial.cost(), -lo, -mean, grp.name, whole)
                 if best is None or key < best:
                     best, pick = key, (g, whole)
             count = self.new.open_for(pick[0], shape, need, count, whole_only=pick[1])

@@ -3,17 +3,20 @@
 Pure: no I/O, no clock, no environment. The steps follow Ray's autoscaler
 (``ResourceDemandScheduler.schedule`` in ``ray/autoscaler/v2/scheduler.py``):
 
-1. minReplicas: new pods for every group below its minimum.
+1. minReplicas: new pods for every group below its minimum (not held back by maxWorkers).
 2. request_resources constraints: bin-packed against the TOTAL capacity of running and pending
-   pods plus the new pods so far; new pods are added if they do not fit. Pods they touch are
-   needed (never removable).
-3. Placement groups, one gang at a time, all or nothing: STRICT_PACK as one combined bundle,
-   PACK and SPREAD as their bundles (Ray flattens both), STRICT_SPREAD on distinct pods.
+   pods plus the new pods so far, adding pods if needed; all or nothing, as in Ray (a floor
+   that cannot be met is reported whole and adds no pod). Pods it needs are never removable.
+3. Placement groups, one gang at a time, all or nothing (as many whole copies as fit):
+   STRICT_PACK as one combined bundle, PACK and SPREAD as their bundles (Ray flattens both),
+   STRICT_SPREAD with every bundle on a distinct pod.
 4. Tasks and actors: free capacity of running and pending pods first, then new pods.
    upscalingSpeed caps the pods these add (Ray: pending pods per group at most
    ``max(5, int(speed * max(running, 1)))``; minReplicas, constraint and placement-group pods
-   are exempt, as in Ray).
-5. Scale-down: idle pods nothing needs become removable, longest idle first.
+   are exempt, as in Ray's ``_get_concurrent_resource_demand_to_launch``).
+5. Improvement (small inputs): the whole of steps 2-4 is re-run with one group allowed one pod
+   fewer; a re-run that holds as much demand for less cost is kept, until none does.
+6. Scale-down: idle pods nothing needs become removable, longest idle first.
 
 Draining and victim pods never receive demand; victims also give no capacity and are not
 counted toward ``desired``. The safety floor (pods that are not victims) wins over
@@ -23,13 +26,15 @@ maxReplicas: the HPA clamps to the ScaledObject's maxReplicaCount itself.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from keda_ray_scaler.model import (
     Bundle,
     DemandKind,
     GroupPlan,
     NodeStatus,
+    PlacementGroup,
     Plan,
     PlanningInput,
     Resources,
@@ -46,10 +51,11 @@ from keda_ray_scaler.packing import (
     Packer,
     ShapeOrderer,
     Vec,
-    dominant_share_orderer,
     fit_count,
     need_of,
     ray_scorer,
+    scarcity_orderer,
+    scarcity_rank,
 )
 
 #: Ray's AUTOSCALER_UPSCALING_INITIAL_NUM_NODES: pods a group may have pending at any speed.
@@ -73,6 +79,93 @@ class _Index:
 
     def res(self, vec: Vec) -> Resources:
         return Resources(tuple((n, a) for n, a in zip(self.names, vec, strict=True) if a))
+
+
+@dataclass(frozen=True, slots=True)
+class Strategies:
+    """The injected strategies and knobs of one planning run."""
+
+    scorer: GroupScorer = ray_scorer
+    orderer: ShapeOrderer = scarcity_orderer
+    lookahead: int = 8  # queue entries a group choice looks ahead at (0: greedy)
+    improve_max_pods: int = 256  # improve only when live + new pods are at most this
+
+
+@dataclass(slots=True)
+class _Setup:
+    """Everything derived once from the input."""
+
+    inp: PlanningInput
+    index: _Index
+    specs: list[GroupSpec]
+    gpu_index: int
+    current: list[int]
+    floor: list[int]
+    running: list[int]
+    pending: list[int]
+    usable: list[tuple[int, WorkerNode]]  # (group index, node) in the order they take demand
+    hard: list[int]  # new pods maxReplicas allows
+    budget: int  # new pods maxWorkers allows
+    tasks: list[tuple[Vec, int]]
+    constraints: list[tuple[Vec, int]]
+    gangs: list[PlacementGroup]
+    notes: list[str]
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One run of steps 1-4."""
+
+    new: list[int]
+    by_phase: dict[str, list[int]]
+    unplaceable: list[Unplaceable]
+    busy: set[str]
+    unplaced: int = 0
+    cost: float = 0.0
+    gpu_waste: int = 0  # new GPU pods given no GPU demand (Ray avoids them)
+    valid: bool = True
+    extra: list[str] = field(default_factory=list)
+
+
+def plan(
+    inp: PlanningInput,
+    *,
+    scorer: GroupScorer = ray_scorer,
+    orderer: ShapeOrderer = scarcity_orderer,
+    lookahead: int = 8,
+    improve_max_pods: int = 256,
+) -> Plan:
+    """Decide every worker group's replicas for ``inp``; see the module docstring."""
+    strat = Strategies(scorer, orderer, lookahead, improve_max_pods)
+    setup = _setup(inp)
+    caps = list(setup.hard)
+    best = _solve(setup, caps, strat)
+    live = sum(setup.floor)
+    if live + sum(best.new) <= strat.improve_max_pods:
+        improved = True
+        while improved:
+            improved = False
+            for g in range(len(setup.specs)):
+                floor_new = best.by_phase["min"][g]
+                if best.new[g] <= floor_new:
+                    continue
+                trial_caps = list(caps)
+                trial_caps[g] = best.new[g] - 1
+                trial = _solve(setup, trial_caps, strat)
+                if trial.valid and _better(trial, best):
+                    best, caps, improved = trial, trial_caps, True
+                    break
+    groups = _group_plans(setup, best)
+    reasons = [
+        *setup.notes,
+        *(f"{name}: {line}" for name, g in groups.items() for line in g.reasons),
+    ]
+    return Plan(groups=groups, unplaceable=_merge(best.unplaceable), reasons=tuple(reasons))
+
+
+def _better(a: _Outcome, b: _Outcome) -> bool:
+    """Holds more demand; or as much, wasting fewer GPU pods; or as much for less cost."""
+    return (a.unplaced, a.gpu_waste, a.cost) < (b.unplaced, b.gpu_waste, b.cost - 1e-9)
 
 
 def _resource_names(inp: PlanningInput) -> set[str]:
@@ -105,31 +198,24 @@ def _combined(bundles: Sequence[Resources]) -> Resources:
     return total
 
 
-def plan(
-    inp: PlanningInput,
-    *,
-    scorer: GroupScorer = ray_scorer,
-    orderer: ShapeOrderer = dominant_share_orderer,
-    lookahead: int = 8,
-) -> Plan:
-    """Decide every worker group's replicas for ``inp``; see the module docstring."""
+def _shapes(index: _Index, bundles: Sequence[Bundle]) -> list[tuple[Vec, int]]:
+    return [(index.vec(b.resources), b.count) for b in bundles if b.resources and b.count > 0]
+
+
+def _setup(inp: PlanningInput) -> _Setup:
     cluster = inp.cluster
     wgroups = cluster.worker_groups
     gidx = {g.name: i for i, g in enumerate(wgroups)}
     index = _Index(_resource_names(inp))
     specs = [GroupSpec(g.name, index.vec(g.resources), g.cost) for g in wgroups]
-    gpu_index = index.pos.get("GPU", -1)
-    reasons: list[str] = []
-
-    current = [0] * len(wgroups)
-    floor = [0] * len(wgroups)
-    running = [0] * len(wgroups)
-    pending = [0] * len(wgroups)
+    n = len(wgroups)
+    current, floor, running, pending = [0] * n, [0] * n, [0] * n, [0] * n
     usable: list[tuple[tuple[int, float, str], int, WorkerNode]] = []
+    notes: list[str] = []
     for node in inp.nodes:
         gi = gidx.get(node.group)
         if gi is None:
-            reasons.append(f"pod {node.pod}: unknown worker group {node.group!r}, ignored")
+            notes.append(f"pod {node.pod}: unknown worker group {node.group!r}, ignored")
             continue
         current[gi] += 1
         if node.status is NodeStatus.VICTIM:
@@ -142,148 +228,177 @@ def plan(
         if node.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
             usable.append((_pod_order(node, wgroups[gi]), gi, node))
     usable.sort(key=lambda t: (t[0], t[1]))
-
-    hard = [max(0, g.max_replicas - floor[i]) for i, g in enumerate(wgroups)]
     budget = _NO_CAP if cluster.max_workers is None else max(0, cluster.max_workers - sum(floor))
-    new = NewPods(specs, hard, budget)
+    demand = inp.demand
+    gangs = [pg for pg in demand.placement_groups if pg.count > 0 and any(pg.bundles)]
+    return _Setup(
+        inp=inp,
+        index=index,
+        specs=specs,
+        gpu_index=index.pos.get("GPU", -1),
+        current=current,
+        floor=floor,
+        running=running,
+        pending=pending,
+        usable=[(g, node) for _, g, node in usable],
+        hard=[max(0, g.max_replicas - floor[i]) for i, g in enumerate(wgroups)],
+        budget=budget,
+        tasks=_shapes(index, demand.bundles),
+        constraints=_shapes(index, demand.constraints),
+        gangs=_order_gangs(index, specs, gangs),
+        notes=notes,
+    )
+
+
+def _gang_shapes(pg: PlacementGroup) -> list[Resources]:
+    """The shapes a placement group is placed as: STRICT_PACK is one combined bundle."""
+    bundles = [b for b in pg.bundles if b]
+    return [_combined(bundles)] if pg.strategy is Strategy.STRICT_PACK else bundles
+
+
+def _order_gangs(
+    index: _Index, specs: Sequence[GroupSpec], gangs: Sequence[PlacementGroup]
+) -> list[PlacementGroup]:
+    """Most constrained first: STRICT_SPREAD, then by the scarcest, largest bundle."""
+
+    def key(pg: PlacementGroup) -> tuple[bool, tuple[float, ...], int, str, str]:
+        first = min(scarcity_rank(index.vec(r), specs) for r in _gang_shapes(pg))
+        return (
+            pg.strategy is not Strategy.STRICT_SPREAD,
+            first,
+            -len(pg.bundles),
+            pg.strategy.value,
+            repr(pg.bundles),
+        )
+
+    return sorted(gangs, key=key)
+
+
+def _solve(s: _Setup, caps: Sequence[int], strat: Strategies) -> _Outcome:
+    """Steps 1-4 with at most ``caps[g]`` new pods per group."""
+    wgroups = s.inp.cluster.worker_groups
+    n = len(wgroups)
+    new = NewPods(s.specs, caps, s.budget)
+    unplaceable: list[Unplaceable] = []
 
     # 1. minReplicas
     for i, g in enumerate(wgroups):
-        short = g.min_replicas - floor[i]
+        short = g.min_replicas - s.floor[i]
         if short > 0:
-            new.add(i, short)  # minReplicas is not held back by maxWorkers or maxReplicas
+            new.add(i, short)
             new.budget = max(0, new.budget)
             new.headroom[i] = max(0, new.headroom[i])
-            reasons.append(f"{g.name}: {short} new pod(s) to reach minReplicas {g.min_replicas}")
     min_new = list(new.count)
 
-    unplaceable: list[Unplaceable] = []
-
-    # 2. request_resources constraints, against total capacity
+    # 2. request_resources constraints, against total capacity, all or nothing
     needed: set[str] = set()
-    if inp.demand.constraints:
+    if s.constraints:
         totals = Packer(
-            specs,
-            [(g, index.vec(n.total), index.vec(n.total), n.pod) for _, g, n in usable],
-            new,
-            scorer=scorer,
-            orderer=orderer,
-            lookahead=lookahead,
-            gpu_index=gpu_index,
+            s.specs,
+            [(g, s.index.vec(nd.total), s.index.vec(nd.total), nd.pod) for g, nd in s.usable],
+            new.copy(),
+            strat.scorer,
+            strat.orderer,
+            strat.lookahead,
+            s.gpu_index,
         )
-        left = totals.place(_shapes(index, inp.demand.constraints))
-        new = totals.new
-        needed = totals.busy_pods()
-        for shape, count in left:
-            unplaceable.append(_unplaceable(index, shape, count, DemandKind.CONSTRAINT, None))
-        for i, g in enumerate(wgroups):
-            added = new.count[i] - min_new[i]
-            if added:
-                reasons.append(f"{g.name}: {added} new pod(s) for request_resources constraints")
-        # the constraint pods are new and wholly free for demand
-        fresh = NewPods(specs, new.headroom, new.budget)
-        fresh.count = list(new.count)
-        fresh.open = {
-            (i, s.capacity): n for i, (s, n) in enumerate(zip(specs, new.count, strict=True)) if n
-        }
-        new = fresh
-    before_demand = list(new.count)
+        if totals.place(s.constraints):
+            for shape, count in s.constraints:
+                unplaceable.append(_raw(s.index, shape, count, DemandKind.CONSTRAINT, None))
+        else:
+            needed = totals.busy_pods()
+            new = NewPods(s.specs, totals.new.headroom, totals.new.budget)
+            new.count = list(totals.new.count)
+            for i, spec in enumerate(s.specs):
+                if new.count[i]:
+                    new.open[(i, spec.capacity)] = new.count[i]  # new pods are wholly free
+    after_constraints = list(new.count)
 
     packer = Packer(
-        specs,
-        [(g, index.vec(n.total), index.vec(n.available), n.pod) for _, g, n in usable],
+        s.specs,
+        [(g, s.index.vec(nd.total), s.index.vec(nd.available), nd.pod) for g, nd in s.usable],
         new,
-        scorer=scorer,
-        orderer=orderer,
-        lookahead=lookahead,
-        gpu_index=gpu_index,
+        strat.scorer,
+        strat.orderer,
+        strat.lookahead,
+        s.gpu_index,
     )
 
     # 3. placement groups, all or nothing per gang
-    pgs = sorted(
-        inp.demand.placement_groups,
-        key=lambda p: (
-            p.strategy is not Strategy.STRICT_SPREAD,
-            -len(p.bundles),
-            p.strategy,
-            p.bundles,
-        ),
-    )
-    for pg in pgs:
-        if pg.count <= 0 or not pg.bundles:
-            continue
-        placed = _place_gangs(packer, index, pg.strategy, pg.bundles, pg.count)
+    for pg in s.gangs:
+        placed = _place_gangs(packer, s.index, pg, pg.count)
         if placed < pg.count:
-            missing = pg.count - placed
-            shapes = (
-                [_combined(pg.bundles)] if pg.strategy is Strategy.STRICT_PACK else list(pg.bundles)
-            )
-            for res in shapes:
+            for res in _gang_shapes(pg):
                 unplaceable.append(
-                    _unplaceable(
-                        index, index.vec(res), missing, DemandKind.PLACEMENT_GROUP, pg.strategy
+                    _raw(
+                        s.index,
+                        s.index.vec(res),
+                        pg.count - placed,
+                        DemandKind.PLACEMENT_GROUP,
+                        pg.strategy,
                     )
                 )
-    for i, g in enumerate(wgroups):
-        added = packer.new.count[i] - before_demand[i]
-        if added:
-            reasons.append(f"{g.name}: {added} new pod(s) for placement groups")
     exempt = list(packer.new.count)
 
     # 4. tasks and actors, with upscalingSpeed
-    speed = cluster.upscaling_speed
-    hard_left = list(packer.new.headroom)
-    for i in range(len(wgroups)):
-        allowed = max(UPSCALING_INITIAL_PODS, int(speed * max(running[i], 1)))
-        packer.new.headroom[i] = min(hard_left[i], max(0, allowed - pending[i] - exempt[i]))
-    tasks = [b for b in inp.demand.bundles if b.resources]
-    left = packer.place(_shapes(index, tasks))
-    for i, g in enumerate(wgroups):
-        added = packer.new.count[i] - exempt[i]
-        if added:
-            reasons.append(f"{g.name}: {added} new pod(s) for pending tasks and actors")
-        packer.new.headroom[i] = hard_left[i] - added
-    for shape, count in left:
-        unplaceable.append(_unplaceable(index, shape, count, DemandKind.TASK, None))
-
-    # reasons for what is left, now that the limits are known
+    speed = s.inp.cluster.upscaling_speed
+    cap_left = list(packer.new.headroom)
+    speed_room = [0] * n
+    for i in range(n):
+        allowed = max(UPSCALING_INITIAL_PODS, int(speed * max(s.running[i], 1)))
+        speed_room[i] = max(0, allowed - s.pending[i] - exempt[i])
+        packer.new.headroom[i] = min(cap_left[i], speed_room[i])
+    for shape, count in packer.place(s.tasks):
+        unplaceable.append(_raw(s.index, shape, count, DemandKind.TASK, None))
     final = packer.new
-    unplaceable = [_explain(u, index, specs, final, hard_left, wgroups) for u in unplaceable]
+    speed_left = [r - (c - e) for r, c, e in zip(speed_room, final.count, exempt, strict=True)]
 
-    busy = packer.busy_pods() | needed
-    groups = _group_plans(inp, wgroups, gidx, floor, current, final.count, busy, reasons)
-    return Plan(groups=groups, unplaceable=_merge(unplaceable), reasons=tuple(reasons))
+    out = _Outcome(
+        new=list(final.count),
+        by_phase={
+            "min": min_new,
+            "constraints": [a - b for a, b in zip(after_constraints, min_new, strict=True)],
+            "placement groups": [a - b for a, b in zip(exempt, after_constraints, strict=True)],
+            "tasks": [a - b for a, b in zip(final.count, exempt, strict=True)],
+        },
+        unplaceable=[],
+        busy=packer.busy_pods() | needed,
+        cost=final.cost(),
+        gpu_waste=final.gpu_waste(s.gpu_index),
+    )
+    for u in unplaceable:
+        explained = _explain(u, s, final, speed_left)
+        if explained is None:
+            out.valid = False
+            explained = Unplaceable(
+                u.resources, u.count, UnplaceableReason.MAX_REPLICAS, "", u.kind, u.strategy
+            )
+        out.unplaceable.append(explained)
+        if explained.reason is not UnplaceableReason.NO_GROUP_FITS:
+            out.unplaced += explained.count
+    return out
 
 
-def _shapes(index: _Index, bundles: Sequence[Bundle]) -> list[tuple[Vec, int]]:
-    return [(index.vec(b.resources), b.count) for b in bundles if b.resources and b.count > 0]
-
-
-def _place_gangs(
-    packer: Packer, index: _Index, strategy: Strategy, bundles: Sequence[Resources], count: int
-) -> int:
+def _place_gangs(packer: Packer, index: _Index, pg: PlacementGroup, count: int) -> int:
     """Place as many whole copies of one placement group as fit; returns how many."""
-    if strategy is Strategy.STRICT_SPREAD:
-        vecs = [index.vec(b) for b in bundles]
+    if pg.strategy is Strategy.STRICT_SPREAD:
+        vecs = [index.vec(b) for b in pg.bundles if b]
         for done in range(count):
             if not packer.place_spread(vecs):
                 return done
         return count
-    if strategy is Strategy.STRICT_PACK:
-        shape = [(index.vec(_combined(bundles)), 1)]
-    else:
-        shape = [(index.vec(b), 1) for b in bundles]
+    shape = [(index.vec(r), 1) for r in _gang_shapes(pg)]
 
     def attempt(n: int) -> bool:
         state = packer.snapshot()
-        if packer.place([(s, c * n) for s, c in shape]):
+        if packer.place([(v, c * n) for v, c in shape]):
             packer.restore(state)
             return False
         return True
 
     if attempt(count):
         return count
-    lo, hi = 0, count - 1  # largest n in [lo, hi] that fits, found on a clean state
+    lo, hi = 0, count - 1  # the largest n in [lo, hi] that fits, each tried on a clean state
     while lo < hi:
         mid = (lo + hi + 1) // 2
         state = packer.snapshot()
@@ -298,36 +413,35 @@ def _place_gangs(
     return lo
 
 
-def _unplaceable(
+def _raw(
     index: _Index, shape: Vec, count: int, kind: DemandKind, strategy: Strategy | None
 ) -> Unplaceable:
     return Unplaceable(index.res(shape), count, UnplaceableReason.NO_GROUP_FITS, "", kind, strategy)
 
 
 def _explain(
-    u: Unplaceable,
-    index: _Index,
-    specs: Sequence[GroupSpec],
-    new: NewPods,
-    hard_left: Sequence[int],
-    wgroups: Sequence[WorkerGroup],
-) -> Unplaceable:
-    """Fill in the reason: no group fits, maxWorkers, upscalingSpeed, or maxReplicas."""
-    need = need_of(index.vec(u.resources))
-    fitting = [i for i, s in enumerate(specs) if fit_count(s.capacity, need) > 0]
+    u: Unplaceable, s: _Setup, new: NewPods, speed_left: Sequence[int]
+) -> Unplaceable | None:
+    """The reason: no group fits, maxWorkers, upscalingSpeed or maxReplicas (``None``: only an
+    improvement cap blocks it, so that run is not a valid plan)."""
+    wgroups = s.inp.cluster.worker_groups
+    need = need_of(s.index.vec(u.resources))
+    fitting = [i for i, spec in enumerate(s.specs) if fit_count(spec.capacity, need) > 0]
     if not fitting:
-        detail = f"no worker group has pods that can hold {u.resources}"
         reason = UnplaceableReason.NO_GROUP_FITS
+        detail = f"no worker group has pods that can hold {u.resources}"
     elif new.budget <= 0:
         reason, detail = UnplaceableReason.MAX_WORKERS, "maxWorkers reached"
-    elif u.kind is DemandKind.TASK and any(
-        hard_left[i] - new.count[i] > 0 and new.headroom[i] > 0 for i in fitting
-    ):
-        names = ", ".join(wgroups[i].name for i in fitting)
-        reason, detail = UnplaceableReason.UPSCALING_SPEED, f"deferred: pods pending in {names}"
     else:
-        names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in fitting)
-        reason, detail = UnplaceableReason.MAX_REPLICAS, f"at maxReplicas: {names}"
+        open_ = [i for i in fitting if s.hard[i] - new.count[i] > 0]
+        if not open_:
+            names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in fitting)
+            reason, detail = UnplaceableReason.MAX_REPLICAS, f"at maxReplicas: {names}"
+        elif u.kind is DemandKind.TASK and all(speed_left[i] <= 0 for i in open_):
+            names = ", ".join(wgroups[i].name for i in open_)
+            reason, detail = UnplaceableReason.UPSCALING_SPEED, f"deferred: pods pending in {names}"
+        else:
+            return None  # only an improvement cap blocks it
     return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy)
 
 
@@ -341,59 +455,56 @@ def _merge(items: Sequence[Unplaceable]) -> tuple[Unplaceable, ...]:
     )
 
 
-def _group_plans(
-    inp: PlanningInput,
-    wgroups: Sequence[WorkerGroup],
-    gidx: Mapping[str, int],
-    floor: Sequence[int],
-    current: Sequence[int],
-    new: Sequence[int],
-    busy: set[str],
-    reasons: list[str],
-) -> dict[str, GroupPlan]:
+def _group_plans(s: _Setup, out: _Outcome) -> dict[str, GroupPlan]:
+    wgroups = s.inp.cluster.worker_groups
+    gidx = {g.name: i for i, g in enumerate(wgroups)}
     by_group: dict[int, list[WorkerNode]] = defaultdict(list)
-    for node in inp.nodes:
+    for node in s.inp.nodes:
         gi = gidx.get(node.group)
         if gi is not None and node.status is not NodeStatus.VICTIM:
             by_group[gi].append(node)
-    out: dict[str, GroupPlan] = {}
+    plans: dict[str, GroupPlan] = {}
     for i, g in enumerate(wgroups):
         nodes = by_group[i]
-        lines = [r.split(": ", 1)[1] for r in reasons if r.startswith(g.name + ": ")]
+        lines: list[str] = []
+        for phase, counts in out.by_phase.items():
+            if counts[i]:
+                what = f"minReplicas {g.min_replicas}" if phase == "min" else phase
+                lines.append(f"{counts[i]} new pod(s) for {what}")
         idle = sorted(
             (
-                n
-                for n in nodes
-                if n.status is NodeStatus.RUNNING
-                and n.pod not in busy
-                and n.available == n.total
-                and n.idle_s >= g.idle_timeout_s
+                nd
+                for nd in nodes
+                if nd.status is NodeStatus.RUNNING
+                and nd.pod not in out.busy
+                and nd.available == nd.total
+                and nd.idle_s >= g.idle_timeout_s
             ),
-            key=lambda n: (-n.idle_s, n.pod),
+            key=lambda nd: (-nd.idle_s, nd.pod),
         )
-        room = max(0, floor[i] - g.min_replicas) if new[i] == 0 else 0
-        removable = tuple(n.pod for n in idle[:room])
+        room = max(0, s.floor[i] - g.min_replicas) if out.new[i] == 0 else 0
+        removable = tuple(nd.pod for nd in idle[:room])
         if len(idle) > len(removable):
-            lines.append(
-                f"{len(idle) - len(removable)} idle pod(s) kept for minReplicas {g.min_replicas}"
-            )
-        for n in idle[:room]:
-            lines.append(f"pod {n.pod} removable: idle {n.idle_s:g}s >= {g.idle_timeout_s:g}s")
-        n_busy = sum(1 for n in nodes if n.pod in busy)
-        kept = floor[i] - len(removable)
-        desired = min(max(kept + new[i], g.min_replicas), g.max_replicas)
-        target = max(desired, floor[i])
+            kept = len(idle) - len(removable)
+            lines.append(f"{kept} idle pod(s) kept (minReplicas {g.min_replicas} or new pods)")
+        for nd in idle[:room]:
+            lines.append(f"pod {nd.pod} removable: idle {nd.idle_s:g}s >= {g.idle_timeout_s:g}s")
+        kept = s.floor[i] - len(removable)
+        desired = min(max(kept + out.new[i], g.min_replicas), g.max_replicas)
+        target = max(desired, s.floor[i])
         if target > desired:
-            lines.append(f"target held at {floor[i]} pods that are not victims (desired {desired})")
-        out[g.name] = GroupPlan(
+            lines.append(
+                f"target held at {s.floor[i]} pods that are not victims (desired {desired})"
+            )
+        plans[g.name] = GroupPlan(
             name=g.name,
             target=target,
             desired=desired,
-            floor=floor[i],
-            current=current[i],
-            busy=n_busy,
-            new=new[i],
+            floor=s.floor[i],
+            current=s.current[i],
+            busy=sum(1 for nd in nodes if nd.pod in out.busy),
+            new=out.new[i],
             removable=removable,
             reasons=tuple(lines),
         )
-    return out
+    return plans
