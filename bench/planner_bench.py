@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -192,6 +193,15 @@ class Row:
         """Cost above the optimum's."""
         return self.plan_cost - self.opt_cost
 
+    @property
+    def kind(self) -> str:
+        """Why a plan is not optimal, roughly: short, packing (same groups) or group mix."""
+        if self.under:
+            return "short"
+        if all(self.plan_new.get(g, 0) >= n for g, n in self.opt_new.items()):
+            return "packing"
+        return "group-mix"
+
 
 def measure(plan: PlanFn | None, seeds: range) -> list[Row]:
     """Plan, optimum, feasibility check of the plan's counts and Ray for every seed."""
@@ -271,6 +281,23 @@ def quality(plan: PlanFn | None, rows: list[Row]) -> None:
     )
     times = [r.plan_s for r in rows]
     print(f"    plan time: median {_ms(statistics.median(times))}, max {_ms(max(times))}")
+    over = [r.seed for r in rows if not r.under and r.plan_unplaced > r.opt_unplaced]
+    print(
+        f"    plan reports more unplaceable bundles than its own counts need: {len(over)}/{n}"
+        f"{'' if not over else ' seeds ' + str(over)} (info; a STRICT_PACK group counts as one)"
+    )
+    kinds: dict[str, list[int]] = {}
+    for r in rows:
+        if not r.optimal:
+            kinds.setdefault(r.kind, []).append(r.seed)
+    for kind, seeds in sorted(kinds.items()):
+        print(f"    not optimal, {kind} ({len(seeds)}): seeds {seeds}")
+    if kinds:
+        print(
+            "    (short: the plan's counts cannot hold what the optimum holds; packing: at least"
+            " the optimum's pods in every group, and more; group-mix: another mix of groups."
+            " Details: python -m bench.planner_bench SEED ...)"
+        )
     worst = sorted(
         (r for r in rows if not r.optimal),
         key=lambda r: (r.under, r.excess_cost),
@@ -281,7 +308,7 @@ def quality(plan: PlanFn | None, rows: list[Row]) -> None:
             f"    seed {r.seed}: plan {_counts(r.plan_new)} ${r.plan_cost:.2f}"
             f" | optimum {_counts(r.opt_new)} ${r.opt_cost:.2f}"
             f" | unplaced plan-reported {r.plan_unplaced}, optimum {r.opt_unplaced},"
-            f" least with plan's counts {r.check_unplaced}"
+            f" least with plan's counts {r.check_unplaced} [{r.kind}]"
         )
         print(f"    {describe(random_instance(r.seed))}")
 
@@ -359,5 +386,37 @@ def main() -> None:
     side_by_side(plan, rows)
 
 
+def explain(seed: int) -> None:
+    """Print one random instance, its plan (with reasons) and the optimum."""
+    from bench import milp
+
+    inp = random_instance(seed)
+    print(f"seed {seed}:\n    {describe(inp)}")
+    opt = milp.solve(inp)
+    print(
+        f"  optimum: {_counts(dict(opt.new))} ${opt.cost:.2f},"
+        f" unplaced {opt.unplaced}, unfit {opt.unfit}"
+    )
+    plan = _plan_fn()
+    if plan is None:
+        return
+    p = plan(inp)
+    print(f"  plan: {_counts(new_pods(p))} ${plan_cost(inp, p):.2f}")
+    for g in p.groups.values():
+        print(f"    {g.name}: new {g.new}, target {g.target}: {'; '.join(g.reasons)}")
+    for u in p.unplaceable:
+        strategy = f" {u.strategy.value}" if u.strategy else ""
+        print(f"    unplaceable {u.count} x {u.resources} ({u.kind.value}{strategy}): {u.reason}")
+    check = milp.solve(inp, fixed_new=new_pods(p))
+    print(f"  least unplaced with the plan's counts: {check.unplaced} ({check.status})")
+    if ray_compare.available():
+        r = ray_compare.schedule(inp)
+        print(f"  Ray: {_counts(dict(r.new))} ${r.cost(inp):.2f}, infeasible {r.infeasible}")
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1:
+        for arg in sys.argv[1:]:
+            explain(int(arg))
+    else:
+        main()
