@@ -328,3 +328,21 @@ def test_a_cluster_given_twice_is_refused() -> None:
     with pytest.raises(ConfigError, match="given twice") as info:
         parse_targets(["a=http://x", "a=http://y"])
     assert info.value.field == "--scrape-target"
+
+
+async def test_a_missing_token_file_is_an_auth_error_without_retry(
+    metrics: SourceMetrics, tmp_path: Path
+) -> None:
+    """An unreadable credential file fails at once (kind auth), before anything is sent."""
+    seen: list[str] = []
+
+    def answer(h: http.server.BaseHTTPRequestHandler) -> tuple[int, bytes]:
+        seen.append(h.path)
+        return 200, b""
+
+    http_settings = HttpSettings(bearer_token_file=tmp_path / "absent")
+    with http_server(answer) as url, pytest.raises(DemandUnavailable) as info:
+        await source_for(url, metrics, http_settings).fetch("demo")
+    assert isinstance(info.value, FetchError) and info.value.kind == "auth"
+    assert isinstance(info.value.__cause__, FileNotFoundError)
+    assert seen == []
