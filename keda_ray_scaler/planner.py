@@ -139,22 +139,28 @@ def plan(
     strat = Strategies(scorer, orderer, lookahead, improve_max_pods)
     setup = _setup(inp)
     caps = list(setup.hard)
-    best = _solve(setup, caps, strat)
-    live = sum(setup.floor)
-    if live + sum(best.new) <= strat.improve_max_pods:
-        improved = True
-        while improved:
-            improved = False
-            for g in range(len(setup.specs)):
-                floor_new = best.by_phase["min"][g]
-                if best.new[g] <= floor_new:
-                    continue
-                trial_caps = list(caps)
-                trial_caps[g] = best.new[g] - 1
-                trial = _solve(setup, trial_caps, strat)
+    best = _solve(setup, caps, strat, gangs_first=True)
+    small = sum(setup.floor) + sum(best.new) <= strat.improve_max_pods
+    orders = (True, False) if small and setup.gangs and setup.tasks else (True,)
+    for gangs_first in orders[1:]:
+        other = _solve(setup, caps, strat, gangs_first)
+        if other.valid and _better(other, best):
+            best = other
+    improved = small
+    while improved:
+        improved = False
+        for g in range(len(setup.specs)):
+            if best.new[g] <= best.by_phase["min"][g]:
+                continue
+            trial_caps = list(caps)
+            trial_caps[g] = best.new[g] - 1
+            for gangs_first in orders:
+                trial = _solve(setup, trial_caps, strat, gangs_first)
                 if trial.valid and _better(trial, best):
                     best, caps, improved = trial, trial_caps, True
                     break
+            if improved:
+                break
     groups = _group_plans(setup, best)
     reasons = [
         *setup.notes,
@@ -274,8 +280,12 @@ def _order_gangs(
     return sorted(gangs, key=key)
 
 
-def _solve(s: _Setup, caps: Sequence[int], strat: Strategies) -> _Outcome:
-    """Steps 1-4 with at most ``caps[g]`` new pods per group."""
+def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, gangs_first: bool) -> _Outcome:
+    """Steps 1-4 with at most ``caps[g]`` new pods per group.
+
+    ``gangs_first`` is Ray's order; the other order (tasks first) lets placement-group bundles
+    use the leftovers of pods that scarce task demand needs anyway.
+    """
     wgroups = s.inp.cluster.worker_groups
     n = len(wgroups)
     new = NewPods(s.specs, caps, s.budget)
@@ -324,43 +334,49 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies) -> _Outcome:
         s.gpu_index,
     )
 
-    # 3. placement groups, all or nothing per gang
-    for pg in s.gangs:
-        placed = _place_gangs(packer, s.index, pg, pg.count)
-        if placed < pg.count:
-            for res in _gang_shapes(pg):
-                unplaceable.append(
-                    _raw(
-                        s.index,
-                        s.index.vec(res),
-                        pg.count - placed,
-                        DemandKind.PLACEMENT_GROUP,
-                        pg.strategy,
-                    )
-                )
-    exempt = list(packer.new.count)
+    def gangs() -> None:  # 3. placement groups, all or nothing per gang
+        for pg in s.gangs:
+            placed = _place_gangs(packer, s.index, pg, pg.count)
+            for res in _gang_shapes(pg) if placed < pg.count else ():
+                vec = s.index.vec(res)
+                missing = pg.count - placed
+                kind = DemandKind.PLACEMENT_GROUP
+                unplaceable.append(_raw(s.index, vec, missing, kind, pg.strategy))
 
-    # 4. tasks and actors, with upscalingSpeed
+    def tasks() -> list[int]:  # 4. tasks and actors, with upscalingSpeed; returns speed room
+        before = list(packer.new.count)
+        cap_left = list(packer.new.headroom)
+        room = [0] * n
+        for i in range(n):
+            allowed = max(UPSCALING_INITIAL_PODS, int(speed * max(s.running[i], 1)))
+            room[i] = max(0, allowed - s.pending[i] - before[i])
+            packer.new.headroom[i] = min(cap_left[i], room[i])
+        for shape, count in packer.place(s.tasks):
+            unplaceable.append(_raw(s.index, shape, count, DemandKind.TASK, None))
+        added = [a - b for a, b in zip(packer.new.count, before, strict=True)]
+        packer.new.headroom = [c - a for c, a in zip(cap_left, added, strict=True)]
+        by_phase["tasks"] = added
+        return [r - a for r, a in zip(room, added, strict=True)]
+
     speed = s.inp.cluster.upscaling_speed
-    cap_left = list(packer.new.headroom)
-    speed_room = [0] * n
-    for i in range(n):
-        allowed = max(UPSCALING_INITIAL_PODS, int(speed * max(s.running[i], 1)))
-        speed_room[i] = max(0, allowed - s.pending[i] - exempt[i])
-        packer.new.headroom[i] = min(cap_left[i], speed_room[i])
-    for shape, count in packer.place(s.tasks):
-        unplaceable.append(_raw(s.index, shape, count, DemandKind.TASK, None))
+    by_phase: dict[str, list[int]] = {
+        "min": min_new,
+        "constraints": [a - b for a, b in zip(after_constraints, min_new, strict=True)],
+    }
+    if gangs_first:
+        gangs()
+        speed_left = tasks()
+    else:
+        speed_left = tasks()
+        gangs()
     final = packer.new
-    speed_left = [r - (c - e) for r, c, e in zip(speed_room, final.count, exempt, strict=True)]
+    by_phase["placement groups"] = [
+        f - c - t for f, c, t in zip(final.count, after_constraints, by_phase["tasks"], strict=True)
+    ]
 
     out = _Outcome(
         new=list(final.count),
-        by_phase={
-            "min": min_new,
-            "constraints": [a - b for a, b in zip(after_constraints, min_new, strict=True)],
-            "placement groups": [a - b for a, b in zip(exempt, after_constraints, strict=True)],
-            "tasks": [a - b for a, b in zip(final.count, exempt, strict=True)],
-        },
+        by_phase={k: by_phase[k] for k in ("min", "constraints", "placement groups", "tasks")},
         unplaceable=[],
         busy=packer.busy_pods() | needed,
         cost=final.cost(),
