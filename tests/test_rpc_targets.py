@@ -191,13 +191,16 @@ async def test_unknown_cluster_and_group_are_not_found() -> None:
         await c.get("ray", "gpu")
 
 
-async def test_source_that_never_answers_is_unavailable_after_the_deadline() -> None:
-    """A fetch stuck past fetch_timeout_s is DemandUnavailable."""
+async def test_source_that_never_answers_is_unavailable_after_the_deadlines() -> None:
+    """A request waits first_wait_s for a new cluster; the fetch itself ends at fetch_timeout_s."""
     src = MemorySource({"ray": snapshot()})
     src.gate = asyncio.Event()
-    c = cache(src, FakeClock(), fetch_timeout_s=0.05)
-    with pytest.raises(DemandUnavailable):
+    c = cache(src, FakeClock(), first_wait_s=0.01, fetch_timeout_s=0.2)
+    with pytest.raises(DemandUnavailable, match="no data yet for Ray cluster 'ray'"):
         await c.get("ray", "cpu")
+    c2 = cache(src, FakeClock(), first_wait_s=5, fetch_timeout_s=0.01)
+    with pytest.raises(DemandUnavailable, match=r"source did not answer within 0.01s"):
+        await c2.get("ray", "cpu")
     src.gate.set()
     await c.aclose()
 

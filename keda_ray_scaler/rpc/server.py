@@ -65,6 +65,8 @@ class ServerSettings:
     port: int = 6000
     metrics_host: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no /metrics endpoint
+    #: plaintext port serving only grpc.health.v1 (the kubelet's gRPC probe cannot do TLS)
+    health_port: int | None = None
     tls: TlsFiles | None = None
     max_message_bytes: int = 1 * _MIB  # KEDA's messages are a few hundred bytes
     max_concurrent_rpcs: int | None = 10_000  # beyond: RESOURCE_EXHAUSTED
@@ -181,6 +183,8 @@ class ScalerServer:
         self.health = health.aio.HealthServicer()
         self.port = 0
         self.metrics_port: int | None = None
+        self.health_port: int | None = None
+        self._health_server: grpc.aio.Server | None = None
         self.reloader: CertificateReloader | None = None
         self._server: grpc.aio.Server | None = None
         self._refresh: asyncio.Task[None] | None = None
@@ -209,6 +213,8 @@ class ScalerServer:
         self._server = server
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if s.health_port is not None:
+            await self._start_health(s.health_port)
         self._refresh = asyncio.create_task(self.cache.run(), name="scaler-refresh")
         if s.metrics_port is not None:
             http, _thread = start_http_server(
@@ -222,7 +228,20 @@ class ScalerServer:
             tls=s.tls is not None,
             mtls=s.tls is not None and s.tls.client_ca_file is not None,
             metrics_port=self.metrics_port,
+            health_port=self.health_port,
         )
+
+    async def _start_health(self, port: int) -> None:
+        """A second, plaintext server with only the health service (for kubelet probes)."""
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], maximum_concurrent_rpcs=64)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        address = f"{self.settings.host}:{port}"
+        bound = server.add_insecure_port(address)
+        if bound == 0:
+            raise OSError(f"cannot listen on {address}")
+        await server.start()
+        self._health_server = server
+        self.health_port = bound
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful stop: NOT_SERVING, end streams, let calls in flight finish, then close."""
@@ -232,6 +251,9 @@ class ScalerServer:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        if self._health_server is not None:
+            await self._health_server.stop(0)
+            self._health_server = None
         if self._refresh is not None:
             self._refresh.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -263,6 +285,7 @@ def build_server(
     port: int = 0,
     host: str = "127.0.0.1",
     metrics_port: int | None = None,
+    health_port: int | None = None,
     tls: TlsFiles | None = None,
     target_settings: TargetSettings | None = None,
     planner: Planner | None = None,
@@ -279,6 +302,7 @@ def build_server(
         "port": port,
         "metrics_host": host,
         "metrics_port": metrics_port,
+        "health_port": health_port,
         "tls": tls,
     }
     fields.update(dict(extra))

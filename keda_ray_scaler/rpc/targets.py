@@ -51,16 +51,19 @@ class TargetSettings:
     Defaults: KEDA polls every 30 s by default and the agent exports every few seconds, so a
     5 s refresh keeps answers within one agent period; 60 s of maximum age tolerates a few
     missed agent polls or Prometheus scrapes, no more. KEDA gives an external scaler about
-    3 s per call, so a first fetch waits at most 2.5 s.
+    3 s per call, so a request waits at most 2.5 s for a new cluster's first fetch (the fetch
+    goes on in the background and the next request gets its result).
     """
 
     refresh_interval_s: float = 5.0  # one fetch + one plan per cluster per interval
     max_age_s: float = 60.0  # older agent snapshots are UNAVAILABLE
-    fetch_timeout_s: float = 2.5  # deadline of one source fetch (and of a request's first wait)
+    fetch_timeout_s: float = 10.0  # safety net over one source fetch (sources have their own)
+    first_wait_s: float = 2.5  # a request for a new cluster waits this long for its first fetch
     forget_after_s: float = 900.0  # stop refreshing a cluster nobody asked about this long
 
     def __post_init__(self) -> None:
-        for name in ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "forget_after_s"):
+        names = ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "first_wait_s")
+        for name in (*names, "forget_after_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
 
@@ -190,9 +193,7 @@ class TargetCache:
         entry.last_used_s = now
         if entry.view is None and entry.error is None and entry.inflight is not None:
             try:
-                await asyncio.wait_for(
-                    asyncio.shield(entry.inflight), self.settings.fetch_timeout_s
-                )
+                await asyncio.wait_for(asyncio.shield(entry.inflight), self.settings.first_wait_s)
             except TimeoutError:
                 raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}") from None
         if entry.error is not None:

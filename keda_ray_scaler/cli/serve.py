@@ -1,0 +1,257 @@
+"""``keda-ray-scaler serve``: the KEDA external scaler (gRPC), reading the agents' metrics.
+
+Flags only (no environment variables). Bad flags exit 2 with one line; SIGTERM and SIGINT stop
+gracefully (health NOT_SERVING, streams ended, calls in flight finished within ``--grace``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.rpc.server import ScalerServer, ServerSettings, TlsFiles
+from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources.base import Source
+from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
+from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
+from keda_ray_scaler.sources.transport import HttpSettings, RetrySettings, source_metrics
+from keda_ray_scaler.telemetry import configure_logging
+
+_WHERE = "serve"
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``serve`` and its flags."""
+    p = subparsers.add_parser(
+        "serve",
+        help="run the KEDA external scaler (gRPC)",
+        description="Answer KEDA with each Ray worker group's target replicas.",
+    )
+    g = p.add_argument_group("listening")
+    g.add_argument("--host", default="0.0.0.0", help="address to bind (default: all)")
+    g.add_argument("--port", type=int, default=9090, help="gRPC port (default: 9090)")
+    g.add_argument(
+        "--metrics-port", type=int, default=9100, help="/metrics port; -1 disables (9100)"
+    )
+    g.add_argument(
+        "--health-port",
+        type=int,
+        default=None,
+        help="extra plaintext port serving only grpc.health.v1, for kubelet probes",
+    )
+    g.add_argument("--tls-cert", type=Path, help="server certificate (PEM); enables TLS")
+    g.add_argument("--tls-key", type=Path, help="server private key (PEM)")
+    g.add_argument(
+        "--tls-client-ca",
+        "--client-ca",
+        dest="tls_client_ca",
+        type=Path,
+        help="CA that signs client certificates; enables mTLS (needs --tls-cert)",
+    )
+
+    g = p.add_argument_group("data source")
+    g.add_argument("--source", choices=("prometheus", "scrape"), default="prometheus")
+    g.add_argument("--prometheus-url", help="Prometheus base URL (source prometheus)")
+    g.add_argument(
+        "--agent-url",
+        action="append",
+        default=[],
+        metavar="CLUSTER=URL",
+        help="agent /metrics URL of a Ray cluster (source scrape; repeat per cluster)",
+    )
+    g.add_argument("--bearer-token-file", type=Path, help="bearer token, re-read on change")
+    g.add_argument("--basic-auth-user", help="HTTP basic auth user")
+    g.add_argument("--basic-auth-password-file", type=Path, help="HTTP basic auth password file")
+    g.add_argument("--ca-file", type=Path, help="CA bundle verifying Prometheus / the agents")
+    g.add_argument("--client-cert", type=Path, help="client certificate for Prometheus mTLS")
+    g.add_argument("--client-key", type=Path, help="client key for Prometheus mTLS")
+    g.add_argument(
+        "--insecure-skip-verify", action="store_true", help="do not verify the server certificate"
+    )
+    g.add_argument("--query-deadline", type=float, default=2.5, help="seconds per fetch (2.5)")
+    g.add_argument("--query-attempts", type=int, default=3, help="tries per fetch (3)")
+
+    g = p.add_argument_group("behaviour")
+    g.add_argument(
+        "--refresh-interval", type=float, default=5.0, help="seconds between refreshes (5)"
+    )
+    g.add_argument("--max-age", type=float, default=60.0, help="max agent snapshot age, s (60)")
+    g.add_argument(
+        "--stream-debounce",
+        type=float,
+        default=None,
+        help="seconds inactive before StreamIsActive sends false (2 x refresh interval)",
+    )
+
+    g = p.add_argument_group("connections")
+    g.add_argument("--max-connection-age", type=float, default=300.0, help="seconds (300)")
+    g.add_argument("--max-concurrent-rpcs", type=int, default=10_000, help="(10000)")
+    g.add_argument("--max-concurrent-streams", type=int, default=4096, help="per connection")
+    g.add_argument("--max-message-bytes", type=int, default=1024 * 1024, help="(1 MiB)")
+    g.add_argument("--grace", type=float, default=10.0, help="graceful stop, seconds (10)")
+
+    g = p.add_argument_group("logging")
+    g.add_argument("--log-format", choices=("json", "console"), default="json")
+    g.add_argument("--log-level", default="info", help="debug, info, warning, error")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build everything from flags, then serve until SIGTERM/SIGINT."""
+    try:
+        configure_logging(json=args.log_format == "json", level=args.log_level)
+    except ValueError as exc:
+        raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
+    registry = CollectorRegistry()
+    source = build_source(args, registry)
+    server = ScalerServer(
+        source,
+        clock=time.time,
+        settings=server_settings(args),
+        target_settings=target_settings(args),
+        registry=registry,
+        stream_debounce_s=args.stream_debounce,
+    )
+    try:
+        asyncio.run(_serve(server, args.grace))
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    return 0
+
+
+async def _serve(server: ScalerServer, grace_s: float) -> None:
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    waiting = asyncio.create_task(server.wait())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    await server.stop(grace_s)
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiting
+
+
+def _check(ok: bool, flag: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(_WHERE, flag, problem)
+
+
+def server_settings(args: argparse.Namespace) -> ServerSettings:
+    """ServerSettings from flags; ConfigError naming the flag."""
+    for flag in ("port", "metrics_port", "health_port"):
+        value = getattr(args, flag)
+        low = -1 if flag == "metrics_port" else 0
+        _check(value is None or low <= value <= 65535, "--" + flag.replace("_", "-"), "bad port")
+    tls: TlsFiles | None = None
+    if args.tls_cert or args.tls_key:
+        _check(
+            bool(args.tls_cert and args.tls_key),
+            "--tls-key",
+            "--tls-cert and --tls-key go together",
+        )
+        for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+            _check(path.is_file(), flag, f"{path} is not a readable file")
+        if args.tls_client_ca:
+            _check(
+                args.tls_client_ca.is_file(),
+                "--tls-client-ca",
+                f"{args.tls_client_ca} is not a readable file",
+            )
+        tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca)
+    else:
+        _check(args.tls_client_ca is None, "--tls-client-ca", "needs --tls-cert and --tls-key")
+    for flag in ("max_connection_age", "grace"):
+        _check(getattr(args, flag) >= 0, "--" + flag.replace("_", "-"), "must be >= 0")
+    for flag in ("max_concurrent_rpcs", "max_concurrent_streams", "max_message_bytes"):
+        _check(getattr(args, flag) >= 1, "--" + flag.replace("_", "-"), "must be >= 1")
+    return ServerSettings(
+        host=args.host,
+        port=args.port,
+        metrics_host=args.host,
+        metrics_port=None if args.metrics_port < 0 else args.metrics_port,
+        health_port=args.health_port,
+        tls=tls,
+        max_message_bytes=args.max_message_bytes,
+        max_concurrent_rpcs=args.max_concurrent_rpcs,
+        max_concurrent_streams=args.max_concurrent_streams,
+        max_connection_age_s=args.max_connection_age,
+        stop_grace_s=args.grace,
+    )
+
+
+def target_settings(args: argparse.Namespace) -> TargetSettings:
+    """TargetSettings from flags; ConfigError naming the flag."""
+    _check(args.refresh_interval > 0, "--refresh-interval", "must be > 0")
+    _check(args.max_age > args.refresh_interval, "--max-age", "must exceed --refresh-interval")
+    _check(args.stream_debounce is None or args.stream_debounce >= 0, "--stream-debounce", ">= 0")
+    return TargetSettings(
+        refresh_interval_s=args.refresh_interval,
+        max_age_s=args.max_age,
+        fetch_timeout_s=max(10.0, 2 * args.query_deadline),
+    )
+
+
+def parse_agent_urls(values: list[str]) -> dict[str, str]:
+    """``CLUSTER=URL`` flags as a dict; ConfigError naming ``--agent-url``."""
+    out: dict[str, str] = {}
+    for value in values:
+        cluster, eq, url = value.partition("=")
+        _check(bool(eq and cluster and url), "--agent-url", f"{value!r} is not CLUSTER=URL")
+        try:
+            promql.check_cluster_name(cluster)
+        except ConfigError as exc:
+            raise ConfigError(_WHERE, "--agent-url", exc.problem) from exc
+        _check(cluster not in out, "--agent-url", f"cluster {cluster!r} given twice")
+        _check(url.startswith(("http://", "https://")), "--agent-url", f"{url!r} is not http(s)")
+        out[cluster] = url
+    return out
+
+
+def build_source(args: argparse.Namespace, registry: CollectorRegistry) -> Source:
+    """The data source the flags describe, its metrics in ``registry``."""
+    http_fields: dict[str, Any] = {
+        "ca_file": args.ca_file,
+        "cert_file": args.client_cert,
+        "key_file": args.client_key,
+        "bearer_token_file": args.bearer_token_file,
+        "basic_auth_user": args.basic_auth_user,
+        "basic_auth_password_file": args.basic_auth_password_file,
+        "insecure_skip_verify": args.insecure_skip_verify,
+    }
+    for key, value in http_fields.items():
+        if isinstance(value, Path):
+            flag = {"cert_file": "--client-cert", "key_file": "--client-key"}.get(
+                key, "--" + key.replace("_", "-")
+            )
+            _check(value.is_file(), flag, f"{value} is not a readable file")
+    try:
+        http = HttpSettings(**http_fields)
+        retry = RetrySettings(attempts=args.query_attempts, deadline_s=args.query_deadline)
+    except ValueError as exc:
+        raise ConfigError(_WHERE, "", str(exc)) from exc
+    metrics = source_metrics(registry)
+    if args.source == "prometheus":
+        _check(bool(args.prometheus_url), "--prometheus-url", "required with --source prometheus")
+        _check(not args.agent_url, "--agent-url", "only with --source scrape")
+        try:
+            settings = PrometheusSettings(url=args.prometheus_url, http=http, retry=retry)
+        except ValueError as exc:
+            raise ConfigError(_WHERE, "--prometheus-url", str(exc)) from exc
+        return PrometheusSource(settings, metrics=metrics)
+    _check(bool(args.agent_url), "--agent-url", "at least one required with --source scrape")
+    _check(not args.prometheus_url, "--prometheus-url", "only with --source prometheus")
+    targets = parse_agent_urls(args.agent_url)
+    return ScrapeSource(ScrapeSettings(targets=targets, http=http, retry=retry), metrics=metrics)

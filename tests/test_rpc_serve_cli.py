@@ -1,0 +1,174 @@
+"""``keda-ray-scaler serve``: flag validation, and a real process answering over gRPC."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rpc_builders import meta
+
+from keda_ray_scaler.cli import serve
+from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
+from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+
+#: Runs ``serve`` like the console script does; works before every other subcommand exists.
+RUNNER = """
+import argparse, sys
+from keda_ray_scaler.cli import serve
+from keda_ray_scaler.errors import ConfigError
+parser = argparse.ArgumentParser(prog="keda-ray-scaler")
+serve.add_parser(parser.add_subparsers(dest="command", required=True))
+args = parser.parse_args(sys.argv[1:])
+try:
+    sys.exit(serve.run(args))
+except ConfigError as exc:
+    print(f"keda-ray-scaler serve: {exc}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    serve.add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "problem"),
+    [
+        ([], "--prometheus-url", "required with --source prometheus"),
+        (["--source", "scrape"], "--agent-url", "at least one required"),
+        (["--source", "scrape", "--agent-url", "Ray=http://x"], "--agent-url", "RFC 1123"),
+        (["--source", "scrape", "--agent-url", "ray"], "--agent-url", "is not CLUSTER=URL"),
+        (["--source", "scrape", "--agent-url", "ray=file:///etc"], "--agent-url", "not http(s)"),
+        (
+            ["--prometheus-url", "http://p", "--bearer-token-file", "/nonexistent"],
+            "--bearer-token-file",
+            "not a readable file",
+        ),
+        (["--prometheus-url", "ftp://p"], "--prometheus-url", "must be http(s)"),
+    ],
+    ids=["no-url", "no-agent", "bad-cluster", "no-equals", "file-url", "no-token-file", "ftp"],
+)
+def test_bad_source_flags_name_the_flag(argv: list[str], flag: str, problem: str) -> None:
+    """Source flags are checked before anything starts; the error names the flag."""
+    from prometheus_client import CollectorRegistry
+
+    with pytest.raises(ConfigError) as info:
+        serve.build_source(parse(*argv), CollectorRegistry())
+    assert info.value.field == flag
+    assert problem in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--tls-cert", "/nonexistent", "--tls-key", "/nonexistent"], "--tls-cert"),
+        (["--tls-cert", "/nonexistent"], "--tls-key"),
+        (["--client-ca", "/x"], "--tls-client-ca"),
+        (["--port", "70000"], "--port"),
+        (["--max-concurrent-rpcs", "0"], "--max-concurrent-rpcs"),
+    ],
+    ids=["missing-cert-file", "cert-without-key", "ca-without-tls", "port", "rpcs"],
+)
+def test_bad_server_flags_name_the_flag(argv: list[str], flag: str) -> None:
+    """Listening and TLS flags are validated with the flag in the error."""
+    with pytest.raises(ConfigError) as info:
+        serve.server_settings(parse(*argv))
+    assert info.value.field == flag
+
+
+def test_max_age_must_exceed_the_refresh_interval() -> None:
+    """--max-age 5 with --refresh-interval 5 is refused."""
+    with pytest.raises(ConfigError) as info:
+        serve.target_settings(parse("--max-age", "5", "--refresh-interval", "5"))
+    assert info.value.field == "--max-age"
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, *argv], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_bad_flag_exits_2_with_one_line() -> None:
+    """A bad flag: exit code 2 and exactly one line on stderr naming it."""
+    done = run_cli("serve", "--source", "scrape")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "keda-ray-scaler serve: serve: --agent-url: at least one required with --source scrape"
+    ]
+
+
+@pytest.fixture
+def serve_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, object]]]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            RUNNER,
+            "serve",
+            "--host=127.0.0.1",
+            "--port=0",
+            "--health-port=0",
+            "--metrics-port=-1",
+            "--source=scrape",
+            "--agent-url=ray=http://127.0.0.1:9/metrics",
+            "--query-attempts=1",
+            "--query-deadline=0.5",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    try:
+        assert proc.stderr is not None
+        started: dict[str, object] = {}
+        for line in proc.stderr:
+            event = json.loads(line)
+            if event.get("event") == "scaler serving":
+                started = event
+                break
+        assert started, "serve never reported it was serving"
+        yield proc, started
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+async def test_serve_process_answers_and_stops_on_sigterm(
+    serve_process: tuple[subprocess.Popen[str], dict[str, object]],
+) -> None:
+    """The real process: GetMetricSpec answers, an unreachable agent is UNAVAILABLE,
+    health is SERVING on the probe port, and SIGTERM exits 0."""
+    proc, started = serve_process
+    assert (started["level"], started["tls"]) == ("info", False)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{started['port']}") as channel:
+        stub = pb_grpc.ExternalScalerStub(channel)
+        spec = await stub.GetMetricSpec(pb.ScaledObjectRef(scalerMetadata=meta()), timeout=5)
+        assert spec.metricSpecs[0].metricName == "ray-ray.cpu"
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await stub.GetMetrics(
+                pb.GetMetricsRequest(scaledObjectRef=pb.ScaledObjectRef(scalerMetadata=meta())),
+                timeout=5,
+            )
+        assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{started['health_port']}") as channel:
+        reply = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=5
+        )
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    os.kill(proc.pid, signal.SIGTERM)
+    assert await asyncio.to_thread(proc.wait, 30) == 0
