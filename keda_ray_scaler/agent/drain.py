@@ -1,0 +1,78 @@
+"""Drain one Ray node for idle termination: the :class:`~keda_ray_scaler.agent.ports.Drainer`.
+
+The call is the one Ray's autoscaler v2 makes (``ray_stopper.py``)::
+
+    GcsClient.drain_node(node_id_hex, DRAIN_NODE_REASON_IDLE_TERMINATION, message, deadline_ms)
+
+The GCS forwards it to the node's raylet, which accepts an idle-termination drain only if the
+node is idle at that moment (atomically with its own scheduling), else answers
+``(False, "The node to be idle terminated is no longer idle.")``. The node id is the hex string
+(Ray decodes it with ``NodeID.FromHex``; passing bytes yields a nil id the GCS silently accepts).
+
+What happens after an accepted drain (Ray 2.60, measured in ``tests/test_agent_drain.py``): the
+raylet shuts itself down at once (the node is DEAD in the next status), whatever the deadline,
+and exits with code 0; ``ray start --block`` (the container's main process in KubeRay) treats
+exit code 0 as expected and keeps running, so the container neither exits nor restarts; only
+KubeRay's probes (raylet health) later mark the pod unready. The deadline is only a hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+import structlog
+
+from keda_ray_scaler.agent.ports import DrainResult
+
+log = structlog.get_logger(__name__)
+
+#: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION
+DRAIN_NODE_REASON_IDLE_TERMINATION = 1
+
+
+class DrainApi(Protocol):
+    """``ray._raylet.GcsClient.drain_node``."""
+
+    def drain_node(
+        self,
+        node_id: str,
+        reason: int,
+        reason_message: str,
+        deadline_timestamp_ms: int,
+        timeout: float | None = None,
+    ) -> Any: ...
+
+
+class RayDrainer:
+    """Drains through the GCS; never raises for a rejection or a failed call."""
+
+    def __init__(self, gcs: DrainApi, *, timeout_s: float = 10.0) -> None:
+        self._gcs = gcs
+        self._timeout_s = timeout_s
+
+    def _drain_blocking(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
+        try:
+            accepted, rejection = self._gcs.drain_node(
+                node_id,
+                DRAIN_NODE_REASON_IDLE_TERMINATION,
+                message,
+                deadline_ms,
+                timeout=self._timeout_s,
+            )
+        except Exception as exc:  # RpcError, TimeoutError, ValueError on a bad id...
+            return DrainResult(False, f"drain_node failed: {type(exc).__name__}: {exc}")
+        text = rejection.decode() if isinstance(rejection, bytes) else str(rejection or "")
+        return DrainResult(bool(accepted), "" if accepted else text)
+
+    async def drain(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
+        """Ask Ray to drain ``node_id`` (hex) for idle termination."""
+        result = await asyncio.to_thread(self._drain_blocking, node_id, message, deadline_ms)
+        log.info(
+            "ray drain",
+            node_id=node_id,
+            accepted=result.accepted,
+            rejection=result.rejection,
+            deadline_ms=deadline_ms,
+        )
+        return result

@@ -1,0 +1,356 @@
+"""Ray's view of one cluster: pending demand and worker nodes, read from the GCS.
+
+One RPC per poll, ``GcsClient.get_cluster_status()`` (the call behind
+``ray.autoscaler.v2.sdk.get_cluster_status``), gives one consistent ``GetClusterStatusReply``.
+We read its raw ``cluster_resource_state`` instead of the SDK's parsed ``ClusterStatus``
+because the parsed form drops what a scaler needs: it reports ``idle_time_ms = 0`` unless the
+node is IDLE, merges placement-group bundles by shape (losing their order) and keeps the
+strategy only inside a ``details`` string. From the raw state:
+
+- ``pending_resource_requests``: task/actor demand, one ``(shape, count)`` per shape;
+- ``pending_gang_resource_requests``: pending placement groups, bundles in order, strategy from
+  ``details`` (``"<pg_id>:<STRATEGY>|<state>"``);
+- ``cluster_resource_constraints``: ``request_resources()`` when autoscaler v2 is on; with v1
+  (no ``RAY_enable_autoscaler_v2`` on the head) Ray writes the request as JSON to the internal
+  KV key ``autoscaler_resource_request`` instead, which we read when the GCS has none;
+- ``node_states``: per node ``instance_id`` (KubeRay: ``RAY_CLOUD_INSTANCE_ID`` = pod name),
+  ``ray_node_type_name`` (``RAY_NODE_TYPE_NAME`` = worker group), status, total and available
+  resources, ``idle_duration_ms``, ``node_ip_address``.
+
+Parsing is pure (:func:`parse_status`), so tests and the benchmark feed it synthetic replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.model import (
+    Bundle,
+    ClusterSpec,
+    Demand,
+    NodeStatus,
+    PlacementGroup,
+    Resources,
+    Strategy,
+    WorkerNode,
+    to_units,
+)
+
+#: Ray's internal KV key where ``request_resources()`` writes with autoscaler v1.
+V1_REQUEST_KEY = b"autoscaler_resource_request"
+
+#: ``node:__internal_head__`` marks the head (``ray.autoscaler.v2.utils.is_head_node``).
+HEAD_RESOURCE = "node:__internal_head__"
+
+# Placement-group resources ("CPU_group_<pg>", "CPU_group_<i>_<pg>", "bundle_group_<pg>"):
+# reserved inside a placement group, never capacity a new pod could add.
+_PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
+
+# GcsNodeInfo-independent status numbers of ray.rpc.autoscaler.NodeStatus.
+_RUNNING, _DEAD, _IDLE, _DRAINING = 1, 2, 3, 4
+
+
+def is_internal_resource(name: str) -> bool:
+    """``node:<ip>`` / head markers and placement-group resources: not pod capacity."""
+    return name.startswith("node:") or bool(_PG_RESOURCE.match(name))
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """A pod as Kubernetes knows it: used to map Ray nodes by IP when they carry no name."""
+
+    pod: str
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class RayState:
+    """One poll's result: demand, worker nodes and what could not be mapped."""
+
+    demand: Demand
+    nodes: tuple[WorkerNode, ...]
+    unmapped: int = 0  # worker nodes exported with group "" (no pod name, group or known IP)
+    dropped_pg_shapes: int = 0  # task shapes asking placement-group resources (not scalable)
+
+
+def _resources(entries: Mapping[str, float]) -> Resources:
+    return Resources.from_units(
+        {k: to_units(v) for k, v in entries.items() if not is_internal_resource(k)}
+    )
+
+
+def parse_strategy(details: str) -> Strategy:
+    """The strategy in a gang request's ``details`` (``"<pg_id>:<STRATEGY>|<state>"``).
+
+    An unknown or missing strategy is read as STRICT_SPREAD, the one that needs the most pods,
+    so demand is never under-reported.
+    """
+    _, _, rest = details.partition(":")
+    name = rest.partition("|")[0]
+    try:
+        return Strategy(name)
+    except ValueError:
+        return Strategy.STRICT_SPREAD
+
+
+def parse_v1_requests(raw: bytes | None) -> tuple[Bundle, ...]:
+    """``request_resources()`` as written to the internal KV by autoscaler v1 (JSON list)."""
+    if not raw:
+        return ()
+    try:
+        items = json.loads(raw)
+    except ValueError as exc:
+        raise RayError(f"{V1_REQUEST_KEY.decode()}: not JSON: {exc}") from exc
+    if not isinstance(items, list):
+        raise RayError(f"{V1_REQUEST_KEY.decode()}: expected a list, got {type(items).__name__}")
+    counts: dict[Resources, int] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            raise RayError(f"{V1_REQUEST_KEY.decode()}: bad bundle {item!r}")
+        shape = _resources(item)
+        if shape:
+            counts[shape] = counts.get(shape, 0) + 1
+    return tuple(Bundle(r, n) for r, n in sorted(counts.items()))
+
+
+def _merge_counts(pairs: Iterable[tuple[Resources, int]]) -> tuple[Bundle, ...]:
+    counts: dict[Resources, int] = {}
+    for shape, n in pairs:
+        if shape and n > 0:
+            counts[shape] = counts.get(shape, 0) + n
+    return tuple(Bundle(r, n) for r, n in sorted(counts.items()))
+
+
+def parse_status(
+    reply: Any,
+    cluster: ClusterSpec,
+    *,
+    v1_requests: bytes | None = None,
+    pods_by_ip: Mapping[str, PodRef] | None = None,
+) -> RayState:
+    """Demand and worker nodes from a ``GetClusterStatusReply`` (pure).
+
+    Node mapping, as KubeRay sets it up: ``instance_id`` is the pod name and
+    ``ray_node_type_name`` the worker group; a node lacking either is looked up by its IP in
+    ``pods_by_ip`` (the pod IPs Kubernetes reports). A node still without both is exported with
+    group ``""`` (pod = its node id when no name is known) and counted in ``unmapped``. The head
+    is never a worker. Dead nodes are left out.
+    """
+    state = reply.cluster_resource_state
+    by_ip = pods_by_ip or {}
+    known = {g.name for g in cluster.worker_groups}
+
+    task_pairs: list[tuple[Resources, int]] = []
+    dropped = 0
+    for rc in state.pending_resource_requests:
+        bundle = dict(rc.request.resources_bundle)
+        if any(_PG_RESOURCE.match(k) for k in bundle):
+            dropped += 1
+            continue
+        task_pairs.append((_resources(bundle), rc.count))
+
+    pg_counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
+    for gang in state.pending_gang_resource_requests:
+        bundles = tuple(_resources(r.resources_bundle) for r in gang.requests)
+        if bundles:
+            key = (parse_strategy(gang.details), bundles)
+            pg_counts[key] = pg_counts.get(key, 0) + 1
+
+    constraints = _merge_counts(
+        (_resources(r.request.resources_bundle), r.count)
+        for c in state.cluster_resource_constraints
+        for r in c.resource_requests
+    )
+    if not constraints:
+        constraints = parse_v1_requests(v1_requests)
+
+    nodes: list[WorkerNode] = []
+    unmapped = 0
+    for ns in state.node_states:
+        if ns.status == _DEAD:
+            continue
+        total_raw = ns.total_resources
+        if HEAD_RESOURCE in total_raw:
+            continue
+        node_id = ns.node_id.hex()
+        pod, group = ns.instance_id, ns.ray_node_type_name
+        ref = by_ip.get(ns.node_ip_address)
+        if ref is not None:
+            pod = pod or ref.pod
+            group = group or ref.group
+        if not pod or not group or group not in known:
+            unmapped += 1
+            group = "" if group not in known else group
+            pod = pod or node_id
+        nodes.append(
+            WorkerNode(
+                pod=pod,
+                group=group,
+                total=_resources(total_raw),
+                available=_resources(ns.available_resources),
+                idle_s=ns.idle_duration_ms / 1000.0,
+                status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
+                node_id=node_id,
+            )
+        )
+    nodes.sort(key=lambda n: (n.group, n.pod))
+    demand = Demand(
+        bundles=_merge_counts(task_pairs),
+        placement_groups=tuple(
+            PlacementGroup(strategy, bundles, n)
+            for (strategy, bundles), n in sorted(pg_counts.items())
+        ),
+        constraints=constraints,
+    )
+    return RayState(demand, tuple(nodes), unmapped, dropped)
+
+
+class GcsApi(Protocol):
+    """The two ``ray._raylet.GcsClient`` calls a poll makes (a fake in unit tests)."""
+
+    def get_cluster_status(self, timeout_s: float | None = None) -> bytes: ...
+
+    def internal_kv_get(
+        self, key: bytes, namespace: bytes | None, timeout: float | None = None
+    ) -> bytes | None: ...
+
+
+def connect(gcs_address: str) -> GcsApi:
+    """A ``GcsClient`` for ``host:port`` (token auth from ``RAY_AUTH_*``, as Ray does)."""
+    try:
+        from ray._raylet import (  # type: ignore[attr-defined]  # Cython class, not in the .pyi
+            GcsClient,
+        )
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise RayError("Ray is not installed (pip install 'keda-ray-scaler[agent]')") from exc
+    client: GcsApi = GcsClient(address=gcs_address)
+    return client
+
+
+class RayReader:
+    """Polls one Ray cluster; also the :class:`~keda_ray_scaler.agent.ports.RayView`.
+
+    Every call reads the GCS afresh (no cache). The synchronous Ray client runs in a thread with
+    a per-call timeout, so the event loop never blocks. Any failure is :class:`RayError`.
+    """
+
+    def __init__(
+        self,
+        gcs: GcsApi,
+        cluster: ClusterSpec,
+        *,
+        timeout_s: float = 5.0,
+        pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
+    ) -> None:
+        self._gcs = gcs
+        self._cluster = cluster
+        self._timeout_s = timeout_s
+        # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
+        self._pods_by_ip = pods_by_ip
+
+    def _read_blocking(self) -> RayState:
+        from ray.core.generated.autoscaler_pb2 import (  # type: ignore[attr-defined]  # protobuf
+            GetClusterStatusReply,
+        )
+
+        try:
+            raw = self._gcs.get_cluster_status(timeout_s=self._timeout_s)
+            reply = GetClusterStatusReply()
+            reply.ParseFromString(raw)
+            v1 = None
+            if not reply.cluster_resource_state.cluster_resource_constraints:
+                v1 = self._gcs.internal_kv_get(V1_REQUEST_KEY, None, timeout=self._timeout_s)
+        except RayError:
+            raise
+        except Exception as exc:  # Ray raises its own RpcError/RaySystemError/TimeoutError types
+            raise RayError(f"GCS get_cluster_status failed: {exc}") from exc
+        by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
+        return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
+
+    async def read(self) -> RayState:
+        """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(self._read_blocking), timeout=self._timeout_s + 1.0
+            )
+        except TimeoutError as exc:
+            raise RayError(f"GCS did not answer within {self._timeout_s:g}s") from exc
+
+    async def nodes(self) -> tuple[WorkerNode, ...]:
+        """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""
+        state = await self.read()
+        return tuple(n for n in state.nodes if n.group)
+
+
+def bound_shapes(demand: Demand, max_shapes: int) -> tuple[Demand, int]:
+    """At most ``max_shapes`` demand series; returns the bounded demand and how many merged.
+
+    A series is one task shape, one constraint shape or one placement-group bundle list. When
+    there are too many, the kind with the most series gives up its smallest-count series first:
+    they are merged into ONE series whose shape is their component-wise maximum and whose count
+    is the sum of theirs, so every merged bundle is asked as at least as big as it was (never
+    under-reporting). Merged placement groups become STRICT_SPREAD (the strategy needing the
+    most pods) with the bundle-wise maximum of their lists, padded to the longest. Each kind
+    keeps at least one series; ``max_shapes`` below 3 may therefore be exceeded.
+    """
+    kinds: dict[str, int] = {
+        "bundles": len(demand.bundles),
+        "constraints": len(demand.constraints),
+        "pgs": len(demand.placement_groups),
+    }
+    excess = sum(kinds.values()) - max_shapes
+    if excess <= 0:
+        return demand, 0
+    cut: dict[str, int] = {}
+    for kind in sorted(kinds, key=lambda k: (-kinds[k], k)):
+        take = min(excess, max(kinds[kind] - 1, 0))
+        cut[kind] = take
+        excess -= take
+    merged = sum(n + 1 for n in cut.values() if n > 0)
+    return (
+        Demand(
+            bundles=_merge_smallest(demand.bundles, cut["bundles"]),
+            placement_groups=_merge_smallest_pgs(demand.placement_groups, cut["pgs"]),
+            constraints=_merge_smallest(demand.constraints, cut["constraints"]),
+        ),
+        merged,
+    )
+
+
+def _max_shape(shapes: Iterable[Resources]) -> Resources:
+    top: dict[str, int] = {}
+    for r in shapes:
+        for k, v in r:
+            top[k] = max(top.get(k, 0), v)
+    return Resources.from_units(top)
+
+
+def _merge_smallest(bundles: tuple[Bundle, ...], cut: int) -> tuple[Bundle, ...]:
+    if cut <= 0:
+        return bundles
+    order = sorted(bundles, key=lambda b: (b.count, b.resources))
+    small, keep = order[: cut + 1], order[cut + 1 :]
+    joined = Bundle(_max_shape(b.resources for b in small), sum(b.count for b in small))
+    return _merge_counts([(b.resources, b.count) for b in [*keep, joined]])
+
+
+def _merge_smallest_pgs(pgs: tuple[PlacementGroup, ...], cut: int) -> tuple[PlacementGroup, ...]:
+    if cut <= 0:
+        return pgs
+    order = sorted(pgs, key=lambda p: (p.count, p.strategy, p.bundles))
+    small, keep = order[: cut + 1], order[cut + 1 :]
+    width = max(len(p.bundles) for p in small)
+    bundles = tuple(
+        _max_shape(p.bundles[i] for p in small if i < len(p.bundles)) for i in range(width)
+    )
+    joined = PlacementGroup(Strategy.STRICT_SPREAD, bundles, sum(p.count for p in small))
+    counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
+    for p in [*keep, joined]:
+        counts[(p.strategy, p.bundles)] = counts.get((p.strategy, p.bundles), 0) + p.count
+    return tuple(PlacementGroup(s, b, n) for (s, b), n in sorted(counts.items()))

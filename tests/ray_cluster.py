@@ -1,0 +1,254 @@
+"""A real Ray cluster on 127.0.0.1 for tests: one head, worker raylets standing for pods.
+
+Reusable by any test module (and the demo)::
+
+    with ray_cluster(workers=[("ray-cpu-a", "cpu")]) as cluster:
+        cluster.gcs_address             # "127.0.0.1:<port>"
+        cluster.env                     # environment to talk to it (HOME, RAY_AUTH_*)
+        cluster.add_worker("ray-cpu-b", "cpu", num_cpus=10)
+
+The head has ``--num-cpus 0`` (as in KubeRay, it runs nothing). Each worker is
+``ray start --block`` (the command of a KubeRay worker container) with
+``RAY_CLOUD_INSTANCE_ID`` = pod name and ``RAY_NODE_TYPE_NAME`` = group in its environment, the
+variables KubeRay sets from the downward API. Every process gets its own session (process group)
+and is stopped by its own PID. ``HOME``, Ray's temp dir and logs live under one temp dir, so
+nothing depends on (or writes to) the real home directory. With ``auth_token`` set, the
+cluster runs with Ray token authentication (``RAY_AUTH_MODE=token``); otherwise it is
+explicitly ``disabled``, whatever token files exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_RAY = str(Path(sys.executable).with_name("ray"))
+_START_TIMEOUT_S = 60.0
+_STOP_TIMEOUT_S = 15.0
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class RayProcess:
+    """One ``ray start --block`` process: the head or a worker "pod"."""
+
+    pod: str
+    group: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        """The PID of ``ray start --block`` (the pod's main process)."""
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        """True while ``ray start --block`` runs."""
+        return self.popen.poll() is None
+
+    def stop(self) -> int | None:
+        """SIGTERM the process group led by our PID, then SIGKILL it; return the exit code."""
+        if self.popen.poll() is None:
+            _signal_group(self.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                pass
+        # Children (raylet, workers) share the group: make sure none outlives the test.
+        _signal_group(self.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(_STOP_TIMEOUT_S)
+        return self.popen.returncode
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@dataclass
+class RayCluster:
+    """A head plus worker raylets; build it with :func:`ray_cluster`."""
+
+    root: Path
+    auth_token: str | None = None
+    port: int = 0
+    head_ip: str = "127.0.0.2"
+    head: RayProcess | None = None
+    workers: dict[str, RayProcess] = field(default_factory=dict)
+
+    @property
+    def gcs_address(self) -> str:
+        """``host:port`` of the GCS."""
+        return f"{self.head_ip}:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for any process that talks to this cluster (Ray CLI, drivers, agent)."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("RAY_AUTH", "RAY_CLOUD_INSTANCE_ID", "RAY_NODE_TYPE_NAME"))
+        }
+        env.update(
+            HOME=str(self.root / "home"),
+            RAY_USAGE_STATS_ENABLED="0",
+            RAY_ADDRESS=self.gcs_address,
+            # Keep the raylets light: no prestarted Python workers.
+            RAY_num_prestart_python_workers="0",
+            RAY_prestart_worker_first_driver="0",
+            # Stop at once on SIGTERM instead of Ray's 30 s "drain before shutdown".
+            RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0",
+        )
+        if self.auth_token is None:
+            env["RAY_AUTH_MODE"] = "disabled"
+        else:
+            env["RAY_AUTH_MODE"] = "token"
+            env["RAY_AUTH_TOKEN"] = self.auth_token
+        return env
+
+    def _spawn(self, name: str, group: str, args: Sequence[str], extra_env: dict[str, str]) -> RayProcess:
+        log = self.root / f"{name}.log"
+        env = self.env | extra_env
+        with log.open("wb") as out:
+            popen = subprocess.Popen(
+                [_RAY, "start", "--block", "--disable-usage-stats", *args],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.root,
+            )
+        return RayProcess(pod=name, group=group, popen=popen, log=log)
+
+    def start_head(self) -> None:
+        """Start the head (0 CPUs, no dashboard) and wait for the GCS."""
+        self.port = free_port()
+        (self.root / "home").mkdir(parents=True, exist_ok=True)
+        self.head = self._spawn(
+            "head",
+            "headgroup",
+            [
+                "--head",
+                f"--port={self.port}",
+                f"--node-ip-address={self.head_ip}",
+                "--num-cpus=0",
+                "--include-dashboard=false",
+                f"--dashboard-port={free_port()}",
+                f"--ray-client-server-port={free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
+                f"--temp-dir={self.root / 'ray'}",
+            ],
+            {},
+        )
+        self.wait_for_nodes(1)
+
+    def add_worker(
+        self, pod: str, group: str, num_cpus: int = 10, resources: str | None = None
+    ) -> RayProcess:
+        """Start one worker raylet standing for pod ``pod`` of worker group ``group``."""
+        ip = f"127.0.0.{3 + len(self.workers)}"
+        args = [
+            f"--address={self.gcs_address}",
+            f"--node-ip-address={ip}",
+            f"--num-cpus={num_cpus}",
+            f"--dashboard-agent-listen-port={free_port()}",
+        ]
+        if resources is not None:
+            args.append(f"--resources={resources}")
+        proc = self._spawn(pod, group, args, {"RAY_CLOUD_INSTANCE_ID": pod, "RAY_NODE_TYPE_NAME": group})
+        self.workers[pod] = proc
+        return proc
+
+    def alive_nodes(self) -> list[dict[str, object]]:
+        """Alive Ray nodes as ``{"node_id", "pod", "group", "state"}`` via ``ray list``-free GCS call."""
+        return _gcs_nodes(self.gcs_address, self.env)
+
+    def wait_for_nodes(self, count: int, timeout_s: float = _START_TIMEOUT_S) -> None:
+        """Block until ``count`` nodes (head included) are alive; fail with the logs otherwise."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            procs = [self.head, *self.workers.values()]
+            for proc in procs:
+                if proc is not None and not proc.alive():
+                    raise RuntimeError(f"{proc.pod} exited: {proc.log.read_text()[-2000:]}")
+            try:
+                if len(self.alive_nodes()) >= count:
+                    return
+            except subprocess.CalledProcessError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"Ray: {count} nodes not alive after {timeout_s}s")
+
+    def stop(self) -> None:
+        """Stop every worker, then the head, each by its own PID."""
+        for proc in self.workers.values():
+            proc.stop()
+        if self.head is not None:
+            self.head.stop()
+
+
+_NODES_SCRIPT = """
+import json, sys
+from ray._raylet import GcsClient
+from ray.core.generated import gcs_pb2
+client = GcsClient(address=sys.argv[1])
+out = []
+for node_id, info in client.get_all_node_info(timeout=5).items():
+    if info.state == gcs_pb2.GcsNodeInfo.ALIVE:
+        out.append({"node_id": node_id.hex(), "ip": info.node_manager_address,
+                    "group": info.labels.get("ray.io/node-group", "")})
+print(json.dumps(out))
+"""
+
+
+def _gcs_nodes(address: str, env: dict[str, str]) -> list[dict[str, object]]:
+    # A subprocess, so the test process's own Ray/auth state is never touched by the fixture.
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", _NODES_SCRIPT, address],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=30,
+    ).stdout
+    nodes: list[dict[str, object]] = json.loads(out)
+    return nodes
+
+
+@contextlib.contextmanager
+def ray_cluster(
+    workers: Sequence[tuple[str, str]] = (), auth_token: str | None = None, num_cpus: int = 10
+) -> Iterator[RayCluster]:
+    """A head plus one worker per ``(pod, group)``, all stopped (by PID) on exit."""
+    root = Path(tempfile.mkdtemp(prefix="krs-ray-"))  # short: Ray's unix socket paths
+    cluster = RayCluster(root=root, auth_token=auth_token)
+    try:
+        cluster.start_head()
+        for n, (pod, group) in enumerate(workers, start=2):
+            # One at a time: raylets starting together race for the same socket names.
+            cluster.add_worker(pod, group, num_cpus=num_cpus)
+            cluster.wait_for_nodes(n)
+        yield cluster
+    finally:
+        cluster.stop()
+        if not os.environ.get('KRS_KEEP_RAY'): shutil.rmtree(root, ignore_errors=True)
