@@ -411,7 +411,10 @@ class VictimController:
         owners = sorted({p.owner for p in pods if p.active})
         if len(owners) > 1:
             return f"pods of more than one owner {owners} (rollout in progress)"
-        check = check_takes_first(pods, names, now_s=self._clock.now())
+        # Published victims still present are deleted in the same scale-down.
+        published = {p for p, (g, _) in self._victims.items() if g == group}
+        present = {p.name for p in pods if p.active}
+        check = check_takes_first(pods, names | (published & present), now_s=self._clock.now())
         return "" if check.ok else check.reason
 
     async def _drain(self, group: str, pod: PodInfo, node: WorkerNode) -> Verdict:
