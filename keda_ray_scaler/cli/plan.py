@@ -1,0 +1,121 @@
+"""``keda-ray-scaler plan``: plan from a cluster spec file and a snapshot file, print the plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from keda_ray_scaler.config import load_cluster_spec, load_snapshot
+from keda_ray_scaler.model import Plan, Resources
+from keda_ray_scaler.planner import plan
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``plan`` and its flags."""
+    p = subparsers.add_parser(
+        "plan",
+        help="plan replicas per worker group from a cluster spec and a snapshot file",
+        description=(
+            "Print, per worker group, the target replicas, the pods kept busy, the pods to add "
+            "and the removable pods in order, then the demand that cannot be placed, with a "
+            "reason. Bad input exits with code 2 and one line naming the file and field."
+        ),
+    )
+    p.add_argument("--cluster", required=True, help="cluster spec file (YAML or JSON)")
+    p.add_argument(
+        "--snapshot", required=True, help="snapshot file: demand and pods (YAML or JSON)"
+    )
+    p.add_argument(
+        "--format", choices=("table", "json"), default="table", help="output format (default table)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load both files, plan, print; ``ConfigError`` is turned into exit code 2 by the caller."""
+    cluster = load_cluster_spec(args.cluster)
+    inp = load_snapshot(args.snapshot, cluster)
+    result = plan(inp)
+    if args.format == "json":
+        print(json.dumps(plan_to_json(result), sort_keys=True, indent=2))
+    else:
+        print(plan_to_table(result))
+    return 0
+
+
+def _resources(r: Resources) -> dict[str, float | int]:
+    return r.to_float_dict()
+
+
+def plan_to_json(p: Plan) -> dict[str, Any]:
+    """The plan as plain JSON values (the ``--format json`` document)."""
+    return {
+        "groups": {
+            name: {
+                "target": g.target,
+                "desired": g.desired,
+                "floor": g.floor,
+                "current": g.current,
+                "busy": g.busy,
+                "new": g.new,
+                "removable": list(g.removable),
+                "reasons": list(g.reasons),
+            }
+            for name, g in p.groups.items()
+        },
+        "unplaceable": [
+            {
+                "resources": _resources(u.resources),
+                "count": u.count,
+                "reason": u.reason.value,
+                "detail": u.detail,
+                "kind": u.kind.value,
+                "strategy": u.strategy.value if u.strategy else None,
+            }
+            for u in p.unplaceable
+        ],
+    }
+
+
+def plan_to_table(p: Plan) -> str:
+    """The plan as an aligned text table, reasons and unplaceable demand below it."""
+    header: tuple[str, ...] = (
+        "GROUP",
+        "TARGET",
+        "DESIRED",
+        "FLOOR",
+        "CURRENT",
+        "BUSY",
+        "NEW",
+        "REMOVABLE",
+    )
+    rows = [header]
+    for name, g in p.groups.items():
+        removable = ",".join(g.removable) or "-"
+        rows.append(
+            (
+                name,
+                *(str(v) for v in (g.target, g.desired, g.floor, g.current, g.busy, g.new)),
+                removable,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for r in rows:
+        cells = [
+            r[0].ljust(widths[0]),
+            *(c.rjust(w) for c, w in zip(r[1:-1], widths[1:-1], strict=True)),
+            r[-1],
+        ]
+        lines.append("  ".join(cells))
+    for name, g in p.groups.items():
+        lines.extend(f"  {name}: {reason}" for reason in g.reasons)
+    if p.unplaceable:
+        lines.append("unplaceable:")
+        for u in p.unplaceable:
+            what = u.kind.value + (f" {u.strategy.value}" if u.strategy else "")
+            detail = f" ({u.detail})" if u.detail else ""
+            lines.append(f"  {u.count} x {u.resources} [{what}]: {u.reason.value}{detail}")
+    else:
+        lines.append("unplaceable: none")
+    return "\n".join(lines)
