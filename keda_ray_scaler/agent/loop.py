@@ -1,0 +1,194 @@
+"""The agent's poll loop: gather (Ray, pods), export, then run the victim protocol.
+
+Each poll:
+
+1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`);
+2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`);
+3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
+   Ray node is already gone is added with its group's pod shape), and, when a pod cache is
+   wired, active pods of a known group that have no Ray node yet are added as ``PENDING`` with
+   their group's pod shape;
+4. publish the snapshot (``success=1``, time = now) to the exporter;
+5. unless scale-down is off, plan and hand the plan to the victim controller, then publish
+   again so newly confirmed victims show at once.
+
+When Ray cannot be read: ``success=0``, the error is counted, and the last good snapshot stays
+exported with its own (old) time, so no reader takes old demand for fresh; before any success,
+only the worker-group specs are exported, with time 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import structlog
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.ports import Clock
+from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
+from keda_ray_scaler.errors import KubernetesError, RayError
+from keda_ray_scaler.model import (
+    ClusterSpec,
+    NodeStatus,
+    Plan,
+    PlanningInput,
+    WorkerNode,
+)
+
+log = structlog.get_logger(__name__)
+
+
+class StateReader(Protocol):
+    """Where a poll's Ray state comes from (:class:`RayReader`, or a fake)."""
+
+    async def read(self) -> RayState: ...
+
+
+class VictimStep(Protocol):
+    """The part of ``victims.VictimController`` the loop drives."""
+
+    def victims(self) -> Mapping[str, str]: ...
+
+    async def step(self, plan: Plan) -> Sequence[object]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PodEntry:
+    """An active worker pod as the pod cache sees it (for ``PENDING`` nodes)."""
+
+    name: str
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """Poll settings.
+
+    - ``interval_s``: seconds between polls (Ray's autoscaler polls every 5 s too).
+    - ``max_shapes``: bound on demand series; overflow merged conservatively and counted.
+    - ``scale_down``: False runs export only: no plan, no victim protocol.
+    """
+
+    interval_s: float = 5.0
+    max_shapes: int = 200
+    scale_down: bool = True
+
+
+def complete_nodes(
+    cluster: ClusterSpec,
+    ray_nodes: Sequence[WorkerNode],
+    victims: Mapping[str, str],
+    pods: Sequence[PodEntry] | None,
+) -> tuple[WorkerNode, ...]:
+    """Ray's worker nodes plus victims and pods not yet in Ray (pure; see the module doc)."""
+    shapes = {g.name: g.resources for g in cluster.worker_groups}
+    out: list[WorkerNode] = []
+    seen: set[str] = set()
+    for n in ray_nodes:
+        seen.add(n.pod)
+        out.append(replace(n, status=NodeStatus.VICTIM) if n.pod in victims else n)
+    for pod, group in sorted(victims.items()):
+        if pod not in seen and group in shapes:
+            seen.add(pod)
+            shape = shapes[group]
+            out.append(WorkerNode(pod, group, shape, shape, status=NodeStatus.VICTIM))
+    for p in pods or ():
+        if p.name not in seen and p.group in shapes:
+            seen.add(p.name)
+            shape = shapes[p.group]
+            out.append(WorkerNode(p.name, p.group, shape, shape, status=NodeStatus.PENDING))
+    out.sort(key=lambda n: (n.group, n.pod))
+    return tuple(out)
+
+
+class AgentLoop:
+    """One Ray cluster's poll loop."""
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        reader: StateReader,
+        collector: SnapshotCollector,
+        metrics: AgentMetrics,
+        clock: Clock,
+        settings: LoopSettings | None = None,
+        *,
+        planner: Callable[[PlanningInput], Plan] | None = None,
+        victims: VictimStep | None = None,
+        pods: Callable[[], Sequence[PodEntry] | None] | None = None,
+    ) -> None:
+        self._cluster = cluster
+        self._reader = reader
+        self._collector = collector
+        self._metrics = metrics
+        self._clock = clock
+        self._settings = settings or LoopSettings()
+        self._planner = planner
+        self._victims = victims
+        self._pods = pods
+        self._last: schema.ClusterSnapshot = schema.ClusterSnapshot(
+            PlanningInput(cluster), snapshot_time_s=0.0, success=False
+        )
+        self._ray_nodes: tuple[WorkerNode, ...] = ()
+        self._log = log.bind(cluster=cluster.name)
+        collector.publish(self._last)
+
+    @property
+    def snapshot(self) -> schema.ClusterSnapshot:
+        """The snapshot exported now."""
+        return self._last
+
+    def _publish(self, inp: PlanningInput, when: float) -> None:
+        self._last = schema.ClusterSnapshot(inp, when, True)
+        self._collector.publish(self._last)
+
+    async def poll_once(self) -> schema.ClusterSnapshot:
+        """One poll; never raises for Ray or Kubernetes errors (they are counted and logged)."""
+        started = self._clock.now()
+        try:
+            state = await self._reader.read()
+        except RayError as exc:
+            self._metrics.poll_errors.inc()
+            self._last = replace(self._last, success=False)
+            self._collector.publish(self._last)
+            self._log.warning("ray poll failed", error=str(exc))
+            return self._last
+        demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
+        if merged:
+            self._metrics.shapes_merged.inc(merged)
+            self._log.warning("demand shapes merged", merged=merged)
+        self._metrics.unmapped.set(state.unmapped)
+        if state.unmapped:
+            self._log.warning("unmapped ray nodes", count=state.unmapped)
+        victims = self._victims.victims() if self._victims is not None else {}
+        pods = self._pods() if self._pods is not None else None
+        nodes = complete_nodes(self._cluster, state.nodes, victims, pods)
+        inp = PlanningInput(self._cluster, demand, nodes)
+        self._publish(inp, started)
+        if self._settings.scale_down and self._victims is not None and self._planner:
+            try:
+                await self._victims.step(self._planner(inp))
+            except (KubernetesError, RayError) as exc:  # the controller logs and counts its own
+                self._log.warning("victim step failed", error=str(exc))
+            after = self._victims.victims()
+            if after != victims:
+                self._publish(replace(inp, nodes=complete_nodes_again(inp, state, after)), started)
+        self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
+        return self._last
+
+    async def run(self) -> None:
+        """Poll every ``interval_s`` until cancelled."""
+        while True:
+            await self.poll_once()
+            await self._clock.sleep(self._settings.interval_s)
+
+
+def complete_nodes_again(
+    inp: PlanningInput, state: RayState, victims: Mapping[str, str]
+) -> tuple[WorkerNode, ...]:
+    """Re-apply victims after a protocol step; pending pods already in ``inp`` are kept."""
+    pending = [PodEntry(n.pod, n.group) for n in inp.nodes if n.status is NodeStatus.PENDING]
+    return complete_nodes(inp.cluster, state.nodes, victims, pending)

@@ -1,0 +1,224 @@
+"""``keda-ray-scaler agent``: export one Ray cluster's demand and nodes, and scale down safely.
+
+Runs beside the Ray head (a sidecar of the head pod, the cluster's own Ray version). Flags
+only; Ray's own ``RAY_AUTH_MODE`` / ``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` environment
+(read by Ray's client library, not by us) enables token authentication to the GCS. Bad flags
+exit 2 with one line; SIGTERM and SIGINT stop the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, start_http_server
+
+from keda_ray_scaler.agent.drain import RayDrainer
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry, VictimStep
+from keda_ray_scaler.agent.ports import SystemClock
+from keda_ray_scaler.agent.ray_state import RayReader, connect
+from keda_ray_scaler.errors import ConfigError, RayError
+from keda_ray_scaler.model import ClusterSpec
+from keda_ray_scaler.telemetry import configure_logging
+
+_WHERE = "agent"
+log = structlog.get_logger(__name__)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``agent`` and its flags."""
+    p = subparsers.add_parser(
+        "agent",
+        help="export a Ray cluster's demand and nodes; drain and mark idle pods",
+        description="Poll one Ray cluster's GCS, serve /metrics, run safe scale-down.",
+    )
+    g = p.add_argument_group("ray")
+    g.add_argument(
+        "--cluster-spec",
+        type=Path,
+        required=True,
+        help="worker groups file (the format of `plan --cluster`)",
+    )
+    g.add_argument(
+        "--gcs-address", default="127.0.0.1:6379", help="Ray GCS host:port (127.0.0.1:6379)"
+    )
+    g.add_argument("--interval", type=float, default=5.0, help="seconds between polls (5)")
+    g.add_argument(
+        "--ray-timeout", type=float, default=5.0, help="deadline of one GCS call in seconds (5)"
+    )
+    g.add_argument(
+        "--max-shapes",
+        type=int,
+        default=200,
+        help="at most this many demand series; more are merged upward and counted (200)",
+    )
+    g = p.add_argument_group("metrics")
+    g.add_argument("--host", default="0.0.0.0", help="/metrics bind address (all)")
+    g.add_argument("--port", type=int, default=8080, help="/metrics port (8080)")
+    g = p.add_argument_group("kubernetes (scale-down)")
+    g.add_argument(
+        "--no-scale-down",
+        action="store_true",
+        help="export only: no Kubernetes access, no drain, no victims",
+    )
+    g.add_argument("--namespace", help="namespace of the worker pods (required for scale-down)")
+    g.add_argument(
+        "--label-selector",
+        help="selects this cluster's worker pods "
+        "(default: ray.io/cluster=<cluster>,ray.io/node-type=worker)",
+    )
+    g.add_argument("--group-label", default="ray.io/group", help="pod label naming the group")
+    g.add_argument(
+        "--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster service account)"
+    )
+    g.add_argument("--context", help="kubeconfig context")
+    g.add_argument(
+        "--settle-delay",
+        type=float,
+        default=5.0,
+        help="seconds to wait after deletion costs are seen before draining (5)",
+    )
+    g.add_argument(
+        "--drain-deadline",
+        type=float,
+        default=0.0,
+        help="drain deadline in seconds after now; 0 = none, as Ray's autoscaler (0)",
+    )
+    g = p.add_argument_group("logging")
+    g.add_argument("--log-format", choices=("json", "console"), default="json")
+    g.add_argument("--log-level", default="info", help="debug, info, warning, error")
+
+
+def _check(ok: bool, flag: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(_WHERE, flag, problem)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Flag values a parser type cannot check; raises :class:`ConfigError` naming the flag."""
+    _check(args.interval > 0, "--interval", f"must be > 0, got {args.interval:g}")
+    _check(args.ray_timeout > 0, "--ray-timeout", f"must be > 0, got {args.ray_timeout:g}")
+    _check(args.max_shapes >= 3, "--max-shapes", f"must be >= 3, got {args.max_shapes}")
+    _check(0 <= args.port <= 65535, "--port", f"must be 0..65535, got {args.port}")
+    _check(args.settle_delay >= 0, "--settle-delay", f"must be >= 0, got {args.settle_delay:g}")
+    _check(
+        args.drain_deadline >= 0,
+        "--drain-deadline",
+        f"must be >= 0, got {args.drain_deadline:g}",
+    )
+    host, sep, port = args.gcs_address.rpartition(":")
+    _check(
+        bool(sep and host and port.isdigit()),
+        "--gcs-address",
+        f"not host:port: {args.gcs_address!r}",
+    )
+    if not args.no_scale_down:
+        _check(bool(args.namespace), "--namespace", "required unless --no-scale-down")
+
+
+def load_spec(path: Path) -> ClusterSpec:
+    """The cluster spec file (``config.load_cluster_spec`` raises ConfigError naming the field)."""
+    from keda_ray_scaler.config import load_cluster_spec
+
+    spec: ClusterSpec = load_cluster_spec(path)
+    return spec
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build everything from flags, then poll until SIGTERM/SIGINT."""
+    try:
+        configure_logging(json=args.log_format == "json", level=args.log_level)
+    except ValueError as exc:
+        raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
+    validate(args)
+    spec = load_spec(args.cluster_spec)
+    try:
+        gcs = connect(args.gcs_address)
+    except RayError as exc:
+        raise ConfigError(_WHERE, "--gcs-address", str(exc)) from exc
+    asyncio.run(_main(args, spec, gcs))
+    return 0
+
+
+async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: Any) -> None:
+    # ``gcs`` is a ray._raylet.GcsClient: both RayReader's GcsApi and RayDrainer's DrainApi.
+    registry = CollectorRegistry()
+    clock = SystemClock()
+    reader = RayReader(gcs, spec, timeout_s=args.ray_timeout)
+    collector = SnapshotCollector(registry)
+    metrics = AgentMetrics(registry, spec.name)
+    tasks: list[asyncio.Task[None]] = []
+    victims: VictimStep | None = None
+    pods: Callable[[], list[PodEntry] | None] | None = None
+    if not args.no_scale_down:
+        from keda_ray_scaler.agent.kube import KubeSettings, PodCache, load_api
+        from keda_ray_scaler.agent.victims import VictimController, VictimSettings
+
+        selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
+        api = load_api(str(args.kubeconfig) if args.kubeconfig else None, args.context)
+        cache = PodCache(
+            api,
+            KubeSettings(
+                namespace=args.namespace,
+                label_selector=selector,
+                cluster=spec.name,
+                group_label=args.group_label,
+            ),
+            registry,
+        )
+        victims = VictimController(
+            spec,
+            cache,
+            reader,
+            RayDrainer(gcs, timeout_s=args.ray_timeout),
+            clock,
+            registry,
+            VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
+        )
+        tasks.append(asyncio.create_task(cache.run()))
+
+        def active_pods(cache: PodCache = cache) -> list[PodEntry] | None:
+            if not cache.synced:
+                return None
+            return [PodEntry(p.name, p.group) for p in cache.pods() if p.active]
+
+        pods = active_pods
+
+    from keda_ray_scaler.planner import plan
+
+    loop = AgentLoop(
+        spec,
+        reader,
+        collector,
+        metrics,
+        clock,
+        LoopSettings(
+            interval_s=args.interval,
+            max_shapes=args.max_shapes,
+            scale_down=not args.no_scale_down,
+        ),
+        planner=plan,
+        victims=victims,
+        pods=pods,
+    )
+    start_http_server(args.port, addr=args.host, registry=registry)
+    log.info("agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port)
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, stop.set)
+    tasks.append(asyncio.create_task(loop.run()))
+    await stop.wait()
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    log.info("agent stopped", cluster=spec.name)
