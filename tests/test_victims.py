@@ -515,3 +515,29 @@ async def test_a_victim_drained_before_the_restart_is_adopted(
     ]
     assert restarted.victims() == {"w-1": "cpu"}
     assert annotations(emulator, "w-1") == {DELETION_COST: LOW, OWNER: LOW}
+
+
+async def test_a_victim_whose_pod_runs_a_new_ray_node_is_unpublished(
+    emulator: VersionedEmulator,
+    synced: None,
+    make_controller: Callable[..., VictimController],
+    ray: FakeRay,
+) -> None:
+    """The drained pod registered a new Ray node: it may get work, so it is restored."""
+    controller = make_controller()
+    await controller.step(plan("w-1"))
+    ray.by_pod["w-1"] = WorkerNode("w-1", "cpu", POD, POD, 0.0, NodeStatus.RUNNING, "n-w-1-again")
+    verdicts = await controller.step(plan())
+    assert [(v.pod, v.outcome.value, v.reason) for v in verdicts] == [
+        ("w-1", "resurrected", "new Ray node n-w-1-again")
+    ]
+    assert controller.victims() == {}
+    assert annotations(emulator, "w-1") == {}
+
+
+async def test_a_quiet_step_does_not_read_ray(
+    synced: None, make_controller: Callable[..., VictimController], ray: FakeRay
+) -> None:
+    """Nothing removable, no victims, no marks: no Ray read, no verdict."""
+    assert await make_controller().step(plan()) == ()
+    assert ray.reads == 0

@@ -220,6 +220,8 @@ class VictimController:
                 [Verdict(g, "", Outcome.NOT_SYNCED, "pod cache not synced") for g in groups]
             )
         verdicts = self._verify()
+        if not self._needs_ray(plan):
+            return self._record(verdicts)
         try:
             nodes = await self._ray.nodes()
         except RayError as exc:
@@ -229,6 +231,15 @@ class VictimController:
         for name in groups:
             verdicts += await self._run_group(plan.groups[name], nodes)
         return self._record(verdicts)
+
+    def _needs_ray(self, plan: Plan) -> bool:
+        """A Ray read is needed only with candidates, published victims or marked pods."""
+        if self._victims:
+            return True
+        if any(p not in self._victims for gp in plan.groups.values() for p in gp.removable):
+            return True
+        s = self._settings
+        return any(p.active and has_mark(p, s.victim_cost, s) for p in self._pods.pods())
 
     async def reconcile(self) -> tuple[Verdict, ...]:
         """Restore stale victim marks (call once the cache is synced, e.g. at start)."""
