@@ -88,12 +88,13 @@ def test_a_vector_round_trips_to_the_same_snapshot() -> None:
     assert decoded == {"demo": SEED}
 
 
-def test_scrape_labels_are_dropped_and_the_name_moved_out() -> None:
-    """Only schema labels remain; __name__ becomes the sample name."""
+def test_the_name_moves_out_of_the_labels() -> None:
+    """__name__ becomes the sample name; the scrape's labels stay (decode ignores them)."""
     samples = promql.samples_from_result(
         [entry("ray_scaler_snapshot_success", "1", cluster="demo", job="j", instance="i")]
     )
-    assert samples == [Sample("ray_scaler_snapshot_success", {"cluster": "demo"}, 1.0)]
+    labels = {"cluster": "demo", "job": "j", "instance": "i"}
+    assert samples == [Sample("ray_scaler_snapshot_success", labels, 1.0)]
 
 
 def test_series_that_are_not_the_agents_are_ignored() -> None:
@@ -155,7 +156,4 @@ def test_newest_origin_is_chosen_per_cluster() -> None:
         Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "a", "instance": "y"}, 7.0),
         Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "b", "instance": "x"}, 1.0),
     ]
-    assert promql.newest_origin(a) == [
-        Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "a"}, 7.0),
-        Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "b"}, 1.0),
-    ]
+    assert promql.newest_origin(a) == [a[1], a[2]]

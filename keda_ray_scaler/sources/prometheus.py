@@ -11,6 +11,7 @@ unknown is never zero.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -105,7 +106,8 @@ class PrometheusSource:
         with data that does not decode (NaN, negative, absurd, missing series).
         """
         result = await self._query(promql.cluster_query(cluster), f"cluster {cluster}")
-        snapshots = self._decode(result, f"cluster {cluster}")
+        # thousands of series: decode off the event loop, like the HTTP call
+        snapshots = await asyncio.to_thread(self._decode, result, f"cluster {cluster}")
         snapshot = snapshots.get(cluster)
         if snapshot is not None:
             return snapshot

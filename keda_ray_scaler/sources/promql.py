@@ -9,7 +9,7 @@ is an instant vector of the agent's ``ray_scaler_*`` series, turned into
 Labels that are not part of the schema (``job``, ``instance``, ``namespace``... added by the
 scrape) identify where a series came from. When two targets export the same cluster (an agent
 restarting under a new address, a duplicated scrape job) the one with the newest snapshot time
-wins, so a stale copy never mixes with a fresh one; the extra labels are then dropped.
+wins, so a stale copy never mixes with a fresh one. ``schema.decode`` ignores the extra labels.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from keda_ray_scaler import schema
@@ -133,34 +132,26 @@ def _fields(entry: Any, i: int) -> tuple[dict[str, str], Sequence[Any]]:
     return metric, value
 
 
-@dataclass(frozen=True, slots=True)
-class _Origin:
-    """Where one cluster's series were scraped from: the labels outside the schema."""
-
-    labels: tuple[tuple[str, str], ...]
-
-
-def _origin(s: Sample) -> _Origin:
-    return _Origin(tuple(sorted((k, v) for k, v in s.labels.items() if k not in SCHEMA_LABELS)))
+def _origin(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Where a series was scraped from: its labels outside the schema, sorted."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in SCHEMA_LABELS))
 
 
 def newest_origin(samples: Iterable[Sample]) -> list[Sample]:
-    """Per cluster, the samples of the target with the newest snapshot time, schema labels only.
+    """Per cluster, only the samples of the target with the newest snapshot time.
 
     A target whose cluster has no snapshot-time series ranks oldest; ties go to the origin that
-    sorts last, so the choice is deterministic.
+    sorts last, so the choice is deterministic. Labels are kept (``schema.decode`` reads only
+    the schema's own); with one target per cluster, the common case, nothing is dropped.
     """
-    by_cluster: dict[str, dict[_Origin, list[Sample]]] = {}
+    by_cluster: dict[str, dict[tuple[tuple[str, str], ...], list[Sample]]] = {}
     for s in samples:
         cluster = s.labels.get(schema.LABEL_CLUSTER, "")
-        by_cluster.setdefault(cluster, {}).setdefault(_origin(s), []).append(s)
+        by_cluster.setdefault(cluster, {}).setdefault(_origin(s.labels), []).append(s)
     out: list[Sample] = []
     for _, origins in sorted(by_cluster.items()):
-        best = max(origins, key=lambda o: (_snapshot_time(origins[o]), o.labels))
-        out.extend(
-            Sample(s.name, {k: v for k, v in s.labels.items() if k in SCHEMA_LABELS}, s.value)
-            for s in origins[best]
-        )
+        best = max(origins, key=lambda o: (_snapshot_time(origins[o]), o))
+        out.extend(origins[best])
     return out
 
 

@@ -9,6 +9,7 @@ oversized, empty or untrustworthy answer raises
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -131,10 +132,8 @@ class ScrapeSource:
             metrics=self._metrics,
             wait=self._wait,
         )
-        try:
-            snapshots = schema.decode(parse_exposition(text))
-        except SchemaError as exc:
-            raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc
+        # thousands of series: parse and decode off the event loop, like the HTTP call
+        snapshots = await asyncio.to_thread(self._decode, text, what)
         snapshot = snapshots.get(cluster)
         if snapshot is None:
             raise fail(
@@ -145,6 +144,12 @@ class ScrapeSource:
                 f"(found {sorted(snapshots) or 'none'})",
             )
         return snapshot
+
+    def _decode(self, text: str, what: str) -> dict[str, ClusterSnapshot]:
+        try:
+            return schema.decode(parse_exposition(text))
+        except SchemaError as exc:
+            raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc
 
     def _get(self, url: str, timeout_s: float) -> str:
         with self._session.get(
