@@ -119,7 +119,11 @@ def test_table_output_lists_targets_and_removable_pods(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The table: one row per group, removable pods in order, reasons, unplaceable demand."""
-    snapshot = "nodes:\n  - {group: cpu, pod: b, idleSeconds: 300}\n  - {group: cpu, pod: c, idleSeconds: 500}\n"
+    snapshot = (
+        "nodes:\n"
+        "  - {group: cpu, pod: b, idleSeconds: 300}\n"
+        "  - {group: cpu, pod: c, idleSeconds: 500}\n"
+    )
     assert main(["plan", *files(tmp_path, snapshot=snapshot)]) == 0
     assert capsys.readouterr().out == (
         "GROUP  TARGET  DESIRED  FLOOR  CURRENT  BUSY  NEW  REMOVABLE\n"
