@@ -53,6 +53,7 @@ class RayProcess:
     group: str
     popen: subprocess.Popen[bytes]
     log: Path
+    ip: str = ""
 
     @property
     def pid(self) -> int:
@@ -67,10 +68,8 @@ class RayProcess:
         """SIGTERM the process group led by our PID, then SIGKILL it; return the exit code."""
         if self.popen.poll() is None:
             _signal_group(self.pid, signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                pass
         # Children (raylet, workers) share the group: make sure none outlives the test.
         _signal_group(self.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -124,7 +123,9 @@ class RayCluster:
             env["RAY_AUTH_TOKEN"] = self.auth_token
         return env
 
-    def _spawn(self, name: str, group: str, args: Sequence[str], extra_env: dict[str, str]) -> RayProcess:
+    def _spawn(
+        self, name: str, group: str, args: Sequence[str], extra_env: dict[str, str]
+    ) -> RayProcess:
         log = self.root / f"{name}.log"
         env = self.env | extra_env
         with log.open("wb") as out:
@@ -162,9 +163,18 @@ class RayCluster:
         self.wait_for_nodes(1)
 
     def add_worker(
-        self, pod: str, group: str, num_cpus: int = 10, resources: str | None = None
+        self,
+        pod: str,
+        group: str,
+        num_cpus: int = 10,
+        resources: str | None = None,
+        labelled: bool = True,
     ) -> RayProcess:
-        """Start one worker raylet standing for pod ``pod`` of worker group ``group``."""
+        """Start one worker raylet standing for pod ``pod`` of worker group ``group``.
+
+        ``labelled=False`` leaves out ``RAY_CLOUD_INSTANCE_ID``/``RAY_NODE_TYPE_NAME`` (a node
+        only its IP can map); worker ``n`` (from 0) listens on ``127.0.0.<3 + n>``.
+        """
         ip = f"127.0.0.{3 + len(self.workers)}"
         args = [
             f"--address={self.gcs_address}",
@@ -174,13 +184,20 @@ class RayCluster:
         ]
         if resources is not None:
             args.append(f"--resources={resources}")
-        proc = self._spawn(pod, group, args, {"RAY_CLOUD_INSTANCE_ID": pod, "RAY_NODE_TYPE_NAME": group})
+        labels = {"RAY_CLOUD_INSTANCE_ID": pod, "RAY_NODE_TYPE_NAME": group} if labelled else {}
+        proc = self._spawn(pod, group, args, labels)
+        proc.ip = ip
         self.workers[pod] = proc
         return proc
 
     def alive_nodes(self) -> list[dict[str, object]]:
-        """Alive Ray nodes as ``{"node_id", "pod", "group", "state"}`` via ``ray list``-free GCS call."""
+        """Alive Ray nodes as ``{"node_id", "ip", "group"}`` dicts (asked in a subprocess)."""
         return _gcs_nodes(self.gcs_address, self.env)
+
+    def node_id(self, pod: str) -> str:
+        """The Ray node id (hex) of worker ``pod``, found by its IP."""
+        ip = self.workers[pod].ip
+        return next(str(n["node_id"]) for n in self.alive_nodes() if n["ip"] == ip)
 
     def wait_for_nodes(self, count: int, timeout_s: float = _START_TIMEOUT_S) -> None:
         """Block until ``count`` nodes (head included) are alive; fail with the logs otherwise."""
@@ -200,6 +217,9 @@ class RayCluster:
 
     def stop(self) -> None:
         """Stop every worker, then the head, each by its own PID."""
+        for proc in self.workers.values():
+            if proc.alive():
+                _signal_group(proc.pid, signal.SIGTERM)
         for proc in self.workers.values():
             proc.stop()
         if self.head is not None:
@@ -237,18 +257,26 @@ def _gcs_nodes(address: str, env: dict[str, str]) -> list[dict[str, object]]:
 
 @contextlib.contextmanager
 def ray_cluster(
-    workers: Sequence[tuple[str, str]] = (), auth_token: str | None = None, num_cpus: int = 10
+    workers: Sequence[tuple[str, str]] = (),
+    auth_token: str | None = None,
+    num_cpus: int = 10,
+    unlabelled: Sequence[tuple[str, str]] = (),
 ) -> Iterator[RayCluster]:
-    """A head plus one worker per ``(pod, group)``, all stopped (by PID) on exit."""
+    """A head plus one worker per ``(pod, group)``, all stopped (by PID) on exit.
+
+    ``unlabelled`` workers are started after the others, without the KubeRay variables.
+    """
     root = Path(tempfile.mkdtemp(prefix="krs-ray-"))  # short: Ray's unix socket paths
     cluster = RayCluster(root=root, auth_token=auth_token)
     try:
         cluster.start_head()
-        for n, (pod, group) in enumerate(workers, start=2):
+        all_workers = [(p, g, True) for p, g in workers] + [(p, g, False) for p, g in unlabelled]
+        for n, (pod, group, labelled) in enumerate(all_workers, start=2):
             # One at a time: raylets starting together race for the same socket names.
-            cluster.add_worker(pod, group, num_cpus=num_cpus)
+            cluster.add_worker(pod, group, num_cpus=num_cpus, labelled=labelled)
             cluster.wait_for_nodes(n)
         yield cluster
     finally:
         cluster.stop()
-        if not os.environ.get('KRS_KEEP_RAY'): shutil.rmtree(root, ignore_errors=True)
+        if not os.environ.get("KRS_KEEP_RAY"):  # keep logs for debugging when set
+            shutil.rmtree(root, ignore_errors=True)

@@ -19,6 +19,7 @@ KubeRay's probes (raylet health) later mark the pod unready. The deadline is onl
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import structlog
@@ -32,7 +33,7 @@ DRAIN_NODE_REASON_IDLE_TERMINATION = 1
 
 
 class DrainApi(Protocol):
-    """``ray._raylet.GcsClient.drain_node``."""
+    """``ray._raylet.GcsClient.drain_node`` (a fake in unit tests)."""
 
     def drain_node(
         self,
@@ -47,13 +48,14 @@ class DrainApi(Protocol):
 class RayDrainer:
     """Drains through the GCS; never raises for a rejection or a failed call."""
 
-    def __init__(self, gcs: DrainApi, *, timeout_s: float = 10.0) -> None:
+    def __init__(self, gcs: Callable[[], DrainApi], *, timeout_s: float = 10.0) -> None:
+        """``gcs`` returns the client (``GcsConnection.get``); it may raise."""
         self._gcs = gcs
         self._timeout_s = timeout_s
 
     def _drain_blocking(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
         try:
-            accepted, rejection = self._gcs.drain_node(
+            accepted, rejection = self._gcs().drain_node(
                 node_id,
                 DRAIN_NODE_REASON_IDLE_TERMINATION,
                 message,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -221,28 +222,60 @@ class GcsApi(Protocol):
     ) -> bytes | None: ...
 
 
-def connect(gcs_address: str) -> GcsApi:
-    """A ``GcsClient`` for ``host:port`` (token auth from ``RAY_AUTH_*``, as Ray does)."""
+def ray_gcs_client(gcs_address: str) -> Any:
+    """A ``ray._raylet.GcsClient`` (token auth from ``RAY_AUTH_*``, as Ray does); blocks while
+    it waits for the GCS (about 30 s) and raises when it cannot reach it."""
     try:
         from ray._raylet import (  # type: ignore[attr-defined]  # Cython class, not in the .pyi
             GcsClient,
         )
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RayError("Ray is not installed (pip install 'keda-ray-scaler[agent]')") from exc
-    client: GcsApi = GcsClient(address=gcs_address)
-    return client
+    return GcsClient(address=gcs_address)
+
+
+class GcsConnection:
+    """One lazily made GCS client shared by the reader and the drainer.
+
+    The client is made on first use (in a worker thread, it blocks), so the agent starts while
+    the GCS is still down; after a failed call it is dropped and made again next time.
+    """
+
+    def __init__(self, gcs_address: str, factory: Callable[[str], Any] = ray_gcs_client) -> None:
+        self.address = gcs_address
+        self._factory = factory
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        """The client, made now if needed (blocking); :class:`RayError` if that fails."""
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = self._factory(self.address)
+                except RayError:
+                    raise
+                except Exception as exc:  # ray.exceptions.RpcError and friends
+                    raise RayError(f"cannot connect to GCS {self.address}: {exc}") from exc
+            return self._client
+
+    def reset(self) -> None:
+        """Forget the client after a failure."""
+        with self._lock:
+            self._client = None
 
 
 class RayReader:
     """Polls one Ray cluster; also the :class:`~keda_ray_scaler.agent.ports.RayView`.
 
     Every call reads the GCS afresh (no cache). The synchronous Ray client runs in a thread with
-    a per-call timeout, so the event loop never blocks. Any failure is :class:`RayError`.
+    a per-call timeout, so the event loop never blocks; while a previous call is still stuck in
+    its thread no second one is started. Any failure is :class:`RayError`.
     """
 
     def __init__(
         self,
-        gcs: GcsApi,
+        gcs: GcsConnection,
         cluster: ClusterSpec,
         *,
         timeout_s: float = 5.0,
@@ -253,29 +286,37 @@ class RayReader:
         self._timeout_s = timeout_s
         # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
         self._pods_by_ip = pods_by_ip
+        self._busy = threading.Lock()
 
     def _read_blocking(self) -> RayState:
         from ray.core.generated.autoscaler_pb2 import (  # type: ignore[attr-defined]  # protobuf
             GetClusterStatusReply,
         )
 
+        if not self._busy.acquire(blocking=False):
+            raise RayError("the previous GCS call has not returned yet")
         try:
-            raw = self._gcs.get_cluster_status(timeout_s=self._timeout_s)
+            client: GcsApi = self._gcs.get()
+            raw = client.get_cluster_status(timeout_s=self._timeout_s)
             reply = GetClusterStatusReply()
             reply.ParseFromString(raw)
             v1 = None
             if not reply.cluster_resource_state.cluster_resource_constraints:
-                v1 = self._gcs.internal_kv_get(V1_REQUEST_KEY, None, timeout=self._timeout_s)
+                v1 = client.internal_kv_get(V1_REQUEST_KEY, None, timeout=self._timeout_s)
         except RayError:
             raise
         except Exception as exc:  # Ray raises its own RpcError/RaySystemError/TimeoutError types
+            self._gcs.reset()
             raise RayError(f"GCS get_cluster_status failed: {exc}") from exc
+        finally:
+            self._busy.release()
         by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
         return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
         try:
+            # A call stuck past the timeout keeps ``_busy`` until it really returns.
             return await asyncio.wait_for(
                 asyncio.to_thread(self._read_blocking), timeout=self._timeout_s + 1.0
             )

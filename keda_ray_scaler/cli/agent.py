@@ -14,7 +14,6 @@ import contextlib
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, start_http_server
@@ -23,8 +22,8 @@ from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry, VictimStep
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.agent.ray_state import RayReader, connect
-from keda_ray_scaler.errors import ConfigError, RayError
+from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader
+from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.telemetry import configure_logging
 
@@ -139,16 +138,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
     validate(args)
     spec = load_spec(args.cluster_spec)
-    try:
-        gcs = connect(args.gcs_address)
-    except RayError as exc:
-        raise ConfigError(_WHERE, "--gcs-address", str(exc)) from exc
-    asyncio.run(_main(args, spec, gcs))
+    asyncio.run(_main(args, spec, GcsConnection(args.gcs_address)))
     return 0
 
 
-async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: Any) -> None:
-    # ``gcs`` is a ray._raylet.GcsClient: both RayReader's GcsApi and RayDrainer's DrainApi.
+async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection) -> None:
     registry = CollectorRegistry()
     clock = SystemClock()
     reader = RayReader(gcs, spec, timeout_s=args.ray_timeout)
@@ -177,7 +171,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: Any) -> None:
             spec,
             cache,
             reader,
-            RayDrainer(gcs, timeout_s=args.ray_timeout),
+            RayDrainer(gcs.get, timeout_s=args.ray_timeout),
             clock,
             registry,
             VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
