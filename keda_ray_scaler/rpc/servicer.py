@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import grpc
 import structlog
@@ -88,6 +88,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
             else 2 * cache.settings.refresh_interval_s
         )
         self._stopping = asyncio.Event()
+        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     def stop_streams(self) -> None:
         """End every open stream (graceful stop)."""
@@ -234,8 +235,15 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         await context.abort(code, str(exc))
 
     def _observe(self, method: str, code: str, started: float) -> None:
-        self._metrics.rpcs.labels(method, code).inc()
-        self._metrics.rpc_latency.labels(method).observe(time.perf_counter() - started)
+        children = self._children.get((method, code))
+        if children is None:  # resolve label children once: labels() costs a lock and a dict
+            children = (
+                self._metrics.rpcs.labels(method, code),
+                self._metrics.rpc_latency.labels(method),
+            )
+            self._children[(method, code)] = children
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
 
     async def _wait(self, waiting: Awaitable[_T]) -> _T | None:
         """Wait for ``waiting`` or for stop; its result, or None when stopping came first."""

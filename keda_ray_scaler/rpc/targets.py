@@ -169,6 +169,7 @@ class TargetCache:
         self._started_s = clock()
         self._entries: dict[str, _Entry] = {}
         self._batch = isinstance(source, BatchSource)
+        self._planning = asyncio.Lock()
 
     # --- reading -----------------------------------------------------------------------
 
@@ -276,7 +277,9 @@ class TargetCache:
         except ScalerError as exc:
             self._fail([cluster], exc)
             return
-        self._apply(cluster, snapshot)
+        async with self._planning:  # one plan per loop iteration: RPCs interleave with plans
+            self._apply(cluster, snapshot)
+            await asyncio.sleep(0)
 
     async def _refresh_batch(self) -> None:
         source = self._source
@@ -293,6 +296,7 @@ class TargetCache:
                 self._fail([name], NotFound(f"Ray cluster {name!r} not found"))
             else:
                 self._apply(name, snap)
+                await asyncio.sleep(0)  # let RPCs in between two plans
 
     async def _fetch(self, call: Awaitable[Any], cluster: str) -> Any:
         """Await a source call with the deadline; every failure becomes a ScalerError."""
