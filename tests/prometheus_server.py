@@ -67,15 +67,23 @@ def free_port() -> int:
 
 
 def wait_until(
-    check: Callable[[], Any], *, timeout_s: float = 30.0, what: str = "condition"
+    check: Callable[[], Any],
+    *,
+    timeout_s: float = 30.0,
+    what: str = "condition",
+    ignore: tuple[type[Exception], ...] = (Exception,),
 ) -> Any:
-    """Poll ``check`` until it returns something truthy; its last exception is re-raised."""
+    """Poll ``check`` until it returns something truthy.
+
+    Exceptions of the ``ignore`` types mean "not yet" (the last one is chained to the timeout);
+    any other exception propagates at once.
+    """
     deadline = time.monotonic() + timeout_s
     last: BaseException | None = None
     while time.monotonic() < deadline:
         try:
             result = check()
-        except Exception as exc:  # the check may fail until the server is up
+        except ignore as exc:  # the check may fail until the server is up
             last = exc
         else:
             if result:
@@ -139,10 +147,10 @@ class SampleExporter:
 
     def start(self) -> SampleExporter:
         """Listen on a free port (or the previous one, after :meth:`stop`)."""
-        self.port = self.port or free_port()
         self._server, self._thread = start_http_server(
             self.port, addr="127.0.0.1", registry=self.registry
         )
+        self.port = int(self._server.server_port)
         return self
 
     def stop(self) -> None:
@@ -162,6 +170,10 @@ class SampleExporter:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class _PortTaken(RuntimeError):
+    """Prometheus could not bind its port."""
 
 
 class PrometheusServer:
@@ -193,6 +205,7 @@ class PrometheusServer:
         self.log_path = workdir / "prometheus.log"
         self.config_path = workdir / "prometheus.yml"
         self._log_offset = 0
+        self._started_once = False
 
     @property
     def url(self) -> str:
@@ -220,7 +233,21 @@ class PrometheusServer:
             return ""
 
     def start(self, *, timeout_s: float = 30.0) -> PrometheusServer:
-        """Start and wait until Prometheus logs that it is ready; raises with the log if not."""
+        """Start and wait until Prometheus logs that it is ready; raises with the log if not.
+
+        The first start moves to another free port if another process took this one meanwhile;
+        a restart keeps the port (clients know it).
+        """
+        for _ in range(3):
+            try:
+                return self._start_once(timeout_s)
+            except _PortTaken:
+                if self._started_once:
+                    raise
+                self.port = free_port()
+        raise RuntimeError("no free port for prometheus after 3 tries")
+
+    def _start_once(self, timeout_s: float) -> PrometheusServer:
         self._write_config()
         args = [
             str(PROMETHEUS_BIN),
@@ -247,14 +274,21 @@ class PrometheusServer:
 
         def ready() -> bool:
             if process.poll() is not None:
-                raise RuntimeError(f"prometheus exited {process.returncode}:\n{self._log_text()}")
+                log_text = self._log_text()[self._log_offset :]
+                if "address already in use" in log_text:
+                    raise _PortTaken(log_text)
+                raise RuntimeError(f"prometheus exited {process.returncode}:\n{log_text}")
             return _READY_LINE in self._log_text()[self._log_offset :]
 
         try:
-            wait_until(ready, timeout_s=timeout_s, what="prometheus ready")
+            wait_until(ready, timeout_s=timeout_s, what="prometheus ready", ignore=())
+        except _PortTaken:
+            self.process = None
+            raise
         except BaseException:
             self.stop()
             raise
+        self._started_once = True
         return self
 
     def stop(self) -> None:
