@@ -395,7 +395,12 @@ async def test_a_pending_pod_blocks_confirmation_and_the_marks_are_restored(
     assert [(v.pod, v.outcome.value, v.reason) for v in verdicts] == [
         ("w-1", "not_confirmed", "pod w-4 ranks before or with victim w-1 by unassigned")
     ]
-    assert calls(emulator)[2:] == [("UPDATE", "w-1"), ("UPDATE", "w-3"), ("UPDATE", "w-1")]
+    assert calls(emulator)[2:] == [
+        ("UPDATE", "w-1"),
+        ("UPDATE", "w-3"),
+        ("FETCH", "w-1"),
+        ("UPDATE", "w-1"),
+    ]
     assert requests_of(emulator, kmock.action.UPDATE)[-1].data["metadata"]["annotations"] == {
         DELETION_COST: None,
         OWNER: None,
@@ -541,3 +546,60 @@ async def test_a_quiet_step_does_not_read_ray(
     """Nothing removable, no victims, no marks: no Ray read, no verdict."""
     assert await make_controller().step(plan()) == ()
     assert ray.reads == 0
+
+
+async def test_an_api_failure_while_marking_is_a_verdict_not_a_crash(
+    emulator: VersionedEmulator,
+    synced: None,
+    make_controller: Callable[..., VictimController],
+    drainer: FakeDrainer,
+    registry: CollectorRegistry,
+) -> None:
+    """Three 409s exhaust the attempts on w-1: kube_error, nothing drained, w-2 untouched."""
+    emulator.conflicts = 3
+    verdicts = await make_controller().step(plan("w-1", "w-2"))
+    assert [(v.pod, v.outcome.value) for v in verdicts] == [("w-1", "kube_error")]
+    assert verdicts[0].reason.startswith("mark failed: update failed: 409")
+    assert calls(emulator)[2:] == [("UPDATE", "w-1"), ("FETCH", "w-1")] * 2 + [("UPDATE", "w-1")]
+    assert drainer.calls == []
+    labels = {"cluster": "demo", "operation": "update", "code": "409"}
+    assert registry.get_sample_value("ray_scaler_kube_api_errors_total", labels) == 3.0
+
+
+async def test_marks_the_watch_never_shows_are_not_confirmed(
+    emulator: VersionedEmulator,
+    cache: PodCache,
+    running: Callable[[], object],
+    make_controller: Callable[..., VictimController],
+    drainer: FakeDrainer,
+) -> None:
+    """A silent watch: the marks are not seen within confirm_timeout_s, so they are undone."""
+    put_three(emulator)
+    emulator[kmock.action.WATCH] << (b"", ...)  # a watch that stays open and says nothing
+    running()
+    await until(watching(emulator))
+    assert cache.synced
+    verdicts = await make_controller(confirm_timeout_s=0.2).step(plan("w-1"))
+    assert [(v.pod, v.outcome.value, v.reason) for v in verdicts] == [
+        ("w-1", "not_confirmed", "victim marks not seen through the watch")
+    ]
+    assert calls(emulator)[2:] == [
+        ("UPDATE", "w-1"),
+        ("UPDATE", "w-3"),
+        ("FETCH", "w-1"),
+        ("UPDATE", "w-1"),
+    ]
+    assert annotations(emulator, "w-1") == {}
+    assert drainer.calls == []
+
+
+async def test_a_stopped_cache_is_not_synced(
+    emulator: VersionedEmulator, cache: PodCache, running: Callable[[], asyncio.Task[None]]
+) -> None:
+    """Once its list+watch loop ends, nothing keeps the cache fresh: it reports not synced."""
+    put_three(emulator)
+    task = running()
+    await until(watching(emulator))
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert not cache.synced

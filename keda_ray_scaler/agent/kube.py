@@ -265,6 +265,8 @@ class PodCache:
                     self._unsync("watch", exc)
         finally:
             self.stop()
+            self._synced = False  # nothing keeps the cache fresh any more
+            self._synced_gauge.labels(self._settings.cluster).set(0)
 
     def stop(self) -> None:
         """Interrupt a blocking watch (safe from any thread)."""
@@ -390,16 +392,20 @@ class PodCache:
         self,
         name: str,
         decide: Callable[[PodInfo], Mapping[str, str | None]],
+        *,
+        fresh: bool = False,
     ) -> PodInfo | None:
         """Change one pod's annotations as ``decide`` says, never on stale data.
 
         ``decide(pod)`` returns the annotation changes (value None deletes) for the pod as read;
-        an empty mapping means nothing to write. The first decision uses the cached pod, each
-        retry a fresh GET. The merge patch carries the pod's resourceVersion, so a pod changed
-        in between answers 409 and the change is decided again. Returns the pod as written (or
+        an empty mapping means nothing to write. The first decision uses the cached pod (a
+        fresh GET when ``fresh``, for decisions where "nothing to write" must not come from a
+        stale cache), each retry a fresh GET. The merge patch carries the pod's
+        resourceVersion, so a pod changed in between answers 409 and the change is decided
+        again. Returns the pod as written (or
         as read when nothing changed), None when the pod is gone.
         """
-        first = True
+        first = not fresh
 
         async def attempt() -> PodInfo | None:
             nonlocal first

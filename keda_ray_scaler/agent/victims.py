@@ -313,7 +313,8 @@ class VictimController:
 
     async def _restore(self, pod: PodInfo, outcome: Outcome, reason: str) -> Verdict:
         try:
-            await self._pods.update(pod.name, clear_cost(self._settings))
+            # Fresh read: a stale cache must not conclude "no mark to remove".
+            await self._pods.update(pod.name, clear_cost(self._settings), fresh=True)
         except KubernetesError as exc:
             return Verdict(pod.group, pod.name, Outcome.KUBE_ERROR, f"restore failed: {exc}")
         return Verdict(pod.group, pod.name, outcome, reason)
@@ -376,8 +377,10 @@ class VictimController:
         settings = self._settings
         marked: list[PodInfo] = []
         verdicts: list[Verdict] = []
+        current = ""
         try:
             for pod in chosen:
+                current = pod.name
                 written = await self._pods.update(
                     pod.name, set_cost(settings.victim_cost, settings)
                 )
@@ -392,10 +395,12 @@ class VictimController:
                     marked.append(written)
             if marked:
                 for pod in busy:
+                    current = pod.name
                     await self._pods.update(pod.name, set_cost(settings.busy_cost, settings))
         except KubernetesError as exc:
+            verdicts.append(Verdict(group, current, Outcome.KUBE_ERROR, f"mark failed: {exc}"))
             for pod in marked:
-                verdicts.append(await self._restore(pod, Outcome.KUBE_ERROR, f"mark failed: {exc}"))
+                verdicts.append(await self._restore(pod, Outcome.KUBE_ERROR, "rolled back"))
             return [], verdicts
         return marked, verdicts
 
