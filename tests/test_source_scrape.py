@@ -25,7 +25,6 @@ from keda_ray_scaler.sources.scrape import (
     ScrapeSettings,
     ScrapeSource,
     parse_exposition,
-    parse_targets,
 )
 from keda_ray_scaler.sources.transport import (
     FetchError,
@@ -298,36 +297,6 @@ async def test_mtls_scrape_with_a_custom_ca(metrics: SourceMetrics, tmp_path: Pa
         server.server_close()
         thread.join()
     assert count(metrics, "requests", source="scrape", outcome="ok") == 1
-
-
-def test_scrape_targets_parse_from_repeated_flags() -> None:
-    """CLUSTER=URL pairs become the target mapping."""
-    assert parse_targets(["a=http://a-head:9500/metrics", "b=https://b:9500/metrics"]) == {
-        "a": "http://a-head:9500/metrics",
-        "b": "https://b:9500/metrics",
-    }
-
-
-@pytest.mark.parametrize(
-    ("value", "problem"),
-    [
-        ("a", "is not CLUSTER=http(s)://HOST/PATH"),
-        ("a=ftp://x", "is not CLUSTER=http(s)://HOST/PATH"),
-        ("A=http://x", "RFC 1123"),
-    ],
-)
-def test_bad_scrape_targets_name_the_flag(value: str, problem: str) -> None:
-    """A malformed pair is a ConfigError with the flag or the cluster field."""
-    with pytest.raises(ConfigError) as info:
-        parse_targets([value])
-    assert problem in str(info.value)
-
-
-def test_a_cluster_given_twice_is_refused() -> None:
-    """Two URLs for one cluster are ambiguous."""
-    with pytest.raises(ConfigError, match="given twice") as info:
-        parse_targets(["a=http://x", "a=http://y"])
-    assert info.value.field == "--scrape-target"
 
 
 async def test_a_missing_token_file_is_an_auth_error_without_retry(

@@ -10,7 +10,7 @@ oversized, empty or untrustworthy answer raises
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import ConfigError, NotFound
+from keda_ray_scaler.errors import NotFound
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.transport import (
@@ -56,23 +56,6 @@ class ScrapeSettings:
                 raise ValueError(f"scrape target of {cluster!r} must be http(s)://, got {url!r}")
         if self.max_bytes < 1:
             raise ValueError(f"max_bytes must be positive, got {self.max_bytes}")
-
-
-def parse_targets(values: Iterable[str], flag: str = "--scrape-target") -> dict[str, str]:
-    """``CLUSTER=URL`` pairs (a repeated flag) as a mapping; :class:`ConfigError` naming ``flag``.
-
-    Each cluster may appear once; the URL must be http(s).
-    """
-    out: dict[str, str] = {}
-    for value in values:
-        cluster, eq, url = value.partition("=")
-        if not eq or not url.startswith(("http://", "https://")):
-            raise ConfigError("command line", flag, f"{value!r} is not CLUSTER=http(s)://HOST/PATH")
-        promql.check_cluster_name(cluster)
-        if cluster in out:
-            raise ConfigError("command line", flag, f"cluster {cluster!r} given twice")
-        out[cluster] = url
-    return out
 
 
 def parse_exposition(text: str) -> list[Sample]:
