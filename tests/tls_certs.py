@@ -110,9 +110,7 @@ def _ca(cn: str) -> tuple[Pem, x509.Name, ec.EllipticCurvePrivateKey]:
     return Pem(_build(cn, key, None, ca=True), _key_pem(key)), _name(cn), key
 
 
-def _leaf(
-    cn: str, issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey], *, server: bool
-) -> Pem:
+def _leaf(cn: str, issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey], *, server: bool) -> Pem:
     key = ec.generate_private_key(ec.SECP256R1())
     return Pem(_build(cn, key, issuer, server=server), _key_pem(key))
 
