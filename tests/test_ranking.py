@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keda_ray_scaler.agent.ranking import (
     DELETION_COST,
+    DETERMINISTIC_RULES,
     PodInfo,
     Rule,
     check_takes_first,
@@ -183,3 +188,48 @@ def test_a_victim_that_is_not_active_fails() -> None:
     """A terminating victim is not counted by the ReplicaSet, so the count would be off."""
     check = check_takes_first([pod("v1", deleting=True), pod("b")], {"v1"})
     assert (check.ok, check.reason) == (False, "victim v1 is not an active pod")
+
+
+def brute_force_takes_first(pods: list[PodInfo], victims: set[str]) -> bool:
+    """The definition: every victim before every other active pod by rules 1-4, pair by pair."""
+    active = [p for p in pods if p.active]
+    if len(victims) >= len(active):
+        return True
+    ranks = colocated_ranks(active)
+    return all(
+        compare(v, o, ranks[v.name], ranks[o.name], NOW)[0] < 0
+        and compare(v, o, ranks[v.name], ranks[o.name], NOW)[1] in DETERMINISTIC_RULES
+        for v in active
+        if v.name in victims
+        for o in active
+        if o.name not in victims
+    )
+
+
+pod_fields = st.fixed_dictionaries(
+    {
+        "node_name": st.sampled_from(["", "a", "b"]),
+        "phase": st.sampled_from(["Pending", "Unknown", "Running", "Succeeded"]),
+        "ready": st.booleans(),
+        "cost": st.sampled_from([None, "-2147483648", "0", "5", "2147483647", "+1"]),
+        "deleting": st.booleans(),
+        "created_s": st.sampled_from([None, NOW - 10, NOW - 1000]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pod_fields, min_size=1, max_size=8), st.data())
+def test_the_fast_check_agrees_with_the_pairwise_definition(
+    fields: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """check_takes_first (a key comparison) equals the pair-by-pair rule check."""
+    pods = []
+    for i, f in enumerate(fields):
+        cost = f.pop("cost")
+        pods.append(pod(f"p{i}", **f, annotations={DELETION_COST: cost} if cost else {}))
+    active = [p.name for p in pods if p.active]
+    victims = set(data.draw(st.lists(st.sampled_from(active), unique=True))) if active else set()
+    if not victims:
+        return
+    assert check_takes_first(pods, victims, NOW).ok == brute_force_takes_first(pods, victims)

@@ -197,16 +197,29 @@ def check_takes_first(
         return RankingCheck(False, f"victim {missing[0]} is not an active pod", missing[0])
     if len(victims) >= len(active):
         return RankingCheck(True)
-    ranks = colocated_ranks(active)
+    # Rules 1-4 are exactly a lexicographic key, so "every victim before every other pod by
+    # rules 1-4" is "the largest victim key is below the smallest other key": O(pods).
     chosen = [p for p in active if p.name in victims]
-    for other in (p for p in active if p.name not in victims):
-        for victim in chosen:
-            order, rule = compare(victim, other, ranks[victim.name], ranks[other.name], now_s)
-            if order >= 0 or rule not in DETERMINISTIC_RULES:
-                reason = (
-                    f"pod {other.name} ranks before or with victim {victim.name} by {rule}"
-                    if order >= 0
-                    else f"victim {victim.name} ranks before {other.name} only by {rule}"
-                )
-                return RankingCheck(False, reason, other.name, rule)
-    return RankingCheck(True)
+    others = [p for p in active if p.name not in victims]
+    last = max(chosen, key=_deterministic_key)
+    first = min(others, key=_deterministic_key)
+    if _deterministic_key(last) < _deterministic_key(first):
+        return RankingCheck(True)
+    ranks = colocated_ranks(active)
+    order, rule = compare(last, first, ranks[last.name], ranks[first.name], now_s)
+    reason = (
+        f"pod {first.name} ranks before or with victim {last.name} by {rule}"
+        if order >= 0
+        else f"victim {last.name} ranks before {first.name} only by {rule}"
+    )
+    return RankingCheck(False, reason, first.name, rule)
+
+
+def _deterministic_key(pod: PodInfo) -> tuple[int, int, int, int]:
+    """Rules 1-4 as a sort key: (assigned, phase, ready, deletion cost)."""
+    return (
+        1 if pod.node_name else 0,
+        _PHASE_ORDINAL.get(pod.phase, 0),
+        1 if pod.ready else 0,
+        pod.deletion_cost,
+    )
