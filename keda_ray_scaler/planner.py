@@ -336,6 +336,21 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, gangs_first: bool)
 
     def gangs() -> None:  # 3. placement groups, all or nothing per gang
         for pg in s.gangs:
+            too_big = [r for r in _gang_shapes(pg) if not _fits_a_group(s, r)]
+            if too_big:
+                detail = f"placement group with a bundle no worker group can hold: {too_big[0]}"
+                for res in _gang_shapes(pg):
+                    unplaceable.append(
+                        Unplaceable(
+                            res,
+                            pg.count,
+                            UnplaceableReason.NO_GROUP_FITS,
+                            detail,
+                            DemandKind.PLACEMENT_GROUP,
+                            pg.strategy,
+                        )
+                    )
+                continue
             placed = _place_gangs(packer, s.index, pg, pg.count)
             for res in _gang_shapes(pg) if placed < pg.count else ():
                 vec = s.index.vec(res)
@@ -395,6 +410,11 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, gangs_first: bool)
     return out
 
 
+def _fits_a_group(s: _Setup, res: Resources) -> bool:
+    need = need_of(s.index.vec(res))
+    return any(fit_count(spec.capacity, need) > 0 for spec in s.specs)
+
+
 def _place_gangs(packer: Packer, index: _Index, pg: PlacementGroup, count: int) -> int:
     """Place as many whole copies of one placement group as fit; returns how many."""
     if pg.strategy is Strategy.STRICT_SPREAD:
@@ -440,6 +460,8 @@ def _explain(
 ) -> Unplaceable | None:
     """The reason: no group fits, maxWorkers, upscalingSpeed or maxReplicas (``None``: only an
     improvement cap blocks it, so that run is not a valid plan)."""
+    if u.detail:
+        return u  # already explained
     wgroups = s.inp.cluster.worker_groups
     need = need_of(s.index.vec(u.resources))
     fitting = [i for i, spec in enumerate(s.specs) if fit_count(spec.capacity, need) > 0]
