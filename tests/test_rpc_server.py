@@ -210,6 +210,18 @@ async def test_stream_is_active_sends_nothing_while_data_is_unavailable(env: Env
     stream.cancel()
 
 
+async def test_stream_is_active_refuses_to_open_on_unavailable_data(env: Env) -> None:
+    """No fresh data at open: the stream ends with UNAVAILABLE instead of guessing a state."""
+    env.source.failure = DemandUnavailable("prometheus down")
+    stream = env.stub.StreamIsActive(ref())
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await asyncio.wait_for(stream.read(), STEP_S)
+    assert (info.value.code(), info.value.details()) == (
+        grpc.StatusCode.UNAVAILABLE,
+        "prometheus down",
+    )
+
+
 async def test_stream_metric_spec_sends_the_get_metric_spec_answer_once(env: Env) -> None:
     """StreamMetricSpec's first message equals GetMetricSpec; refreshes send nothing more."""
     stream = env.stub.StreamMetricSpec(ref())
@@ -222,7 +234,7 @@ async def test_stream_metric_spec_sends_the_get_metric_spec_answer_once(env: Env
     stream.cancel()
 
 
-async def test_graceful_stop_ends_open_streams_and_reports_not_serving(env: Env) -> None:
+async def test_graceful_stop_ends_open_streams(env: Env) -> None:
     """stop() ends both streams cleanly (EOF) instead of leaving them hanging."""
     active = env.stub.StreamIsActive(ref())
     spec = env.stub.StreamMetricSpec(ref())

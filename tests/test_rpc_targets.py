@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import structlog.testing
 from prometheus_client import CollectorRegistry
 from rpc_builders import T0, FakeClock, fixed_planner, group, node, snapshot
 
@@ -113,6 +114,27 @@ async def test_failed_refresh_after_good_data_is_unavailable_not_last_value() ->
     src.failure = None
     await c.refresh()
     assert (await c.get("ray", "cpu")).target == 10
+
+
+async def test_failed_refresh_is_logged_with_the_cluster_and_counted() -> None:
+    """A failed refresh logs a warning bound to the cluster and counts it by outcome."""
+    src = MemorySource({"ray": snapshot()})
+    registry = CollectorRegistry()
+    c = TargetCache(src, clock=FakeClock(), metrics=scaler_metrics(registry))
+    await c.get("ray", "cpu")
+    src.failure = DemandUnavailable("prometheus down")
+    with structlog.testing.capture_logs() as logs:
+        await c.refresh()
+    assert logs == [
+        {
+            "event": "refresh failed",
+            "cluster": "ray",
+            "error": "prometheus down",
+            "log_level": "warning",
+        }
+    ]
+    labels = {"cluster": "ray", "outcome": "unavailable"}
+    assert registry.get_sample_value("keda_ray_scaler_refreshes_total", labels) == 1.0
 
 
 async def test_restart_holds_scale_down_until_a_snapshot_newer_than_start() -> None:
