@@ -15,8 +15,8 @@ import grpc
 import pytest
 import requests
 import tenacity
-from builders import cluster, group, inp, res
-from prometheus_client import CollectorRegistry
+from builders import cluster, group, inp, node, pg, res
+from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_server import (
     BASIC_AUTH_BCRYPT,
     BASIC_AUTH_PASSWORD,
@@ -29,7 +29,9 @@ from structlog.testing import capture_logs
 from tls_certs import make_certs
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
+from keda_ray_scaler.model import NodeStatus, Strategy
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import build_server
@@ -49,7 +51,7 @@ pytestmark = [requires_prometheus, pytest.mark.prometheus]
 
 SEED_INPUT = inp(cluster(group("cpu", cpu=10, max=50)), bundles=[(res(cpu=5), 20)])
 NOW_S = 1_795_000_000.25
-#: One series per scenario cluster (demo, stale, failed, nan, absurd, lost).
+#: One series per scenario cluster (demo, stale, failed, nan, absurd, lost, agent).
 SNAPSHOT_SERIES = "ray_scaler_snapshot_timestamp_seconds"
 #: A label value that would break out of a naively built matcher.
 HOSTILE = 'x"} or vector(1) or {a="\\'
@@ -96,16 +98,53 @@ def lost_exporter() -> Iterator[SampleExporter]:
         yield e
 
 
+def agent_snapshot() -> ClusterSnapshot:
+    """A richer cluster ``agent``: two groups, a placement group, a constraint, three pods."""
+    cpu, gpu = group("cpu", cpu=10, max=50), group("gpu", cpu=8, gpu=1, min=1, max=8, cost=4.0)
+    planning = inp(
+        type(SEED_INPUT.cluster)("agent", (cpu, gpu), max_workers=40, upscaling_speed=2.0),
+        bundles=[(res(cpu=5), 20), (res(cpu=1, gpu=1), 3)],
+        pgs=[pg(Strategy.STRICT_SPREAD, res(cpu=4), res(cpu=4), count=2)],
+        constraints=[(res(gpu=1), 4)],
+        nodes=[
+            node("cpu-a", cpu, used={"CPU": 5}),
+            node("cpu-b", cpu, idle=120.0, status=NodeStatus.VICTIM),
+            node("gpu-a", gpu, idle=30.5),
+        ],
+    )
+    snap = ClusterSnapshot(planning, NOW_S, True)
+    return schema.decode(schema.encode(snap))["agent"]  # the canonical (sorted) form
+
+
+@pytest.fixture(scope="module")
+def agent_exporter() -> Iterator[str]:
+    """The agent's own exporter (SnapshotCollector and AgentMetrics) on 127.0.0.1."""
+    registry = CollectorRegistry()
+    SnapshotCollector(registry).publish(agent_snapshot())
+    own = AgentMetrics(registry, "agent")
+    own.poll_errors.inc(2)
+    own.poll_duration.observe(0.004)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        yield f"127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 @pytest.fixture(scope="module")
 def prometheus(
     tmp_path_factory: pytest.TempPathFactory,
     exporter: SampleExporter,
     lost_exporter: SampleExporter,
+    agent_exporter: str,
 ) -> Iterator[PrometheusServer]:
     """One plain Prometheus for the module, with every scenario scraped once."""
     workdir = tmp_path_factory.mktemp("prom")
-    with PrometheusServer(workdir, [exporter.target, lost_exporter.target]) as p:
-        p.wait_for_series(SNAPSHOT_SERIES, 6)
+    targets = [exporter.target, lost_exporter.target, agent_exporter]
+    with PrometheusServer(workdir, targets) as p:
+        p.wait_for_series(SNAPSHOT_SERIES, 7)
         yield p
 
 
@@ -142,6 +181,14 @@ async def test_the_seed_example_round_trips_through_prometheus(
     assert got == snapshot("demo")
     assert got.input.demand.bundles[0].count == 20
     assert count(metrics, "requests", source="prometheus", outcome="ok") == 1
+
+
+async def test_the_agents_own_exporter_round_trips_through_prometheus(
+    prometheus: PrometheusServer, metrics: SourceMetrics
+) -> None:
+    """What the agent's collector publishes is what the source reads, beside its own series."""
+    assert prometheus.query('ray_scaler_agent_poll_errors_total{cluster="agent"}') != []
+    assert (await source_for(prometheus.url, metrics).fetch("agent")) == agent_snapshot()
 
 
 async def test_a_stale_snapshot_is_surfaced_with_the_agents_time(

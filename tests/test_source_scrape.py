@@ -19,6 +19,7 @@ from prometheus_server import SampleExporter, free_port
 from tls_certs import make_certs
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
 from keda_ray_scaler.sources.scrape import (
@@ -119,6 +120,22 @@ async def test_the_seed_example_round_trips_through_a_real_exposition(
         got = await source_for(exporter.url, metrics).fetch("demo")
     assert got == snapshot()
     assert count(metrics, "requests", source="scrape", outcome="ok") == 1
+
+
+async def test_the_agents_own_exporter_is_read_directly(metrics: SourceMetrics) -> None:
+    """SnapshotCollector plus the agent's own counters and histogram: the same snapshot back."""
+    registry = CollectorRegistry()
+    SnapshotCollector(registry).publish(snapshot())
+    AgentMetrics(registry, "demo").poll_duration.observe(0.01)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    url = f"http://127.0.0.1:{server.server_port}/metrics"
+    try:
+        got = await source_for(url, metrics).fetch("demo")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert got == snapshot()
 
 
 async def test_stale_and_failed_snapshots_are_surfaced(metrics: SourceMetrics) -> None:
