@@ -24,8 +24,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench import ray_compare
-from bench.instances import describe, free_capacity, many_shapes, pr64175, random_instance
-from keda_ray_scaler.model import Plan, PlanningInput, UnplaceableReason
+from bench.instances import (
+    bundle_total,
+    describe,
+    free_capacity,
+    many_shapes,
+    pr64175,
+    random_instance,
+)
+from keda_ray_scaler.model import (
+    Bundle,
+    Demand,
+    DemandKind,
+    PlacementGroup,
+    Plan,
+    PlanningInput,
+    Resources,
+    Strategy,
+)
 
 PlanFn = Callable[[PlanningInput], Plan]
 
@@ -162,7 +178,7 @@ class Row:
     plan_new: dict[str, int]
     plan_cost: float
     plan_s: float
-    plan_unplaced: int  # reported unplaceable bundles, NO_GROUP_FITS excluded
+    plan_unplaced: int  # bundles the plan reports unplaceable, those that fit no group excluded
     opt_new: dict[str, int]
     opt_cost: float
     opt_unplaced: int
@@ -172,6 +188,12 @@ class Row:
     ray_cost: float | None
     ray_s: float | None
     ray_unplaced: int  # placeable bundles Ray reports infeasible
+    held_cost: float | None = None  # least cost to hold exactly what the plan holds
+
+    @property
+    def blocked(self) -> bool:
+        """Bounds block demand: the optimum itself leaves placeable bundles unplaced."""
+        return self.opt_unplaced > 0
 
     @property
     def under(self) -> bool:
@@ -198,9 +220,55 @@ class Row:
         """Why a plan is not optimal, roughly: short, packing (same groups) or group mix."""
         if self.under:
             return "short"
+        if self.blocked and self.plan_unplaced > self.opt_unplaced:
+            return "holds-less"
+        if self.blocked and self.held_cost is not None and self.plan_cost <= self.held_cost + EPS:
+            return "blocked-choice"
         if all(self.plan_new.get(g, 0) >= n for g, n in self.opt_new.items()):
             return "packing"
         return "group-mix"
+
+
+def held_by(inp: PlanningInput, plan: Plan) -> PlanningInput:
+    """``inp`` without the demand the plan reports unplaceable: what the plan holds.
+
+    Task bundles are matched by shape; a placement group loses the copies whose every bundle
+    shape is reported for its strategy; a reported request_resources floor drops the floor.
+    """
+    left: dict[tuple[DemandKind, Strategy | None, Resources], int] = {}
+    for u in plan.unplaceable:
+        key = (u.kind, u.strategy, u.resources)
+        left[key] = left.get(key, 0) + u.count
+    d = inp.demand
+    tasks = []
+    for b in d.bundles:
+        k = (DemandKind.TASK, None, b.resources)
+        drop = min(b.count, left.get(k, 0))
+        left[k] = left.get(k, 0) - drop
+        if b.count - drop:
+            tasks.append(Bundle(b.resources, b.count - drop))
+    pgs = []
+    for pg in d.placement_groups:
+        shapes = [Resources()] if pg.strategy is Strategy.STRICT_PACK else list(pg.bundles)
+        if pg.strategy is Strategy.STRICT_PACK:
+            for r in pg.bundles:
+                shapes[0] = shapes[0] + r
+        mult: dict[Resources, int] = {}
+        for r in shapes:
+            mult[r] = mult.get(r, 0) + 1
+        keys = {r: (DemandKind.PLACEMENT_GROUP, pg.strategy, r) for r in mult}
+        copies = min([pg.count] + [left.get(keys[r], 0) // m for r, m in mult.items()])
+        for r, m in mult.items():
+            left[keys[r]] = left.get(keys[r], 0) - copies * m
+        if pg.count - copies:
+            pgs.append(PlacementGroup(pg.strategy, pg.bundles, pg.count - copies))
+    reported_floor = any(u.kind is DemandKind.CONSTRAINT for u in plan.unplaceable)
+    demand = Demand(
+        bundles=tuple(tasks),
+        placement_groups=tuple(pgs),
+        constraints=() if reported_floor else d.constraints,
+    )
+    return PlanningInput(inp.cluster, demand, inp.nodes)
 
 
 def measure(plan: PlanFn | None, seeds: range) -> list[Row]:
@@ -217,12 +285,15 @@ def measure(plan: PlanFn | None, seeds: range) -> list[Row]:
             pnew = new_pods(p)
             check = milp.solve(inp, fixed_new=pnew)
             check_unplaced = check.unplaced if check.status == "optimal" else -1
-            punplaced = sum(
-                u.count for u in p.unplaceable if u.reason != UnplaceableReason.NO_GROUP_FITS
-            )
             pcost = plan_cost(inp, p)
+            held_inp = held_by(inp, p)
+            punplaced = bundle_total(inp) - bundle_total(held_inp) - opt.unfit
+            held_cost = None
+            if opt.unplaced > 0:
+                held = milp.solve(held_inp)
+                held_cost = held.cost if held.status == "optimal" and not held.unplaced else None
         else:
-            t, pnew, check_unplaced, punplaced, pcost = 0.0, {}, 0, 0, 0.0
+            t, pnew, check_unplaced, punplaced, pcost, held_cost = 0.0, {}, 0, 0, 0.0, None
         r = ray_compare.schedule(inp) if with_ray else None
         rows.append(
             Row(
@@ -240,6 +311,7 @@ def measure(plan: PlanFn | None, seeds: range) -> list[Row]:
                 ray_cost=r.cost(inp) if r else None,
                 ray_s=r.seconds if r else None,
                 ray_unplaced=r.infeasible - opt.unfit if r else 0,
+                held_cost=held_cost,
             )
         )
     return rows
@@ -284,7 +356,17 @@ def quality(plan: PlanFn | None, rows: list[Row]) -> None:
     over = [r.seed for r in rows if not r.under and r.plan_unplaced > r.opt_unplaced]
     print(
         f"    plan reports more unplaceable bundles than its own counts need: {len(over)}/{n}"
-        f"{'' if not over else ' seeds ' + str(over)} (info; a STRICT_PACK group counts as one)"
+        f"{'' if not over else ' seeds ' + str(over)} (info)"
+    )
+    free = [r for r in rows if not r.blocked]
+    free_opt = sum(r.optimal for r in free)
+    blocked = [r for r in rows if r.blocked]
+    choice = [r.seed for r in blocked if not r.optimal and r.kind == "blocked-choice"]
+    print(
+        f"    where every placeable bundle fits the bounds: optimal {free_opt}/{len(free)}"
+        f" = {free_opt / max(1, len(free)):.1%}; bounds block demand on {len(blocked)}:"
+        f" optimal {sum(r.optimal for r in blocked)}, and {len(choice)} more hold a different"
+        " set of bundles at the least cost for that set (blocked-choice)"
     )
     kinds: dict[str, list[int]] = {}
     for r in rows:
@@ -294,8 +376,11 @@ def quality(plan: PlanFn | None, rows: list[Row]) -> None:
         print(f"    not optimal, {kind} ({len(seeds)}): seeds {seeds}")
     if kinds:
         print(
-            "    (short: the plan's counts cannot hold what the optimum holds; packing: at least"
-            " the optimum's pods in every group, and more; group-mix: another mix of groups."
+            "    (short: the plan's counts cannot hold what the optimum holds; blocked-choice:"
+            " maxReplicas/maxWorkers block demand and the plan leaves out other bundles than the"
+            " optimum, at the least cost for what it holds; holds-less: the plan's counts could"
+            " hold more than the plan places; packing: at least the optimum's pods"
+            " in every group, and more; group-mix: another mix of groups."
             " Details: python -m bench.planner_bench SEED ...)"
         )
     worst = sorted(
