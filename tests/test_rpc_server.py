@@ -55,6 +55,9 @@ async def env() -> AsyncIterator[Env]:
     finally:
         await channel.close()
         await server.stop(grace_s=0)
+    await asyncio.sleep(0)
+    leaked = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+    assert leaked == [], f"tasks left running: {leaked}"
 
 
 def ref(**metadata: str) -> pb.ScaledObjectRef:
@@ -281,3 +284,25 @@ async def test_metrics_endpoint_counts_rpcs_and_exports_targets(env: Env) -> Non
         'keda_ray_scaler_plan_duration_seconds_count{cluster="ray"} 1.0',
     ]:
         assert line in body.splitlines(), line
+
+
+async def test_calls_beyond_max_concurrent_rpcs_are_resource_exhausted() -> None:
+    """With a limit of 1, an open stream holds the only slot: a unary call is refused."""
+    server = build_server(
+        MemorySource({"ray": snapshot()}),
+        clock=FakeClock(),
+        target_settings=TargetSettings(refresh_interval_s=3600),
+        extra=[("max_concurrent_rpcs", 1)],
+    )
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            stub = pb_grpc.ExternalScalerStub(channel)
+            stream = stub.StreamMetricSpec(ref())
+            await asyncio.wait_for(stream.read(), STEP_S)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.GetMetricSpec(ref())
+            assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            stream.cancel()
+    finally:
+        await server.stop(grace_s=0)
