@@ -28,10 +28,13 @@ from keda_ray_scaler.sources.scrape import (
     parse_exposition,
 )
 from keda_ray_scaler.sources.transport import (
+    DeadlineExceeded,
     FetchError,
     HttpSettings,
+    HttpStatusError,
     RetrySettings,
     SourceMetrics,
+    classify,
     source_metrics,
 )
 
@@ -332,3 +335,28 @@ async def test_a_missing_token_file_is_an_auth_error_without_retry(
     assert isinstance(info.value, FetchError) and info.value.kind == "auth"
     assert isinstance(info.value.__cause__, FileNotFoundError)
     assert seen == []
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind", "retried"),
+    [
+        (DeadlineExceeded("spent"), "timeout", False),
+        (TimeoutError(), "timeout", True),
+        (requests.Timeout(), "timeout", True),
+        (requests.exceptions.SSLError(), "tls", False),
+        (requests.ConnectionError(), "connection", True),
+        (HttpStatusError(503, ""), "http", True),
+        (HttpStatusError(429, ""), "http", True),
+        (HttpStatusError(404, ""), "http", False),
+        (HttpStatusError(401, ""), "auth", False),
+        (HttpStatusError(403, ""), "auth", False),
+        (SchemaError("bad"), "bad_data", False),
+        (requests.exceptions.JSONDecodeError("x", "doc", 0), "bad_data", False),
+        (FileNotFoundError("token"), "auth", False),
+    ],
+)
+def test_errors_are_classified_and_only_transient_ones_retried(
+    exc: BaseException, kind: str, retried: bool
+) -> None:
+    """The retry policy's table: kind label and whether another attempt is made."""
+    assert classify(exc) == (kind, retried)

@@ -105,14 +105,19 @@ class PrometheusSource:
         when it fails, times out, has lost the target (seen before, no series now), or answers
         with data that does not decode (NaN, negative, absurd, missing series).
         """
-        result = await self._query(promql.cluster_query(cluster), f"cluster {cluster}")
+        query = promql.cluster_query(cluster)
+        # one deadline for the whole fetch, the lost-or-unknown query included
+        deadline = asyncio.get_running_loop().time() + self._settings.retry.deadline_s
+        result = await self._query(query, f"cluster {cluster}", deadline)
         # thousands of series: decode off the event loop, like the HTTP call
         snapshots = await asyncio.to_thread(self._decode, result, f"cluster {cluster}")
         snapshot = snapshots.get(cluster)
         if snapshot is not None:
             return snapshot
         seen = await self._query(
-            promql.seen_query(cluster, self._settings.lost_window_s), f"cluster {cluster} seen"
+            promql.seen_query(cluster, self._settings.lost_window_s),
+            f"cluster {cluster} seen",
+            deadline,
         )
         if not seen:
             raise NotFound(
@@ -127,7 +132,7 @@ class PrometheusSource:
             f"last {self._settings.lost_window_s}s: the agent target may be lost",
         )
 
-    async def _query(self, query: str, what: str) -> list[Any]:
+    async def _query(self, query: str, what: str, deadline: float) -> list[Any]:
         def call(timeout_s: float) -> list[Any]:
             try:
                 # the server-side timeout stops evaluation; the client-side one the socket
@@ -150,6 +155,7 @@ class PrometheusSource:
             retry=self._settings.retry,
             metrics=self._metrics,
             wait=self._wait,
+            deadline=deadline,
         )
 
     def _decode(self, result: list[Any], what: str) -> dict[str, ClusterSnapshot]:

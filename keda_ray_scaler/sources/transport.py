@@ -221,8 +221,14 @@ def fail(metrics: SourceMetrics, source: str, kind: str, message: str) -> FetchE
     return FetchError(kind, message)
 
 
+class DeadlineExceeded(TimeoutError):
+    """The fetch's deadline is spent: no further attempt."""
+
+
 def classify(exc: BaseException) -> tuple[str, bool]:
     """``(error kind, retryable)`` of one failed attempt."""
+    if isinstance(exc, DeadlineExceeded):
+        return "timeout", False
     if isinstance(exc, TimeoutError | requests.Timeout):
         return "timeout", True
     if isinstance(exc, requests.exceptions.SSLError):
@@ -254,17 +260,22 @@ async def call_with_retries(
     retry: RetrySettings,
     metrics: SourceMetrics,
     wait: tenacity.wait.wait_base | None = None,
+    deadline: float | None = None,
 ) -> T:
     """Run the blocking ``call(timeout_s)`` in a thread, retried, within ``retry.deadline_s``.
 
-    ``timeout_s`` is what is left of the deadline for that attempt. Retries connection errors,
+    ``deadline`` (event-loop time) shares one deadline between several calls of one fetch;
+    by default it is ``retry.deadline_s`` from now. ``timeout_s`` is what is left of it for
+    that attempt. Retries connection errors,
     timeouts, 429 and 5xx; fails at once on 4xx, auth and TLS errors. Every attempt is counted
     by outcome; the final failure is a :class:`FetchError` (a ``DemandUnavailable``) raised
     from the last cause. ``wait`` overrides the backoff (tests pass ``tenacity.wait_none()``).
     """
     log = structlog.get_logger(__name__).bind(source=source, what=what)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + retry.deadline_s
+    if deadline is None:
+        deadline = loop.time() + retry.deadline_s
+    end = deadline
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -272,9 +283,9 @@ async def call_with_retries(
         log.warning("source_retry", attempt=state.attempt_number, error=str(exc))
 
     async def attempt() -> T:
-        left = deadline - loop.time()
+        left = end - loop.time()
         if left <= 0:
-            raise TimeoutError(f"deadline of {retry.deadline_s}s exceeded")
+            raise DeadlineExceeded(f"deadline of {retry.deadline_s}s exceeded")
         try:
             async with asyncio.timeout(left):
                 result = await asyncio.to_thread(call, left)
@@ -287,7 +298,7 @@ async def call_with_retries(
 
     retrying = tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(retry.attempts)
-        | tenacity.stop_before_delay(retry.deadline_s),
+        | tenacity.stop_before_delay(max(0.0, end - loop.time())),
         wait=wait if wait is not None else retry.wait(),
         retry=tenacity.retry_if_exception(_retryable),
         before_sleep=before_sleep,
