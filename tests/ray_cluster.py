@@ -280,3 +280,50 @@ def ray_cluster(
         cluster.stop()
         if not os.environ.get("KRS_KEEP_RAY"):  # keep logs for debugging when set
             shutil.rmtree(root, ignore_errors=True)
+
+
+_CLIENT_VARS = ("HOME", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
+
+
+@contextlib.contextmanager
+def client_env(cluster: RayCluster) -> Iterator[None]:
+    """Make THIS process a client of ``cluster`` (HOME, auth mode and token), then restore.
+
+    Ray caches its auth mode and token in C++ singletons: both are refreshed on entry and exit.
+    """
+    from ray._private.authentication_test_utils import reset_auth_token_state
+
+    saved = {k: os.environ.get(k) for k in _CLIENT_VARS}
+    env = cluster.env
+    for k in _CLIENT_VARS:
+        if k in env:
+            os.environ[k] = env[k]
+        else:
+            os.environ.pop(k, None)
+    reset_auth_token_state()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        reset_auth_token_state()
+
+
+@contextlib.contextmanager
+def ray_driver(cluster: RayCluster) -> Iterator[None]:
+    """``ray.init`` this process as a driver of ``cluster`` (inside :func:`client_env`)."""
+    import ray
+
+    ray.init(
+        address=cluster.gcs_address,
+        _node_ip_address=cluster.head_ip,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
