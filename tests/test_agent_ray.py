@@ -89,7 +89,7 @@ def busy_cluster(cluster: RayCluster) -> Iterator[list[Any]]:
 async def test_worker_nodes_map_to_pods_and_groups_and_the_head_is_no_worker(
     gcs: GcsConnection,
 ) -> None:
-    """Labelled workers map to pod/group; the IP-only worker is exported with group "" and counted."""
+    """Labelled workers map to pod and group; the IP-only one is exported with group "", counted."""
     reader = RayReader(gcs, SPEC)
     state = await read_until(reader, lambda s: len(s.nodes) == 3)
     mapped = sorted((n.pod, n.group, n.total.get("CPU")) for n in state.nodes if n.group)
