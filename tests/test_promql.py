@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from builders import cluster, group, inp, res
+from hypothesis import given
+from hypothesis import strategies as st
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import ConfigError
@@ -73,6 +76,13 @@ def test_cluster_names_that_are_not_rfc1123_labels_are_refused(name: str) -> Non
 def test_quote_escapes_backslash_quote_and_newlines() -> None:
     """Label values are Go-escaped PromQL string literals."""
     assert promql.quote('a"b\\c\nd\te') == '"a\\"b\\\\c\\nd\\te"'
+
+
+@given(st.text(st.characters(blacklist_categories=("Cc", "Cs")) | st.sampled_from("\n\r\t")))
+def test_quote_round_trips_any_label_value(value: str) -> None:
+    """Whatever the value, the literal reads back as exactly that value (JSON = Go escapes here)."""
+    literal = promql.quote(value)
+    assert json.loads(literal) == value
 
 
 def test_quote_refuses_other_control_characters() -> None:
