@@ -160,6 +160,8 @@ def scaling(plan: PlanFn) -> None:
         t, _ = best_of(plan, many_shapes(pods, bundles, shapes), 3)
         rows[(pods, shapes, bundles)] = t
         print(f"    {pods:>6} {shapes:>6} {bundles:>9} {t * 1000:>9.2f}")
+    shapes_growth = rows[(1000, 200, 10_000)] / rows[(1000, 10, 10_000)]
+    print(f"    distinct shapes x20 (10 -> 200) at 1,000 pods: time x{shapes_growth:.1f} (info)")
     growth = rows[(1000, 10, 100_000)] / rows[(1000, 10, 1_000)]
     print(
         f"[{verdict(growth <= 3.0)}] (d) bundles x100 at the same shapes and pods:"
@@ -343,9 +345,12 @@ def quality(plan: PlanFn | None, rows: list[Row]) -> None:
         f"[{verdict(share >= 0.95)}] optimal (holds what the optimum holds at no more cost):"
         f" {optimal}/{n} = {share:.1%} (target >= 95 %)"
     )
+    unblocked = [r for r in rows if not r.blocked] or rows
     print(
         f"[{verdict(worst_pods <= 1)}] worst excess: {worst_pods:+d} pods (target <= 1),"
-        f" worst cost excess {worst_cost:+.2f}"
+        f" worst cost excess {worst_cost:+.2f}; where no bound blocks demand:"
+        f" {max(r.excess_pods for r in unblocked):+d} pods,"
+        f" {max(r.excess_cost for r in unblocked):+.2f}"
     )
     print(
         f"[{verdict(not under)}] plan's own counts hold the demand the optimum holds:"

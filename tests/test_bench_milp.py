@@ -166,3 +166,37 @@ def test_generator_covers_every_strategy() -> None:
     """Over 100 seeds, placement groups of all four strategies appear."""
     seen = {pg.strategy for s in range(100) for pg in random_instance(s).demand.placement_groups}
     assert seen == set(Strategy)
+
+
+def test_held_by_removes_the_demand_a_plan_reports_unplaceable() -> None:
+    """Reported tasks, whole placement-group copies and the floor leave the held instance."""
+    from bench.planner_bench import held_by
+    from keda_ray_scaler.model import (
+        DemandKind,
+        Plan,
+        Unplaceable,
+        UnplaceableReason,
+    )
+
+    pg = PlacementGroup(Strategy.SPREAD, (Resources.of(CPU=1), Resources.of(CPU=2)), count=3)
+    floor = (Bundle(Resources.of(CPU=10)),)
+    inp = instance([group()], (({"CPU": 5}, 20),), pgs=(pg,), floor=floor)
+    blocked = UnplaceableReason.MAX_REPLICAS
+    in_pg = DemandKind.PLACEMENT_GROUP
+    plan = Plan(
+        groups={},
+        unplaceable=(
+            Unplaceable(Resources.of(CPU=5), 4, blocked),
+            Unplaceable(
+                Resources.of(CPU=1), 2, blocked, "", DemandKind.PLACEMENT_GROUP, pg.strategy
+            ),
+            Unplaceable(
+                Resources.of(CPU=2), 2, blocked, "", DemandKind.PLACEMENT_GROUP, pg.strategy
+            ),
+            Unplaceable(Resources.of(CPU=10), 1, blocked, "", DemandKind.CONSTRAINT),
+        ),
+    )
+    held = held_by(inp, plan).demand
+    assert held.bundles == (Bundle(Resources.of(CPU=5), 16),)
+    assert held.placement_groups == (PlacementGroup(pg.strategy, pg.bundles, 1),)
+    assert held.constraints == ()
