@@ -139,11 +139,13 @@ def plan(
     strat = Strategies(scorer, orderer, lookahead, improve_max_pods)
     setup = _setup(inp)
     caps = list(setup.hard)
-    best = _solve(setup, caps, strat, gangs_first=True)
+    best = _solve(setup, caps, strat, "gangs")
     small = sum(setup.floor) + sum(best.new) <= strat.improve_max_pods
-    orders = (True, False) if small and setup.gangs and setup.tasks else (True,)
-    for gangs_first in orders[1:]:
-        other = _solve(setup, caps, strat, gangs_first)
+    modes = ["gangs"]
+    if small and setup.gangs:
+        modes += ["tasks", "flat"] if setup.tasks else ["flat"]
+    for mode in modes[1:]:
+        other = _solve(setup, caps, strat, mode)
         if other.valid and _better(other, best):
             best = other
     improved = small
@@ -154,8 +156,8 @@ def plan(
                 continue
             trial_caps = list(caps)
             trial_caps[g] = best.new[g] - 1
-            for gangs_first in orders:
-                trial = _solve(setup, trial_caps, strat, gangs_first)
+            for mode in modes:
+                trial = _solve(setup, trial_caps, strat, mode)
                 if trial.valid and _better(trial, best):
                     best, caps, improved = trial, trial_caps, True
                     break
@@ -280,11 +282,13 @@ def _order_gangs(
     return sorted(gangs, key=key)
 
 
-def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, gangs_first: bool) -> _Outcome:
+def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, mode: str) -> _Outcome:
     """Steps 1-4 with at most ``caps[g]`` new pods per group.
 
-    ``gangs_first`` is Ray's order; the other order (tasks first) lets placement-group bundles
-    use the leftovers of pods that scarce task demand needs anyway.
+    ``mode`` is the order of steps 3 and 4: ``gangs`` (Ray's: placement groups, then tasks),
+    ``tasks`` (tasks first, so placement-group bundles can use the leftovers of pods scarce
+    task demand needs anyway) or ``flat`` (STRICT_SPREAD groups, then every other bundle in
+    one first-fit-decreasing queue; valid only when every placement group is placed whole).
     """
     wgroups = s.inp.cluster.worker_groups
     n = len(wgroups)
@@ -334,8 +338,8 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, gangs_first: bool)
         s.gpu_index,
     )
 
-    def gangs() -> None:  # 3. placement groups, all or nothing per gang
-        for pg in s.gangs:
+    def gangs(which: Sequence[PlacementGroup]) -> None:  # 3. placement groups, all or nothing
+        for pg in which:
             too_big = [r for r in _gang_shapes(pg) if not _fits_a_group(s, r)]
             if too_big:
                 detail = f"placement group with a bundle no worker group can hold: {too_big[0]}"
@@ -373,25 +377,66 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, gangs_first: bool)
         by_phase["tasks"] = added
         return [r - a for r, a in zip(room, added, strict=True)]
 
+    def flat() -> tuple[list[int], bool]:  # 3+4 in one queue; valid only if every gang fits
+        spread = [pg for pg in s.gangs if pg.strategy is Strategy.STRICT_SPREAD]
+        gangs(spread)
+        before = list(packer.new.count)
+        room = [
+            max(
+                0,
+                max(UPSCALING_INITIAL_PODS, int(speed * max(s.running[i], 1)))
+                - s.pending[i]
+                - before[i],
+            )
+            for i in range(n)
+        ]
+        queue = list(s.tasks)
+        gang_shapes: set[Vec] = set()
+        for pg in s.gangs:
+            if pg.strategy is Strategy.STRICT_SPREAD:
+                continue
+            shapes = _gang_shapes(pg)
+            if not all(_fits_a_group(s, r) for r in shapes):
+                gangs([pg])  # reported whole as no_group_fits
+                continue
+            for r in shapes:
+                gang_shapes.add(s.index.vec(r))
+                queue.append((s.index.vec(r), pg.count))
+        ok = True
+        for shape, count in packer.place(queue):
+            ok = ok and shape not in gang_shapes
+            unplaceable.append(_raw(s.index, shape, count, DemandKind.TASK, None))
+        added = [a - b for a, b in zip(packer.new.count, before, strict=True)]
+        ok = ok and all(a <= r for a, r in zip(added, room, strict=True))
+        by_phase["placement groups and tasks"] = added
+        return [r - a for r, a in zip(room, added, strict=True)], ok
+
     speed = s.inp.cluster.upscaling_speed
     by_phase: dict[str, list[int]] = {
         "min": min_new,
         "constraints": [a - b for a, b in zip(after_constraints, min_new, strict=True)],
     }
-    if gangs_first:
-        gangs()
+    valid = True
+    if mode == "flat":
+        speed_left, valid = flat()
+    elif mode == "gangs":
+        gangs(s.gangs)
         speed_left = tasks()
     else:
         speed_left = tasks()
-        gangs()
+        gangs(s.gangs)
     final = packer.new
-    by_phase["placement groups"] = [
-        f - c - t for f, c, t in zip(final.count, after_constraints, by_phase["tasks"], strict=True)
-    ]
+    if mode != "flat":
+        by_phase["placement groups"] = [
+            f - c - t
+            for f, c, t in zip(final.count, after_constraints, by_phase["tasks"], strict=True)
+        ]
+        by_phase["tasks"] = by_phase.pop("tasks")
 
     out = _Outcome(
         new=list(final.count),
-        by_phase={k: by_phase[k] for k in ("min", "constraints", "placement groups", "tasks")},
+        by_phase=by_phase,
+        valid=valid,
         unplaceable=[],
         busy=packer.busy_pods() | needed,
         cost=final.cost(),
