@@ -1,0 +1,106 @@
+"""A simulated Deployment (one ReplicaSet) for one worker group: pods are worker raylets.
+
+Scaling up creates pods and starts one ``ray start --block`` per pod. Scaling down deletes
+pods in the order the real ReplicaSet controller would (:func:`ranking.deletion_order`, so the
+lowest ``controller.kubernetes.io/pod-deletion-cost`` goes first), stopping each raylet by PID.
+All pods run on one "node", as on a one-node kind cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+
+from keda_ray_scaler.agent.ports import Clock
+from keda_ray_scaler.agent.ranking import PodInfo, deletion_order
+from keda_ray_scaler.demo.pods import DemoPods
+from keda_ray_scaler.demo.raylets import RayProcesses
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """One pod the ReplicaSet deleted, with its deletion cost at that moment."""
+
+    pod: str
+    cost: int
+    at_s: float
+
+
+class DeploymentController:
+    """Keeps ``replicas`` worker pods of one group alive."""
+
+    def __init__(
+        self,
+        name: str,
+        group: str,
+        num_cpus: int,
+        pods: DemoPods,
+        ray: RayProcesses,
+        clock: Clock,
+    ) -> None:
+        self.name = name
+        self.group = group
+        self._num_cpus = num_cpus
+        self._pods = pods
+        self._ray = ray
+        self._clock = clock
+        self._serial = 0
+        self.replicas = 0
+        self.deletions: list[Deletion] = []
+
+    def heal(self, registered: set[str]) -> list[str]:
+        """Restart raylets that exited before their Ray node ever registered (startup failed).
+
+        A raylet that exits after registering (drained, or killed) is left alone: its pod is on
+        its way out, as a crash-looping container would be until the scale-down deletes it.
+        """
+        restarted = []
+        for pod in self._ray.exited():
+            info = self._pods.get_cached(pod)
+            if info is None or pod in registered:
+                continue
+            self._ray.restart_worker(pod, self.group, self._num_cpus)
+            self._pods.add(dataclasses.replace(info, restarts=info.restarts + 1))
+            restarted.append(pod)
+        return restarted
+
+    def current(self) -> list[str]:
+        """Names of the group's pods."""
+        return [p.name for p in self._pods.pods() if p.group == self.group]
+
+    async def scale(self, replicas: int) -> tuple[list[str], list[Deletion]]:
+        """Set the replica count; the pods created and the deletions made."""
+        self.replicas = replicas
+        pods = [p for p in self._pods.pods() if p.group == self.group]
+        created: list[str] = []
+        deleted: list[Deletion] = []
+        now = self._clock.now()
+        for _ in range(replicas - len(pods)):
+            self._serial += 1
+            name = f"{self.name}-{self._serial:05d}"
+            self._pods.add(
+                PodInfo(
+                    name=name,
+                    uid=f"{self.name}-uid-{self._serial:05d}",
+                    group=self.group,
+                    node_name="demo-node",
+                    phase="Running",
+                    ready=True,
+                    ready_since_s=now,
+                    created_s=now,
+                    owner=f"ReplicaSet/{self.name}",
+                )
+            )
+            self._ray.start_worker(name, self.group, self._num_cpus)
+            created.append(name)
+        if len(pods) > replicas:
+            for pod in deletion_order(pods, now)[: len(pods) - replicas]:
+                deleted.append(Deletion(pod.name, pod.deletion_cost, now))
+                self._pods.delete(pod.name)
+            # Stopping a raylet waits for the process: in threads, all at once.
+            await asyncio.gather(
+                *(asyncio.to_thread(self._ray.stop_worker, d.pod) for d in deleted)
+            )
+        self.deletions += deleted
+        return created, deleted

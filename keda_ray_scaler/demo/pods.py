@@ -1,0 +1,89 @@
+"""An in-memory pods API for the demo: what the agent's pod cache would see from Kubernetes.
+
+:class:`DemoPods` offers the part of :class:`keda_ray_scaler.agent.kube.PodCache` the victim
+controller uses (``synced``, ``pods``, ``get_cached``, ``wait_until``, ``update``) on a dict the
+simulated Deployment controller fills. Writes are immediately visible (the demo has no informer
+lag; the victim protocol still waits its settling delay).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping
+
+from keda_ray_scaler.agent.ranking import PodInfo
+
+
+class DemoPods:
+    """Worker pods by name; every change bumps the pod's resourceVersion and wakes waiters."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, PodInfo] = {}
+        self._version = 0
+        self._changed = asyncio.Event()
+
+    # --- the controller's side -------------------------------------------------------------
+    def add(self, pod: PodInfo) -> None:
+        """Create a pod (the Deployment controller's create)."""
+        self._pods[pod.name] = self._bumped(pod)
+        self._changed.set()
+
+    def delete(self, name: str) -> None:
+        """Remove a pod (the ReplicaSet's delete, the kubelet's termination)."""
+        self._pods.pop(name, None)
+        self._changed.set()
+
+    # --- the pod cache's side ----------------------------------------------------------------
+    @property
+    def synced(self) -> bool:
+        """Always: the demo's store is the truth."""
+        return True
+
+    def pods(self) -> tuple[PodInfo, ...]:
+        """Every pod, sorted by name."""
+        return tuple(self._pods[name] for name in sorted(self._pods))
+
+    def get_cached(self, name: str) -> PodInfo | None:
+        """One pod, if present."""
+        return self._pods.get(name)
+
+    async def get(self, name: str) -> PodInfo | None:
+        """A "fresh read": the same store."""
+        return self._pods.get(name)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` until ``predicate()`` holds."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate():
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            return predicate()
+        return True
+
+    async def update(
+        self, name: str, decide: Callable[[PodInfo], Mapping[str, str | None]]
+    ) -> PodInfo | None:
+        """Apply ``decide(pod)``'s annotation changes (None deletes); None when the pod is gone."""
+        pod = self._pods.get(name)
+        if pod is None:
+            return None
+        changes = {k: v for k, v in decide(pod).items() if pod.annotations.get(k) != v}
+        if not changes:
+            return pod
+        annotations = dict(pod.annotations)
+        for key, value in changes.items():
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
+        written = self._bumped(dataclasses.replace(pod, annotations=annotations))
+        self._pods[name] = written
+        self._changed.set()
+        return written
+
+    def _bumped(self, pod: PodInfo) -> PodInfo:
+        self._version += 1
+        return dataclasses.replace(pod, resource_version=str(self._version))

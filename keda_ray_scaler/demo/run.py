@@ -1,0 +1,344 @@
+"""The demo's composition: real Ray, agent, scaler and gRPC; simulated Kubernetes and KEDA.
+
+One Ray cluster ``demo`` with one worker group ``cpu`` of 10-CPU pods. Every
+``poll_interval_s``: the agent polls Ray, plans, runs the victim protocol and exports
+``/metrics``; the scaler (its own background refresh, scraping that ``/metrics``) answers the
+KEDA stand-in over gRPC on loopback; the simulated Deployment controller starts or stops worker
+raylets to match. A driver submits 20 tasks of ``{CPU: 5}``: the target goes to 10, then, once
+the tasks are done and the pods idle for ``idle_timeout_s``, back down through the victim
+protocol, deleting only drained, idle pods. Everything runs under ``workdir`` and every process
+is stopped by its PID on the way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import grpc
+import structlog
+
+from keda_ray_scaler.agent.ports import Clock
+from keda_ray_scaler.demo.agent import DemoAgent, start_agent
+from keda_ray_scaler.demo.controller import Deletion, DeploymentController
+from keda_ray_scaler.demo.keda import Decision, ScaledObject
+from keda_ray_scaler.demo.pods import DemoPods
+from keda_ray_scaler.demo.raylets import RayProcesses
+from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
+from keda_ray_scaler.rpc.server import build_server
+from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
+from keda_ray_scaler.sources.transport import RetrySettings
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSettings:
+    """What the demo runs; the defaults are the documented demo (under 2 minutes).
+
+    ``upscaling_speed`` 10 lets all 10 pods be pending at once (Ray's rule: at most
+    ``max(5, speed * running)`` pending pods per group), so the first answer is already 10.
+    """
+
+    workdir: Path  # HOME, Ray's temp dir and logs (the caller creates and removes it)
+    ray_bin: Path  # the ``ray`` executable of the environment
+    python: Path  # the interpreter that runs the driver
+    base_env: Mapping[str, str]  # environment the Ray processes start from
+    cluster: str = "demo"
+    group: str = "cpu"
+    pod_cpus: int = 10
+    max_replicas: int = 20
+    idle_timeout_s: float = 10.0
+    upscaling_speed: float = 10.0
+    tasks: int = 20
+    task_cpus: int = 5
+    task_seconds: float = 8.0
+    long_tasks: int = 0  # tasks that keep their pod busy after the others ended
+    long_seconds: float = 30.0
+    poll_interval_s: float = 1.0  # agent poll, scaler refresh and KEDA poll
+    settle_s: float = 1.0  # the victim protocol's settling delay (5 s in production)
+    deadline_s: float = 110.0  # the whole run, processes included
+
+    def cluster_spec(self) -> ClusterSpec:
+        """The demo's Ray cluster: one group of ``pod_cpus``-CPU pods."""
+        group = WorkerGroup(
+            self.group,
+            Resources.of(CPU=self.pod_cpus),
+            min_replicas=0,
+            max_replicas=self.max_replicas,
+            idle_timeout_s=self.idle_timeout_s,
+        )
+        return ClusterSpec(self.cluster, (group,), upscaling_speed=self.upscaling_speed)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One line of the timeline."""
+
+    at_s: float  # seconds since the start
+    what: str
+
+
+@dataclass
+class DemoResult:
+    """What happened, for the timeline's summary and the local end-to-end test."""
+
+    events: list[Event] = field(default_factory=list)
+    first_metric: float | None = None  # GetMetrics' first answer once the tasks were submitted
+    peak_replicas: int = 0
+    created: list[str] = field(default_factory=list)
+    deletions: list[Deletion] = field(default_factory=list)
+    #: for each deleted pod: it was a published victim when the ReplicaSet deleted it
+    victim_when_deleted: dict[str, bool] = field(default_factory=dict)
+    #: for each deleted pod: its Ray node had resources in use when the ReplicaSet deleted it
+    busy_when_deleted: dict[str, bool] = field(default_factory=dict)
+    tasks_done: dict[int, str] = field(default_factory=dict)  # task -> pod it ran on
+    workload_ok: bool = False
+    final_replicas: int = -1
+    finished: bool = False  # back to zero before the deadline
+
+
+class Timeline:
+    """Prints readable, timestamped lines as they happen, and keeps them."""
+
+    def __init__(self, clock: Clock, out: TextIO | None, result: DemoResult) -> None:
+        self._clock = clock
+        self._start = clock.now()
+        self._out = out
+        self._result = result
+
+    def __call__(self, what: str) -> None:
+        at = self._clock.now() - self._start
+        self._result.events.append(Event(at, what))
+        if self._out is not None:
+            print(f"[{at:6.1f}s] {what}", file=self._out, flush=True)
+
+    def elapsed(self) -> float:
+        """Seconds since the start."""
+        return self._clock.now() - self._start
+
+
+async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> DemoResult:
+    """Run the demo; print the timeline to ``out``; stop every process before returning."""
+    result = DemoResult()
+    say = Timeline(clock, out, result)
+    ray = RayProcesses(settings.ray_bin, settings.workdir, settings.base_env)
+    drivers: list[asyncio.subprocess.Process] = []
+    agent: DemoAgent | None = None
+    try:
+        async with asyncio.timeout(settings.deadline_s):
+            ray.start_head()
+            say(f"Ray head started (pid {ray.head.pid if ray.head else '?'}, {ray.gcs_address})")
+            pods = DemoPods()
+            agent = await start_agent(settings, ray.gcs_address, ray.env, pods, clock)
+            say(f"agent exporting {agent.metrics_url}")
+            await _scale(settings, clock, say, ray, pods, agent, result, drivers)
+    except TimeoutError:
+        say(f"deadline of {settings.deadline_s:g}s reached")
+    finally:
+        for driver in drivers:
+            if driver.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(driver.pid, signal.SIGKILL)  # its own session: driver + workers
+                await driver.wait()
+        if agent is not None:
+            await agent.stop()
+        await asyncio.to_thread(ray.stop_all)
+        say("every process stopped")
+    return result
+
+
+async def _scale(
+    settings: DemoSettings,
+    clock: Clock,
+    say: Timeline,
+    ray: RayProcesses,
+    pods: DemoPods,
+    agent: DemoAgent,
+    result: DemoResult,
+    drivers: list[asyncio.subprocess.Process],
+) -> None:
+    controller = DeploymentController(
+        f"ray-{settings.cluster}-{settings.group}",
+        settings.group,
+        settings.pod_cpus,
+        pods,
+        ray,
+        clock,
+    )
+    source = ScrapeSource(
+        ScrapeSettings(
+            {settings.cluster: agent.metrics_url},
+            retry=RetrySettings(attempts=2, deadline_s=2.0),
+        )
+    )
+    targets = TargetSettings(
+        refresh_interval_s=settings.poll_interval_s,
+        max_age_s=max(10.0, 10 * settings.poll_interval_s),
+    )
+    async with build_server(source, clock=clock.now, target_settings=targets) as server:
+        say(f"scaler serving gRPC on 127.0.0.1:{server.port} (source: scrape {agent.metrics_url})")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            scaled = ScaledObject(
+                channel,
+                controller.name,
+                "demo",
+                {"rayCluster": settings.cluster, "workerGroup": settings.group},
+                min_replicas=0,
+                max_replicas=settings.max_replicas,
+            )
+            await _loop(settings, clock, say, agent, controller, scaled, result, drivers)
+        source.close()
+
+
+async def _loop(
+    settings: DemoSettings,
+    clock: Clock,
+    say: Timeline,
+    agent: DemoAgent,
+    controller: DeploymentController,
+    scaled: ScaledObject,
+    result: DemoResult,
+    drivers: list[asyncio.subprocess.Process],
+) -> None:
+    driver: asyncio.subprocess.Process | None = None
+    reader: asyncio.Task[None] | None = None
+    last: Decision | None = None
+    last_nodes = ""
+    submitted = False
+    try:
+        while True:
+            await agent.step()
+            for pod in controller.heal(agent.registered):
+                say(f"{pod}: raylet exited before joining Ray, restarted (kubelet)")
+            nodes = agent.describe_nodes()
+            if nodes != last_nodes:
+                say(nodes)
+                last_nodes = nodes
+            if not submitted and agent.ready():
+                driver = await _start_driver(settings, agent.gcs_address, agent.env)
+                drivers.append(driver)
+                reader = asyncio.create_task(_read_driver(driver, say, result))
+                submitted = True
+                say(
+                    f"driver (pid {driver.pid}) submits {settings.tasks} tasks of "
+                    f"{{CPU: {settings.task_cpus}}}"
+                    + (f", {settings.long_tasks} of them long" if settings.long_tasks else "")
+                )
+                await asyncio.sleep(settings.poll_interval_s)  # let the agent see the demand
+                await agent.step()
+            decision = await scaled.poll(controller.replicas)
+            if submitted and result.first_metric is None and decision.metric:
+                result.first_metric = decision.metric
+            if last is None or (decision.metric, decision.active, decision.error) != (
+                last.metric,
+                last.active,
+                last.error,
+            ):
+                say(_describe(decision, agent))
+            last = decision
+            if decision.replicas != controller.replicas:
+                await _apply(decision.replicas, controller, agent, say, result)
+            if submitted and driver is not None and driver.returncode is not None:
+                if reader is not None:
+                    await reader
+                    reader = None
+                if controller.replicas == 0 and not controller.current():
+                    result.final_replicas = 0
+                    result.finished = True
+                    say("back to 0 pods: done")
+                    return
+            await asyncio.sleep(settings.poll_interval_s)
+    finally:
+        result.final_replicas = controller.replicas
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+def _describe(decision: Decision, agent: DemoAgent) -> str:
+    if decision.error:
+        return f"scaler: {decision.error} (KEDA keeps the current replicas)"
+    victims = sorted(agent.victims())
+    shown = f", victims {victims}" if victims else ""
+    return f"scaler: IsActive={decision.active} GetMetrics={decision.metric}{shown}"
+
+
+async def _apply(
+    replicas: int,
+    controller: DeploymentController,
+    agent: DemoAgent,
+    say: Timeline,
+    result: DemoResult,
+) -> None:
+    before = controller.replicas
+    victims = set(agent.victims())
+    busy = agent.busy_pods()
+    created, deleted = await controller.scale(replicas)
+    result.peak_replicas = max(result.peak_replicas, replicas)
+    result.created += created
+    result.deletions += deleted
+    for d in deleted:
+        result.victim_when_deleted[d.pod] = d.pod in victims
+        result.busy_when_deleted[d.pod] = d.pod in busy
+    change = f"Deployment {controller.name}: replicas {before} -> {replicas}"
+    if created:
+        change += f", started {len(created)} worker raylets"
+    if deleted:
+        names = ", ".join(f"{d.pod} (cost {d.cost})" for d in deleted)
+        change += f", deleted {names}"
+    say(change)
+
+
+async def _start_driver(
+    settings: DemoSettings, gcs_address: str, env: Mapping[str, str]
+) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        str(settings.python),
+        "-m",
+        "keda_ray_scaler.demo.workload",
+        f"--tasks={settings.tasks}",
+        f"--cpus={settings.task_cpus}",
+        f"--seconds={settings.task_seconds}",
+        f"--long={settings.long_tasks}",
+        f"--long-seconds={settings.long_seconds}",
+        env={**env, "RAY_ADDRESS": gcs_address},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL,
+        cwd=settings.workdir,
+        start_new_session=True,
+    )
+
+
+async def _read_driver(
+    driver: asyncio.subprocess.Process, say: Callable[[str], None], result: DemoResult
+) -> None:
+    assert driver.stdout is not None
+    async for raw in driver.stdout:
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        kind = event.get("event")
+        if kind == "done":
+            result.tasks_done[int(event["task"])] = str(event["pod"])
+            say(f"task {event['task']} finished on {event['pod']}")
+        elif kind == "finished":
+            result.workload_ok = True
+            say(f"driver: all {event['tasks']} tasks finished")
+        elif kind == "failed":
+            say(f"driver: a task failed: {event['error']}")
+    code = await driver.wait()
+    if code:
+        print(f"driver exited with {code}", file=sys.stderr)
