@@ -187,12 +187,8 @@ def test_held_by_removes_the_demand_a_plan_reports_unplaceable() -> None:
         groups={},
         unplaceable=(
             Unplaceable(Resources.of(CPU=5), 4, blocked),
-            Unplaceable(
-                Resources.of(CPU=1), 2, blocked, "", DemandKind.PLACEMENT_GROUP, pg.strategy
-            ),
-            Unplaceable(
-                Resources.of(CPU=2), 2, blocked, "", DemandKind.PLACEMENT_GROUP, pg.strategy
-            ),
+            Unplaceable(Resources.of(CPU=1), 2, blocked, "", in_pg, pg.strategy),
+            Unplaceable(Resources.of(CPU=2), 2, blocked, "", in_pg, pg.strategy),
             Unplaceable(Resources.of(CPU=10), 1, blocked, "", DemandKind.CONSTRAINT),
         ),
     )
