@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.server
 import math
@@ -333,6 +334,33 @@ async def test_a_silent_server_times_out_within_the_deadline(metrics: SourceMetr
         await source_for(url, metrics, deadline_s=0.5).fetch("demo")
     assert isinstance(info.value, FetchError) and info.value.kind == "timeout"
     assert count(metrics, "failures", source="prometheus", error="timeout") == 1
+
+
+async def test_a_pending_fetch_does_not_block_the_event_loop(metrics: SourceMetrics) -> None:
+    """While the HTTP call waits in its thread, the loop runs other work (here: the test)."""
+    loop = asyncio.get_running_loop()
+    connected = asyncio.Event()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+
+        def accept() -> None:
+            conn, _ = listener.accept()
+            loop.call_soon_threadsafe(connected.set)
+            conn.recv(65536)  # read the request, never answer; closed with the listener
+            conn.close()
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        fetch = asyncio.create_task(
+            source_for(url, metrics, attempts=1, deadline_s=2.0).fetch("demo")
+        )
+        await asyncio.wait_for(connected.wait(), 5)
+        assert not fetch.done()
+        with pytest.raises(DemandUnavailable):
+            await fetch
+        thread.join(5)
 
 
 async def test_server_errors_are_retried(metrics: SourceMetrics) -> None:
