@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
+import structlog.testing
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from rpc_builders import T0, FakeClock, meta, node, snapshot
@@ -145,6 +146,23 @@ async def test_unknown_cluster_or_group_is_not_found(env: Env) -> None:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(**metadata)))
         assert (info.value.code(), info.value.details()) == (grpc.StatusCode.NOT_FOUND, text)
+
+
+async def test_refused_rpc_is_logged_with_cluster_and_group(env: Env) -> None:
+    """A refused call logs method, code, error, cluster and worker_group."""
+    with structlog.testing.capture_logs() as logs, pytest.raises(grpc.aio.AioRpcError):
+        await env.stub.IsActive(ref(**meta(group="gpu")))
+    assert logs == [
+        {
+            "event": "rpc refused",
+            "method": "IsActive",
+            "code": "NOT_FOUND",
+            "error": "worker group 'gpu' not found in Ray cluster 'ray'",
+            "cluster": "ray",
+            "worker_group": "gpu",
+            "log_level": "info",
+        }
+    ]
 
 
 async def test_stale_or_failed_data_is_unavailable_and_health_stays_serving(env: Env) -> None:

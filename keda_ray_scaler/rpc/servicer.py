@@ -101,42 +101,38 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
     ) -> pb.GetMetricSpecResponse:
         """The metric spec, from metadata only."""
 
-        async def answer() -> pb.GetMetricSpecResponse:
-            return metric_spec(self._config(request.scalerMetadata))
+        async def answer(config: TriggerConfig) -> pb.GetMetricSpecResponse:
+            return metric_spec(config)
 
-        return await self._unary("GetMetricSpec", context, answer)
+        return await self._unary("GetMetricSpec", context, request.scalerMetadata, answer)
 
     async def GetMetrics(
         self, request: pb.GetMetricsRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetMetricsResponse:
         """The group's target replicas, in both the int and the float field."""
 
-        async def answer() -> pb.GetMetricsResponse:
-            config = self._config(request.scaledObjectRef.scalerMetadata)
+        async def answer(config: TriggerConfig) -> pb.GetMetricsResponse:
             t = await self._cache.get(config.cluster, config.group, config.max_age_s)
-            return pb.GetMetricsResponse(
-                metricValues=[
-                    pb.MetricValue(
-                        metricName=config.metric_name,
-                        metricValue=t.target,
-                        metricValueFloat=float(t.target),
-                    )
-                ]
+            value = pb.MetricValue(
+                metricName=config.metric_name,
+                metricValue=t.target,
+                metricValueFloat=float(t.target),
             )
+            return pb.GetMetricsResponse(metricValues=[value])
 
-        return await self._unary("GetMetrics", context, answer)
+        metadata = request.scaledObjectRef.scalerMetadata
+        return await self._unary("GetMetrics", context, metadata, answer)
 
     async def IsActive(
         self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
     ) -> pb.IsActiveResponse:
         """False only when the target is 0 and no non-victim pod remains."""
 
-        async def answer() -> pb.IsActiveResponse:
-            config = self._config(request.scalerMetadata)
+        async def answer(config: TriggerConfig) -> pb.IsActiveResponse:
             t = await self._cache.get(config.cluster, config.group, config.max_age_s)
             return pb.IsActiveResponse(result=t.active)
 
-        return await self._unary("IsActive", context, answer)
+        return await self._unary("IsActive", context, request.scalerMetadata, answer)
 
     # --- streams --------------------------------------------------------------------------
 
@@ -146,11 +142,12 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         """Current state on open, then edges: rising at once, falling after the debounce."""
         method = "StreamIsActive"
         started = time.perf_counter()
+        config: TriggerConfig | None = None
         try:
             config = self._config(request.scalerMetadata)
             t = await self._cache.get(config.cluster, config.group, config.max_age_s)
         except ScalerError as exc:
-            await self._abort(method, context, exc, started)
+            await self._abort(method, context, exc, started, config)
             return
         seen = self._cache.version(config.cluster)
         self._observe(method, "OK", started)
@@ -211,13 +208,16 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         self,
         method: str,
         context: grpc.aio.ServicerContext,
-        answer: Callable[[], Awaitable[_T]],
+        metadata: Mapping[str, str],
+        answer: Callable[[TriggerConfig], Awaitable[_T]],
     ) -> _T:
         started = time.perf_counter()
+        config: TriggerConfig | None = None
         try:
-            result = await answer()
+            config = self._config(metadata)
+            result = await answer(config)
         except ScalerError as exc:
-            await self._abort(method, context, exc, started)
+            await self._abort(method, context, exc, started, config)
             raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
         self._observe(method, "OK", started)
         return result
@@ -228,10 +228,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         context: grpc.aio.ServicerContext,
         exc: ScalerError,
         started: float,
+        config: TriggerConfig | None = None,
     ) -> None:
         code = status_of(exc)
         self._observe(method, code.name, started)
-        _log.info("rpc refused", method=method, code=code.name, error=str(exc))
+        log = (
+            _log if config is None else _log.bind(cluster=config.cluster, worker_group=config.group)
+        )
+        log.info("rpc refused", method=method, code=code.name, error=str(exc))
         await context.abort(code, str(exc))
 
     def _observe(self, method: str, code: str, started: float) -> None:
