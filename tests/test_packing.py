@@ -1,0 +1,161 @@
+"""The packer on vectors: arithmetic placement, pod classes, group choice, injected strategies."""
+
+from __future__ import annotations
+
+from keda_ray_scaler.packing import (
+    Candidate,
+    GroupSpec,
+    NewPods,
+    Packer,
+    Vec,
+    dominant_share_orderer,
+    fit_count,
+    need_of,
+    ray_scorer,
+    scarcity_orderer,
+)
+
+# vectors over (CPU, GPU), in whole units for readability
+CPU10 = GroupSpec("cpu", (10, 0), 1.0)
+CPU4 = GroupSpec("small", (4, 0), 0.5)
+GPU = GroupSpec("gpu", (8, 1), 4.0)
+BIG = 1 << 40
+
+
+def packer(
+    *groups: GroupSpec, existing: list[tuple[int, Vec, Vec, str]] | None = None, **kw: object
+) -> Packer:
+    """A packer over ``groups`` with no bounds."""
+    new = NewPods(groups, [BIG] * len(groups), BIG)
+    return Packer(groups, existing or [], new, gpu_index=1, **kw)  # type: ignore[arg-type]
+
+
+def test_copies_that_fit_are_the_minimum_over_resources() -> None:
+    """fit = min over resources of floor(free / need)."""
+    assert fit_count((10, 1), need_of((3, 0))) == 3
+    assert fit_count((10, 1), need_of((3, 1))) == 1
+    assert fit_count((10, 0), need_of((3, 1))) == 0
+
+
+def test_twenty_copies_of_five_cpu_need_ten_ten_cpu_pods() -> None:
+    """20 x {CPU: 5} open exactly 10 pods of 10 CPUs, all full."""
+    p = packer(CPU10)
+    assert p.place([((5, 0), 20)]) == []
+    assert p.new.count == [10]
+    assert p.new.open == {(0, (0, 0)): 10}
+
+
+def test_a_million_bundles_are_placed_arithmetically() -> None:
+    """1,000,000 x {CPU: 1}: 100,000 pods in one class, no per-bundle work."""
+    p = packer(CPU10)
+    assert p.place([((1, 0), 1_000_000)]) == []
+    assert p.new.open == {(0, (0, 0)): 100_000}
+
+
+def test_identical_existing_pods_form_one_class() -> None:
+    """Three pods with the same free vector are one class of count 3."""
+    existing = [(0, (10, 0), (5, 0), f"p{i}") for i in range(3)]
+    p = packer(CPU10, existing=existing)
+    assert len(p.old) == 1
+    assert p.place([((5, 0), 2)]) == []
+    assert p.new.count == [0]
+    assert p.busy_pods() == {"p0", "p1", "p2"}
+
+
+def test_partly_used_pods_take_demand_before_wholly_free_ones() -> None:
+    """A {CPU: 5} task goes on the pod already in use, the free one stays free."""
+    existing = [(0, (10, 0), (10, 0), "free"), (0, (10, 0), (5, 0), "used")]
+    p = packer(CPU10, existing=existing)
+    p.place([((5, 0), 1)])
+    assert p.old[(0, (10, 0), (10, 0))].pods == ["free"]
+
+
+def test_free_pods_take_demand_in_the_order_given() -> None:
+    """Among wholly free pods, the first given (least idle) takes demand first."""
+    existing = [(0, (10, 0), (10, 0), "least-idle"), (0, (10, 0), (10, 0), "most-idle")]
+    p = packer(CPU10, existing=existing)
+    p.place([((10, 0), 1)])
+    assert p.old[(0, (10, 0), (10, 0))].pods == ["most-idle"]
+
+
+def test_leftovers_of_new_pods_take_smaller_shapes() -> None:
+    """3 x {CPU: 6} then 3 x {CPU: 4}: the 4s fill the 6s' pods, 3 pods in all."""
+    p = packer(CPU10)
+    assert p.place([((6, 0), 3), ((4, 0), 3)]) == []
+    assert p.new.count == [3]
+
+
+def test_gpu_demand_never_opens_cpu_pods() -> None:
+    """{GPU: 1} opens GPU pods only."""
+    p = packer(CPU10, GPU)
+    p.place([((1, 1), 2)])
+    assert p.new.count == [0, 2]
+
+
+def test_cpu_demand_does_not_open_gpu_pods_when_a_cpu_group_fits() -> None:
+    """Ray's GPU avoidance wins over utilisation."""
+    cheap_gpu = GroupSpec("gpu", (16, 1), 0.1)
+    p = packer(CPU10, cheap_gpu)
+    p.place([((2, 0), 5)])
+    assert p.new.count == [1, 0]
+
+
+def test_cpu_demand_fills_the_leftovers_of_gpu_pods_it_needs_anyway() -> None:
+    """GPU shapes go first; the CPU left on GPU pods takes CPU demand before new CPU pods."""
+    p = packer(CPU10, GPU)
+    p.place([((4, 0), 2), ((4, 1), 2)])
+    assert p.new.count == [0, 2]
+
+
+def test_the_remainder_goes_to_the_cheaper_group_by_lookahead() -> None:
+    """21 x {CPU: 1}: 2 pods of 10 and one of 4 (cost 2.5) beat 3 pods of 10 (cost 3)."""
+    p = packer(CPU10, CPU4)
+    p.place([((1, 0), 21)])
+    assert p.new.count == [2, 1]
+
+
+def test_headroom_limits_new_pods_and_the_rest_is_returned() -> None:
+    """maxReplicas headroom 2: 4 of 6 {CPU: 5} placed, 2 returned."""
+    new = NewPods([CPU10], [2], BIG)
+    p = Packer([CPU10], [], new)
+    assert p.place([((5, 0), 6)]) == [((5, 0), 2)]
+
+
+def test_a_strict_spread_gang_uses_distinct_pods() -> None:
+    """Three {CPU: 1} bundles of one STRICT_SPREAD gang open three pods."""
+    p = packer(CPU10)
+    assert p.place_spread([(1, 0)] * 3)
+    assert p.new.count == [3]
+
+
+def test_a_strict_spread_gang_that_does_not_fit_leaves_no_trace() -> None:
+    """All or nothing: a failed gang restores the state."""
+    new = NewPods([CPU10], [2], BIG)
+    p = Packer([CPU10], [], new)
+    assert not p.place_spread([(1, 0)] * 3)
+    assert (p.new.count, p.new.open) == ([0], {})
+
+
+def test_ray_scorer_puts_gpu_pods_for_cpu_demand_in_a_worse_tier() -> None:
+    """Tier 1 for a GPU pod taking no GPU; utilisation min and mean otherwise."""
+    assert ray_scorer(Candidate("gpu", (8, 1), 4.0, (4, 0), 2, 1)) == (1, 0.0, 0.5)
+    assert ray_scorer(Candidate("gpu", (8, 1), 4.0, (4, 1), 1, 1)) == (0, 0.5, 0.75)
+
+
+def test_an_injected_scorer_changes_the_group_choice() -> None:
+    """A scorer that puts the CPU group in tier 1 sends CPU demand to GPU pods."""
+
+    def prefer_gpu(c: Candidate) -> tuple[int, float, float]:
+        return (0 if c.group == "gpu" else 1, 0.0, 0.0)
+
+    p = packer(CPU10, GPU, scorer=prefer_gpu)
+    p.place([((4, 0), 2)])
+    assert p.new.count == [0, 1]
+
+
+def test_scarcity_orderer_puts_gpu_shapes_before_larger_cpu_shapes() -> None:
+    """GPU shapes (fewer groups have GPUs) come first, then the largest."""
+    groups = [CPU10, GPU]
+    assert scarcity_orderer([(2, 0), (9, 0), (1, 1)], groups) == [(1, 1), (9, 0), (2, 0)]
+    assert dominant_share_orderer([(2, 0), (9, 0), (1, 1)], groups) == [(1, 1), (9, 0), (2, 0)]
+    assert dominant_share_orderer([(2, 0), (9, 0)], [CPU10, CPU4]) == [(9, 0), (2, 0)]
