@@ -257,3 +257,31 @@ async def test_clusters_nobody_asks_about_are_forgotten() -> None:
     clock.advance(60)
     await c.refresh()
     assert (c.clusters(), src.fetches) == (["a"], 3)
+
+
+async def test_refresh_loop_survives_a_failing_round() -> None:
+    """run() sleeps the interval between rounds and keeps going after a round raises."""
+    rounds: list[float] = []
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(rounds) == 3:
+            raise asyncio.CancelledError
+
+    c = TargetCache(
+        MemorySource(),
+        clock=FakeClock(),
+        settings=TargetSettings(refresh_interval_s=7),
+        sleep=fake_sleep,
+    )
+
+    async def flaky() -> None:
+        rounds.append(1)
+        if len(rounds) == 1:
+            raise RuntimeError("bug")
+
+    c.refresh = flaky  # type: ignore[method-assign]
+    with pytest.raises(asyncio.CancelledError):
+        await c.run()
+    assert (len(rounds), slept) == (3, [7, 7, 7, 7])

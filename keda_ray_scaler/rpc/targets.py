@@ -247,7 +247,10 @@ class TargetCache:
         """Refresh every interval until cancelled."""
         while True:
             await self._sleep(self.settings.refresh_interval_s)
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception:  # a bug in one round must not stop every later refresh
+                _log.exception("refresh round failed")
 
     async def refresh(self) -> None:
         """One round: forget unused clusters, then fetch and plan every remaining one once."""
@@ -269,7 +272,9 @@ class TargetCache:
             if entry.inflight is None or entry.inflight.done():
                 entry.inflight = asyncio.create_task(self._refresh_one(name))
             tasks.append(entry.inflight)
-        await asyncio.gather(*tasks)
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                _log.error("cluster refresh failed unexpectedly", error=repr(outcome))
 
     async def _refresh_one(self, cluster: str) -> None:
         try:
