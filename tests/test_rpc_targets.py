@@ -285,3 +285,14 @@ async def test_refresh_loop_survives_a_failing_round() -> None:
     with pytest.raises(asyncio.CancelledError):
         await c.run()
     assert (len(rounds), slept) == (3, [7, 7, 7, 7])
+
+
+async def test_clusters_beyond_the_maximum_are_unavailable_not_fetched() -> None:
+    """With max_clusters=2, a third cluster is refused without a fetch."""
+    src = MemorySource({n: snapshot(n) for n in ("a", "b", "c")})
+    c = TargetCache(src, clock=FakeClock(), settings=TargetSettings(max_clusters=2))
+    await c.get("a", "cpu")
+    await c.get("b", "cpu")
+    with pytest.raises(DemandUnavailable, match="already refreshing 2 clusters"):
+        await c.get("c", "cpu")
+    assert (c.clusters(), src.fetches) == (["a", "b"], 2)

@@ -60,6 +60,8 @@ class TargetSettings:
     fetch_timeout_s: float = 10.0  # safety net over one source fetch (sources have their own)
     first_wait_s: float = 2.5  # a request for a new cluster waits this long for its first fetch
     forget_after_s: float = 900.0  # stop refreshing a cluster nobody asked about this long
+    #: clusters refreshed at most: bounds the queries ScaledObjects naming bogus clusters cause
+    max_clusters: int = 2000
 
     def __post_init__(self) -> None:
         names = ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "first_wait_s")
@@ -189,6 +191,11 @@ class TargetCache:
         entry = self._entries.get(cluster)
         now = self._clock()
         if entry is None:
+            if len(self._entries) >= self.settings.max_clusters:
+                raise DemandUnavailable(
+                    f"Ray cluster {cluster!r} not refreshed: already refreshing "
+                    f"{self.settings.max_clusters} clusters (the maximum)"
+                )
             entry = self._entries[cluster] = _Entry(last_used_s=now)
             entry.inflight = asyncio.create_task(self._refresh_one(cluster))
         entry.last_used_s = now
