@@ -7,7 +7,8 @@ The call is the one Ray's autoscaler v2 makes (``ray_stopper.py``)::
 The GCS forwards it to the node's raylet, which accepts an idle-termination drain only if the
 node is idle at that moment (atomically with its own scheduling), else answers
 ``(False, "The node to be idle terminated is no longer idle.")``. The node id is the hex string
-(Ray decodes it with ``NodeID.FromHex``; passing bytes yields a nil id the GCS silently accepts).
+(Ray decodes it with ``NodeID.FromHex``: bytes or a malformed string become the nil id, which
+the GCS answers with "accepted" without draining anything, so we refuse them before calling).
 
 What happens after an accepted drain (Ray 2.60, measured in ``tests/test_agent_drain.py``): the
 raylet shuts itself down at once (the node is DEAD in the next status), whatever the deadline,
@@ -19,6 +20,7 @@ KubeRay's probes (raylet health) later mark the pod unready. The deadline is onl
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -30,6 +32,9 @@ log = structlog.get_logger(__name__)
 
 #: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION
 DRAIN_NODE_REASON_IDLE_TERMINATION = 1
+
+#: A Ray NodeID is 28 bytes; the GCS wants it as hex.
+_NODE_ID = re.compile(r"[0-9a-f]{56}")
 
 
 class DrainApi(Protocol):
@@ -54,6 +59,9 @@ class RayDrainer:
         self._timeout_s = timeout_s
 
     def _drain_blocking(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
+        if not _NODE_ID.fullmatch(node_id):
+            # Ray would decode it to the nil id and answer "accepted" without draining anything.
+            return DrainResult(False, f"not a Ray node id (56 hex digits): {node_id!r}")
         try:
             accepted, rejection = self._gcs().drain_node(
                 node_id,
