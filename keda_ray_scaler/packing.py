@@ -222,6 +222,53 @@ class NewPods:
         return count - full * per - rem
 
 
+def _knapsack(
+    cap: Vec,
+    counts: Mapping[Vec, int],
+    needs: Mapping[Vec, Need],
+    value: Mapping[Vec, float],
+    budget: int = 4000,
+) -> tuple[dict[Vec, int], float]:
+    """Most ``value`` of the shapes (at most ``counts`` each) that fits in one ``cap`` pod.
+
+    Depth-first over shapes by decreasing value, most copies first, with a bound (the best
+    fractional completion) and at most ``budget`` nodes: exact on small inputs, greedy after.
+    """
+    shapes = sorted(
+        (s for s in counts if fit_count(cap, needs[s]) > 0), key=lambda s: (-value[s], s)
+    )
+    best: list[tuple[dict[Vec, int], float]] = [({}, 0.0)]
+    nodes = [0]
+
+    def bound(free: Vec, k: int) -> float:
+        # the best value per unit of the tightest resource, times what is left of it
+        extra = 0.0
+        for s in shapes[k:]:
+            extra += value[s] * min(counts[s], fit_count(free, needs[s]))
+        return extra
+
+    def go(k: int, free: Vec, chosen: dict[Vec, int], worth: float) -> None:
+        nodes[0] += 1
+        if worth > best[0][1] + 1e-12:
+            best[0] = (dict(chosen), worth)
+        if k == len(shapes) or nodes[0] > budget:
+            return
+        if worth + bound(free, k) <= best[0][1] + 1e-12:
+            return
+        s = shapes[k]
+        most = min(counts[s], fit_count(free, needs[s]))
+        for n in range(most, -1, -1):
+            if n:
+                chosen[s] = n
+            else:
+                chosen.pop(s, None)
+            go(k + 1, _minus(free, s, n), chosen, worth + value[s] * n)
+        chosen.pop(s, None)
+
+    go(0, cap, {}, 0.0)
+    return best[0]
+
+
 def _size(free: Vec, group: GroupSpec) -> float:
     """Free space as a sum of shares of the group's pod (best fit tries small first)."""
     return sum(f / c for f, c in zip(free, group.capacity, strict=True) if c)
@@ -270,6 +317,7 @@ class Packer:
         orderer: ShapeOrderer | None = None,
         lookahead: int = 8,
         gpu_index: int = -1,
+        patterns: bool = False,
     ) -> None:
         """``existing``: ``(group index, total, free, pod)`` in the order pods take demand."""
         self.groups = groups
@@ -278,6 +326,7 @@ class Packer:
         self.orderer = orderer or scarcity_orderer
         self.lookahead = lookahead
         self.gpu_index = gpu_index
+        self.patterns = patterns
         self.old: dict[tuple[int, Vec, Vec], _Old] = {}
         for g, total, free, pod in existing:
             cls = self.old.get((g, total, free))
@@ -316,12 +365,61 @@ class Packer:
         queue = [(s, need_of(s), merged[s]) for s in self.orderer(list(merged), self.groups)]
         left = [(s, n, self._place_old(s, n, c)) for s, n, c in queue]
         left = [x for x in left if x[2]]
+        if self.patterns:
+            return self._place_patterns(left)
         out: list[tuple[Vec, int]] = []
         for pos, (shape, need, count) in enumerate(left):
             rest = count and self._place_new(shape, need, count, left[pos + 1 :])
             if rest:
                 out.append((shape, rest))
         return out
+
+    def _place_patterns(self, left: Sequence[tuple[Vec, Need, int]]) -> list[tuple[Vec, int]]:
+        """New pods by repeated best patterns (a greedy cutting-stock heuristic).
+
+        After the free space of pods already planned is filled (first fit decreasing), each
+        round fills one pod of every group with room by a small bounded knapsack (most demand,
+        by dominant share, that fits one pod), picks the group with the lowest cost per unit of
+        demand (GPU groups last for patterns without GPU), and opens as many pods with that
+        pattern as the counts allow at once: rounds grow with distinct patterns, not bundles.
+        """
+        order = self._order
+        rest: dict[Vec, int] = {}
+        needs: dict[Vec, Need] = {}
+        for shape, need, count in left:
+            count = self.new.fill(shape, need, count, order)
+            if count:
+                rest[shape], needs[shape] = count, need
+        width = len(self.groups[0].capacity) if self.groups else 0
+        biggest = [max(g.capacity[i] for g in self.groups) for i in range(width)]
+        value = {s: max(a / b for a, b in zip(s, biggest, strict=True) if a) for s in rest}
+        gpu = self.gpu_index
+        while rest:
+            best: tuple[int, float, float, str] | None = None
+            pick: tuple[int, dict[Vec, int]] | None = None
+            for g, grp in enumerate(self.groups):
+                if self.new.room(g) <= 0:
+                    continue
+                pattern, worth = _knapsack(grp.capacity, rest, needs, value)
+                if not pattern:
+                    continue
+                waste = self._gpu_group[g] and not any(s[gpu] for s in pattern)
+                key = (1 if waste else 0, grp.cost / worth, -worth, grp.name)
+                if best is None or key < best:
+                    best, pick = key, (g, pattern)
+            if pick is None:
+                break
+            g, pattern = pick
+            times = min(self.new.room(g), *(rest[s] // n for s, n in pattern.items()))
+            free = list(self.groups[g].capacity)
+            for s, n in pattern.items():
+                for i, a in enumerate(s):
+                    free[i] -= a * n
+                rest[s] -= n * times
+                if not rest[s]:
+                    del rest[s]
+            self.new.add(g, times, tuple(free))
+        return [(s, rest[s]) for s, _, _ in left if rest.get(s)]
 
     def place_spread(self, bundles: Sequence[Vec]) -> bool:
         """One STRICT_SPREAD gang: every bundle on a distinct pod. All or nothing."""

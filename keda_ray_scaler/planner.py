@@ -141,11 +141,14 @@ def plan(
     caps = list(setup.hard)
     best = _solve(setup, caps, strat, "gangs")
     small = sum(setup.floor) + sum(best.new) <= strat.improve_max_pods
-    modes = ["gangs"]
-    if small and setup.gangs:
-        modes += ["tasks", "flat"] if setup.tasks else ["flat"]
-    for mode in modes[1:]:
-        other = _solve(setup, caps, strat, mode)
+    modes: list[tuple[str, bool]] = [("gangs", False)]
+    if small:
+        orders = ["gangs"]
+        if setup.gangs:
+            orders += ["tasks", "flat"] if setup.tasks else ["flat"]
+        modes = [(o, p) for p in (False, True) for o in orders]
+    for mode, patterns in modes[1:]:
+        other = _solve(setup, caps, strat, mode, patterns)
         if other.valid and _better(other, best):
             best = other
     improved = small
@@ -156,8 +159,8 @@ def plan(
                 continue
             trial_caps = list(caps)
             trial_caps[g] = best.new[g] - 1
-            for mode in modes:
-                trial = _solve(setup, trial_caps, strat, mode)
+            for mode, patterns in modes:
+                trial = _solve(setup, trial_caps, strat, mode, patterns)
                 if trial.valid and _better(trial, best):
                     best, caps, improved = trial, trial_caps, True
                     break
@@ -282,13 +285,16 @@ def _order_gangs(
     return sorted(gangs, key=key)
 
 
-def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, mode: str) -> _Outcome:
+def _solve(
+    s: _Setup, caps: Sequence[int], strat: Strategies, mode: str, patterns: bool = False
+) -> _Outcome:
     """Steps 1-4 with at most ``caps[g]`` new pods per group.
 
     ``mode`` is the order of steps 3 and 4: ``gangs`` (Ray's: placement groups, then tasks),
     ``tasks`` (tasks first, so placement-group bundles can use the leftovers of pods scarce
     task demand needs anyway) or ``flat`` (STRICT_SPREAD groups, then every other bundle in
     one first-fit-decreasing queue; valid only when every placement group is placed whole).
+    ``patterns`` opens new pods by repeated best patterns instead of per-shape rollouts.
     """
     wgroups = s.inp.cluster.worker_groups
     n = len(wgroups)
@@ -315,6 +321,7 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, mode: str) -> _Out
             strat.orderer,
             strat.lookahead,
             s.gpu_index,
+            patterns,
         )
         if totals.place(s.constraints):
             for shape, count in s.constraints:
@@ -336,6 +343,7 @@ def _solve(s: _Setup, caps: Sequence[int], strat: Strategies, mode: str) -> _Out
         strat.orderer,
         strat.lookahead,
         s.gpu_index,
+        patterns,
     )
 
     def gangs(which: Sequence[PlacementGroup]) -> None:  # 3. placement groups, all or nothing
