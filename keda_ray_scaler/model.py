@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 #: Ray's FixedPoint granularity: every resource amount is a multiple of 1/10000.
 RESOURCE_SCALE = 10_000
 
+#: KubeRay's upscaling speed when ``upscalingMode`` is unset or ``Default``: no rate limit.
+DEFAULT_UPSCALING_SPEED = 1000.0
+
 #: Resources whose amounts are bytes (accepted as Kubernetes quantities in files).
 BYTE_RESOURCES = frozenset({"memory", "object_store_memory"})
 
@@ -164,7 +167,9 @@ class ClusterSpec:
     name: str
     worker_groups: tuple[WorkerGroup, ...]
     max_workers: int | None = None  # cap on worker pods across groups
-    upscaling_speed: float = 1.0  # Ray's meaning: pending pods <= max(5, speed * running)
+    #: Ray's meaning: pending pods per group <= max(5, speed * running). KubeRay's default
+    #: (``upscalingMode`` unset or ``Default``) is 1000, i.e. no rate limit; Conservative is 1.
+    upscaling_speed: float = DEFAULT_UPSCALING_SPEED
 
     def group(self, name: str) -> WorkerGroup | None:
         """The worker group called ``name``, if any."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from keda_ray_scaler.model import (
+    DEFAULT_UPSCALING_SPEED,
     RESOURCE_SCALE,
     Bundle,
     ClusterSpec,
@@ -299,7 +300,7 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
         name=cluster,
         worker_groups=tuple(groups),
         max_workers=_count(max_workers[0]) if max_workers else None,
-        upscaling_speed=speed[0].value if speed else 1.0,
+        upscaling_speed=speed[0].value if speed else DEFAULT_UPSCALING_SPEED,
     )
     bundles: list[Bundle] = []
     constraints: list[Bundle] = []
