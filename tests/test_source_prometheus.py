@@ -340,25 +340,30 @@ async def test_a_pending_fetch_does_not_block_the_event_loop(metrics: SourceMetr
     """While the HTTP call waits in its thread, the loop runs other work (here: the test)."""
     loop = asyncio.get_running_loop()
     connected = asyncio.Event()
+    release = threading.Event()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)
 
-        def accept() -> None:
+        def serve_one() -> None:
             conn, _ = listener.accept()
-            loop.call_soon_threadsafe(connected.set)
-            conn.recv(65536)  # read the request, never answer; closed with the listener
-            conn.close()
+            with conn:
+                loop.call_soon_threadsafe(connected.set)
+                conn.recv(65536)
+                release.wait(10)  # answer only once the test has looked
+                conn.sendall(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 
-        thread = threading.Thread(target=accept, daemon=True)
+        thread = threading.Thread(target=serve_one, daemon=True)
         thread.start()
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        fetch = asyncio.create_task(
-            source_for(url, metrics, attempts=1, deadline_s=2.0).fetch("demo")
-        )
-        await asyncio.wait_for(connected.wait(), 5)
-        assert not fetch.done()
-        with pytest.raises(DemandUnavailable):
+        source = source_for(url, metrics, attempts=1, deadline_s=10.0)
+        fetch = asyncio.create_task(source.fetch("demo"))
+        try:
+            await asyncio.wait_for(connected.wait(), 10)
+            assert not fetch.done()
+        finally:
+            release.set()
+        with pytest.raises(DemandUnavailable, match="HTTP 503"):
             await fetch
         thread.join(5)
 
