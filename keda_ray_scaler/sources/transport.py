@@ -266,10 +266,10 @@ async def call_with_retries(
 
     ``deadline`` (event-loop time) shares one deadline between several calls of one fetch;
     by default it is ``retry.deadline_s`` from now. ``timeout_s`` is what is left of it for
-    that attempt. Retries connection errors,
-    timeouts, 429 and 5xx; fails at once on 4xx, auth and TLS errors. Every attempt is counted
-    by outcome; the final failure is a :class:`FetchError` (a ``DemandUnavailable``) raised
-    from the last cause. ``wait`` overrides the backoff (tests pass ``tenacity.wait_none()``).
+    that attempt. Retries connection errors, timeouts, 429 and 5xx; fails at once on other
+    4xx, auth and TLS errors and a spent deadline. Every attempt is counted by outcome; the
+    final failure is a :class:`FetchError` (a ``DemandUnavailable``) raised from the last
+    cause. ``wait`` overrides the backoff (tests pass ``tenacity.wait_none()``).
     """
     log = structlog.get_logger(__name__).bind(source=source, what=what)
     loop = asyncio.get_running_loop()
