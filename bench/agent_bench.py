@@ -1,0 +1,138 @@
+"""Cost of one agent poll at 1,000 worker nodes and 200 demand shapes (issue 3).
+
+The GCS reply is synthetic but real: a ``GetClusterStatusReply`` protobuf, serialized and parsed
+back as the agent does with the bytes ``GcsClient.get_cluster_status()`` returns. The RPC itself
+is not measured (measured against a real 2-node GCS: about 0.25 ms of client CPU per call).
+Printed: CPU time (``time.process_time``, one core) per step and in all, median of repeats, and
+the size of the ``/metrics`` body.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+NODES = 1_000
+SHAPES = 200
+PLACEMENT_GROUPS = 20
+REPEATS = 15
+
+
+def synthetic_reply(nodes: int = NODES, shapes: int = SHAPES) -> bytes:
+    """A serialized reply: ``nodes`` workers in 3 groups, ``shapes`` task shapes, some PGs."""
+    from ray.core.generated import autoscaler_pb2 as pb
+
+    groups = [("cpu", {"CPU": 10.0}), ("gpu", {"CPU": 8.0, "GPU": 1.0}), ("mem", {"CPU": 4.0})]
+    states = []
+    for i in range(nodes):
+        group, res = groups[i % len(groups)]
+        ip = f"10.{i // 65536}.{(i // 256) % 256}.{i % 256}"
+        total = {**res, "memory": 34359738368.0, "object_store_memory": 10737418240.0}
+        total[f"node:{ip}"] = 1.0
+        busy = i % 4 == 0
+        available = {**total, "CPU": 0.0} if busy else total
+        states.append(
+            pb.NodeState(
+                node_id=i.to_bytes(28, "big"),
+                instance_id=f"ray-{group}-{i:05d}",
+                ray_node_type_name=group,
+                node_ip_address=ip,
+                status=pb.RUNNING if busy else pb.IDLE,
+                idle_duration_ms=0 if busy else 1000 * i,
+                total_resources=total,
+                available_resources=available,
+            )
+        )
+    requests = [
+        pb.ResourceRequestByCount(
+            request=pb.ResourceRequest(
+                resources_bundle={"CPU": 1.0 + (k % 8), "memory": float(2**30 * (1 + k))}
+            ),
+            count=1 + k,
+        )
+        for k in range(shapes - PLACEMENT_GROUPS)
+    ]
+    gangs = [
+        pb.GangResourceRequest(
+            requests=[pb.ResourceRequest(resources_bundle={"CPU": 2.0 + j}) for _ in range(4)],
+            details=f"{j:036x}:STRICT_SPREAD|PENDING",
+        )
+        for j in range(PLACEMENT_GROUPS)
+    ]
+    state = pb.ClusterResourceState(
+        node_states=states, pending_resource_requests=requests, pending_gang_resource_requests=gangs
+    )
+    reply: bytes = pb.GetClusterStatusReply(cluster_resource_state=state).SerializeToString()
+    return reply
+
+
+def cpu_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
+    """Median CPU milliseconds of ``fn()`` over ``repeats`` runs, and its last result."""
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.process_time()
+        result = fn()
+        times.append((time.process_time() - started) * 1000)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    """Measure and print one poll's cost."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
+
+    from keda_ray_scaler import schema
+    from keda_ray_scaler.agent.exporter import SnapshotCollector
+    from keda_ray_scaler.agent.loop import complete_nodes
+    from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
+    from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
+
+    spec = ClusterSpec(
+        "bench",
+        (
+            WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=2000),
+            WorkerGroup("gpu", Resources.of(CPU=8, GPU=1), max_replicas=2000),
+            WorkerGroup("mem", Resources.of(CPU=4), max_replicas=2000),
+        ),
+    )
+    raw = synthetic_reply()
+
+    def wire_of(data: bytes) -> Any:
+        reply = GetClusterStatusReply()
+        reply.ParseFromString(data)
+        return reply
+
+    def wire() -> Any:
+        return wire_of(raw)
+
+    t_wire, reply = cpu_ms(wire)
+    t_parse, state = cpu_ms(lambda: parse_status(reply, spec))
+    t_bound, (demand, merged) = cpu_ms(lambda: bound_shapes(state.demand, SHAPES))
+    t_nodes, nodes = cpu_ms(lambda: complete_nodes(spec, state.nodes, {}, None))
+    snapshot = schema.ClusterSnapshot(PlanningInput(spec, demand, nodes), time.time(), True)
+    registry = CollectorRegistry()
+    collector = SnapshotCollector(registry)
+    t_encode, _ = cpu_ms(lambda: collector.publish(snapshot))
+    t_render, body = cpu_ms(lambda: generate_latest(registry))
+    series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    demand_series = len(demand.bundles) + len(demand.constraints) + len(demand.placement_groups)
+    big = parse_status(wire_of(synthetic_reply(nodes=0, shapes=1_000 + PLACEMENT_GROUPS)), spec)
+    t_overflow, (_, overflow_merged) = cpu_ms(lambda: bound_shapes(big.demand, SHAPES))
+    total = t_wire + t_parse + t_bound + t_nodes + t_encode
+    print(f"reply: {len(raw) / 1024:.0f} KiB protobuf, {NODES} nodes, {demand_series} shapes")
+    print(f"  protobuf parse       {t_wire:8.2f} ms CPU")
+    print(f"  state -> model       {t_parse:8.2f} ms CPU")
+    print(f"  bound shapes         {t_bound:8.2f} ms CPU  (merged {merged})")
+    print(f"  complete nodes       {t_nodes:8.2f} ms CPU")
+    print(f"  encode snapshot      {t_encode:8.2f} ms CPU")
+    print(f"one poll, state -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
+    print(f"one scrape, render /metrics: {t_render:.1f} ms CPU")
+    print(f"/metrics body: {len(body) / 1024:.0f} KiB, {series} series")
+    print(f"overflow: 1,020 shapes bounded to {SHAPES} in {t_overflow:.2f} ms CPU")
+    print(f"  ({overflow_merged} series merged into one)")
+
+
+if __name__ == "__main__":
+    main()
