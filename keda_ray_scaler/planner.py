@@ -141,14 +141,15 @@ def plan(
     caps = list(setup.hard)
     best = _solve(setup, caps, strat, "gangs")
     small = sum(setup.floor) + sum(best.new) <= strat.improve_max_pods
-    modes: list[tuple[str, bool]] = [("gangs", False)]
+    modes: list[tuple[str, bool, bool]] = [("gangs", False, False)]
     if small:
         orders = ["gangs"]
         if setup.gangs:
             orders += ["tasks", "flat"] if setup.tasks else ["flat"]
-        modes = [(o, p) for p in (False, True) for o in orders]
-    for mode, patterns in modes[1:]:
-        other = _solve(setup, caps, strat, mode, patterns)
+        late = (False, True) if setup.constraints else (False,)
+        modes = [(o, p, c) for c in late for p in (False, True) for o in orders]
+    for mode in modes[1:]:
+        other = _solve(setup, caps, strat, *mode)
         if other.valid and _better(other, best):
             best = other
     improved = small
@@ -159,8 +160,8 @@ def plan(
                 continue
             trial_caps = list(caps)
             trial_caps[g] = best.new[g] - 1
-            for mode, patterns in modes:
-                trial = _solve(setup, trial_caps, strat, mode, patterns)
+            for mode in modes:
+                trial = _solve(setup, trial_caps, strat, *mode)
                 if trial.valid and _better(trial, best):
                     best, caps, improved = trial, trial_caps, True
                     break
@@ -286,7 +287,12 @@ def _order_gangs(
 
 
 def _solve(
-    s: _Setup, caps: Sequence[int], strat: Strategies, mode: str, patterns: bool = False
+    s: _Setup,
+    caps: Sequence[int],
+    strat: Strategies,
+    mode: str,
+    patterns: bool = False,
+    constraints_last: bool = False,
 ) -> _Outcome:
     """Steps 1-4 with at most ``caps[g]`` new pods per group.
 
@@ -294,7 +300,8 @@ def _solve(
     ``tasks`` (tasks first, so placement-group bundles can use the leftovers of pods scarce
     task demand needs anyway) or ``flat`` (STRICT_SPREAD groups, then every other bundle in
     one first-fit-decreasing queue; valid only when every placement group is placed whole).
-    ``patterns`` opens new pods by repeated best patterns instead of per-shape rollouts.
+    ``patterns`` opens new pods by repeated best patterns instead of per-shape rollouts;
+    ``constraints_last`` measures request_resources against the pods demand needs anyway.
     """
     wgroups = s.inp.cluster.worker_groups
     n = len(wgroups)
@@ -311,12 +318,18 @@ def _solve(
     min_new = list(new.count)
 
     # 2. request_resources constraints, against total capacity, all or nothing
-    needed: set[str] = set()
-    if s.constraints:
+    def constrain(before: NewPods) -> tuple[NewPods, set[str]]:
+        planned = NewPods(s.specs, before.headroom, before.budget)
+        planned.count = list(before.count)
+        planned.open = {
+            (i, sp.capacity): c
+            for i, (sp, c) in enumerate(zip(s.specs, before.count, strict=True))
+            if c
+        }
         totals = Packer(
             s.specs,
             [(g, s.index.vec(nd.total), s.index.vec(nd.total), nd.pod) for g, nd in s.usable],
-            new.copy(),
+            planned,
             strat.scorer,
             strat.orderer,
             strat.lookahead,
@@ -326,13 +339,20 @@ def _solve(
         if totals.place(s.constraints):
             for shape, count in s.constraints:
                 unplaceable.append(_raw(s.index, shape, count, DemandKind.CONSTRAINT, None))
-        else:
-            needed = totals.busy_pods()
-            new = NewPods(s.specs, totals.new.headroom, totals.new.budget)
-            new.count = list(totals.new.count)
-            for i, spec in enumerate(s.specs):
-                if new.count[i]:
-                    new.open[(i, spec.capacity)] = new.count[i]  # new pods are wholly free
+            return before, set()
+        after = NewPods(s.specs, totals.new.headroom, totals.new.budget)
+        after.count = list(totals.new.count)
+        after.open = dict(before.open)  # the pods demand used keep their state
+        for i, spec in enumerate(s.specs):
+            added = after.count[i] - before.count[i]
+            if added:
+                key = (i, spec.capacity)
+                after.open[key] = after.open.get(key, 0) + added  # new pods are wholly free
+        return after, totals.busy_pods()
+
+    needed: set[str] = set()
+    if s.constraints and not constraints_last:
+        new, needed = constrain(new)
     after_constraints = list(new.count)
 
     packer = Packer(
@@ -434,10 +454,16 @@ def _solve(
         speed_left = tasks()
         gangs(s.gangs)
     final = packer.new
+    if s.constraints and constraints_last:
+        before = list(final.count)
+        final, needed = constrain(final)
+        by_phase["constraints"] = [a - b for a, b in zip(final.count, before, strict=True)]
     if mode != "flat":
         by_phase["placement groups"] = [
-            f - c - t
-            for f, c, t in zip(final.count, after_constraints, by_phase["tasks"], strict=True)
+            f - m - c - t
+            for f, m, c, t in zip(
+                final.count, min_new, by_phase["constraints"], by_phase["tasks"], strict=True
+            )
         ]
         by_phase["tasks"] = by_phase.pop("tasks")
 
