@@ -198,13 +198,13 @@ def test_scaledobject_bounds_match_the_cluster_spec_and_target_the_group_deploym
         assert target["spec"]["template"]["metadata"]["labels"]["ray.io/group"] == group
 
 
-def test_unavailable_keeps_the_current_replicas_and_scale_down_is_not_delayed() -> None:
-    """Fallback keeps current replicas; scale-down has no stabilization window and tolerance 0."""
+def test_unavailable_keeps_replicas_and_scale_down_outlasts_the_view_lag() -> None:
+    """Fallback keeps current replicas; scale-down waits out the view lag (60 s), tolerance 0."""
     for so in of_kind(render(EXAMPLE), "ScaledObject"):
         assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
         assert so["spec"]["fallback"]["failureThreshold"] == 3
         behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
-        assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
+        assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 60
         assert behavior["scaleDown"]["tolerance"] == "0"
         assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
 

@@ -172,6 +172,7 @@ class DemoAgent:
         self._nodes: tuple[WorkerNode, ...] = ()
         self.registered: set[str] = set()  # pods whose Ray node has been seen
         self._ok = False
+        self._pending = 0
         self._http: Any = None
         self.metrics_url = ""
 
@@ -191,6 +192,7 @@ class DemoAgent:
             self._export(self._collector.snapshot, success=False)
             return
         self.registered |= {n.pod for n in nodes}
+        self._pending = sum(b.count for b in demand.bundles)
         decided = plan(PlanningInput(self.spec, demand, self._with_pods(nodes)))
         await self._victims.step(decided)
         self._nodes = self._with_pods(nodes)
@@ -201,13 +203,19 @@ class DemoAgent:
         self._export(snapshot, success=True)
 
     def _with_pods(self, nodes: tuple[WorkerNode, ...]) -> tuple[WorkerNode, ...]:
-        """Ray's nodes, published victims as ``victim``, plus pods with no Ray node yet as
-        ``pending`` at their group's full capacity: a starting pod is never invisible, so the
-        scaler's floor (pods that are not victims) counts it."""
+        """The group's pods as the scaler must see them.
+
+        Ray's nodes of active pods (a deleted pod's raylet may still be shutting down: not a
+        pod any more), published victims as ``victim``, and pods with no Ray node yet as
+        ``pending`` at their group's full capacity, so a starting pod is never invisible and
+        the scaler's floor (pods that are not victims) counts it.
+        """
         victims = self._victims.victims()
+        active = {p.name for p in self._pods.pods() if p.active}
         out = [
             dataclasses.replace(n, status=NodeStatus.VICTIM) if n.pod in victims else n
             for n in nodes
+            if n.pod in active  # a deleted pod's raylet may still be shutting down
         ]
         seen = {n.pod for n in nodes}
         for pod in self._pods.pods():
@@ -236,6 +244,10 @@ class DemoAgent:
     def victims(self) -> Mapping[str, str]:
         """Published victims: pod -> group."""
         return self._victims.victims()
+
+    def pending_bundles(self) -> int:
+        """Pending task bundles Ray reported at the last poll."""
+        return self._pending
 
     def describe_nodes(self) -> str:
         """Ray worker nodes by state at the last poll, as one timeline line."""

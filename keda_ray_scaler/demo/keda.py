@@ -3,13 +3,16 @@
 Per poll and ScaledObject: ``IsActive`` (false: scale to zero), then ``GetMetricSpec`` and
 ``GetMetrics`` and the HPA's AverageValue rule ``ceil(metric / target)``, bounded by
 ``[max(1, minReplicaCount), maxReplicaCount]``. An error keeps the current replicas (the
-ScaledObjects' ``fallback.behavior: currentReplicas``).
+ScaledObjects' ``fallback.behavior: currentReplicas``). Scale-down follows the HPA's
+``stabilizationWindowSeconds``: the highest recommendation of the window wins, so an answer based
+on a view that does not yet include pods just created cannot remove them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import grpc
@@ -39,6 +42,8 @@ class ScaledObject:
         metadata: Mapping[str, str],
         min_replicas: int,
         max_replicas: int,
+        clock: Callable[[], float],
+        scale_down_window_s: float = 0.0,
         timeout_s: float = 3.0,
     ) -> None:
         self._stub = pb_grpc.ExternalScalerStub(channel)
@@ -46,9 +51,23 @@ class ScaledObject:
         self._min = min_replicas
         self._max = max_replicas
         self._timeout_s = timeout_s
+        self._clock = clock
+        self._window_s = scale_down_window_s
+        self._recommendations: list[tuple[float, int]] = []
 
     async def poll(self, current: int) -> Decision:
         """The replicas KEDA and the HPA would set now, given ``current`` replicas."""
+        decision = await self._ask(current)
+        now = self._clock()
+        self._recommendations = [
+            (t, r) for t, r in self._recommendations if now - t < self._window_s
+        ] + [(now, decision.replicas)]
+        if decision.replicas < current:
+            stable = max(r for _, r in self._recommendations)
+            return dataclasses.replace(decision, replicas=min(current, stable))
+        return decision
+
+    async def _ask(self, current: int) -> Decision:
         try:
             active = await self._stub.IsActive(self._ref, timeout=self._timeout_s)
             if not active.result:

@@ -66,6 +66,9 @@ class DemoSettings:
     long_seconds: float = 30.0
     poll_interval_s: float = 1.0  # agent poll, scaler refresh and KEDA poll
     settle_s: float = 1.0  # the victim protocol's settling delay (5 s in production)
+    #: HPA scaleDown.stabilizationWindowSeconds: longer than agent poll + scaler refresh, the
+    #: time it takes a new pod to show in the scaler's view (the manifests use 60 s)
+    scale_down_window_s: float = 5.0
     deadline_s: float = 110.0  # the whole run, processes included
 
     def cluster_spec(self) -> ClusterSpec:
@@ -94,6 +97,8 @@ class DemoResult:
 
     events: list[Event] = field(default_factory=list)
     first_metric: float | None = None  # GetMetrics' first answer once the tasks were submitted
+    #: GetMetrics' first answer once Ray reported every task pending (before any pod joined)
+    metric_at_full_demand: float | None = None
     peak_replicas: int = 0
     created: list[str] = field(default_factory=list)
     deletions: list[Deletion] = field(default_factory=list)
@@ -195,6 +200,8 @@ async def _scale(
                 {"rayCluster": settings.cluster, "workerGroup": settings.group},
                 min_replicas=0,
                 max_replicas=settings.max_replicas,
+                clock=clock.now,
+                scale_down_window_s=settings.scale_down_window_s,
             )
             await _loop(settings, clock, say, agent, controller, scaled, result, drivers)
         source.close()
@@ -239,6 +246,10 @@ async def _loop(
             decision = await scaled.poll(controller.replicas)
             if submitted and result.first_metric is None and decision.metric:
                 result.first_metric = decision.metric
+            if agent.pending_bundles() == settings.tasks and decision.metric is not None:
+                # The last answer while every task is still pending (the scaler's view may
+                # lag one refresh behind the agent's, so the first one may be partial).
+                result.metric_at_full_demand = decision.metric
             if last is None or (decision.metric, decision.active, decision.error) != (
                 last.metric,
                 last.active,
