@@ -525,3 +525,56 @@ async def test_no_scale_down_never_runs_the_victim_protocol() -> None:
     snap = await loop.poll_once()
     assert victims.plans == []
     assert [n.status for n in snap.input.nodes] == [NodeStatus.RUNNING]
+
+
+# --- the command's bad input --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-shapes", "2"], "keda-ray-scaler agent: agent: --max-shapes: must be >= 3, got 2"),
+        (["--interval", "0"], "keda-ray-scaler agent: agent: --interval: must be > 0, got 0"),
+        (
+            ["--gcs-address", "nohost"],
+            "keda-ray-scaler agent: agent: --gcs-address: not host:port: 'nohost'",
+        ),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line_naming_the_flag(
+    flags: list[str], message: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad input: exit code 2, one line on stderr that names the flag."""
+    from keda_ray_scaler.cli import main
+
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("cluster: demo\nworkerGroups:\n  - {name: cpu, resources: {CPU: 10}}\n")
+    argv = ["agent", "--cluster-spec", str(spec), "--no-scale-down", "--log-format", "console"]
+    assert main([*argv, *flags]) == 2
+    assert capsys.readouterr().err.splitlines() == [message]
+
+
+def test_scale_down_needs_a_namespace(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --no-scale-down the pods' namespace is required."""
+    from keda_ray_scaler.cli import main
+
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("cluster: demo\nworkerGroups:\n  - {name: cpu, resources: {CPU: 10}}\n")
+    assert main(["agent", "--cluster-spec", str(spec)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "keda-ray-scaler agent: agent: --namespace: required unless --no-scale-down"
+    ]
+
+
+def test_a_bad_cluster_spec_exits_2_naming_the_file(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The spec is parsed by config.load_cluster_spec; its error names the file."""
+    from keda_ray_scaler.cli import main
+
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("cluster: demo\nworkerGroups: 7\n")
+    assert main(["agent", "--cluster-spec", str(spec), "--no-scale-down"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"keda-ray-scaler agent: {spec}")
