@@ -61,6 +61,9 @@ class Optimum:
     unfit: int  # bundles no pod of any group can hold (outside the program)
     seconds: float = 0.0
     size: tuple[int, int] = (0, 0)  # variables, constraints
+    #: The optimum's packing: (pod, source, shape, count), pod being an existing pod's name or
+    #: ``<group>+<k>`` for the k-th new pod, source ``demand`` or ``constraint``.
+    placements: tuple[tuple[str, str, Resources, int], ...] = ()
 
     @property
     def pods(self) -> int:
@@ -70,6 +73,7 @@ class Optimum:
 
 @dataclass(slots=True)
 class _Pod:
+    name: str
     group: str
     avail: Resources  # for demand
     total: Resources  # for request_resources constraints
@@ -192,7 +196,7 @@ def solve(
     for node in inp.nodes:
         current[node.group] = current.get(node.group, 0) + 1
         if node.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
-            pods.append(_Pod(node.group, node.available, node.total))
+            pods.append(_Pod(node.pod, node.group, node.available, node.total))
     prog = _Program()
     total_cost_bound = 0.0
     y_by_group: dict[str, list[int]] = {}
@@ -227,10 +231,10 @@ def solve(
         if headroom_total is not None:
             k = min(k, max(0, headroom_total))
         ys = []
-        for _ in range(k):
+        for j in range(k):
             idx = prog.var(g.cost, 0, 1)
             ys.append(idx)
-            pods.append(_Pod(g.name, cap, cap, y=idx))
+            pods.append(_Pod(f"{g.name}+{j}", g.name, cap, cap, y=idx))
         y_by_group[g.name] = ys
         total_cost_bound += g.cost * k
         for a, b in itertools.pairwise(ys):
@@ -254,6 +258,7 @@ def solve(
 
     # ---- variables per item class; capacity terms collected per (pod, source, resource)
     cap_terms: dict[tuple[int, str, str], dict[int, float]] = {}
+    where: list[tuple[int, int, str, Resources]] = []  # variable, pod, source, shape
 
     def place(shape: Resources, source: str, hi: float, binary: bool = False) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -263,6 +268,7 @@ def solve(
                 continue
             idx = prog.var(0.0, 0, 1 if binary else hi)
             out[p] = idx
+            where.append((idx, p, source, shape))
             for name, amount in shape:
                 key = (p, source, name)
                 cap_terms.setdefault(key, {})[idx] = float(amount)
@@ -364,7 +370,15 @@ def solve(
     _check(pods, cap_terms, x)
     cost = sum(g.cost * new[g.name] for g in groups)
     status = "optimal" if res.status == 0 else str(res.message)
-    return Optimum(status, cost, new, unplaced, unfit, elapsed, (nvar, len(prog.rows)))
+    placed_on: dict[tuple[int, str, Resources], int] = {}
+    for idx, p, source, shape in where:
+        if x[idx]:
+            key = (p, source, shape)
+            placed_on[key] = placed_on.get(key, 0) + int(x[idx])
+    placements = tuple(
+        (pods[p].name, source, shape, n) for (p, source, shape), n in sorted(placed_on.items())
+    )
+    return Optimum(status, cost, new, unplaced, unfit, elapsed, (nvar, len(prog.rows)), placements)
 
 
 def _check(

@@ -503,6 +503,12 @@ def explain(seed: int) -> None:
         f"  optimum: {_counts(dict(opt.new))} ${opt.cost:.2f},"
         f" unplaced {opt.unplaced}, unfit {opt.unfit}"
     )
+    on_pod: dict[str, list[str]] = {}
+    for pod, source, shape, count in opt.placements:
+        tag = "" if source == "demand" else " (floor)"
+        on_pod.setdefault(pod, []).append(f"{count} x {shape}{tag}")
+    for pod, items in on_pod.items():
+        print(f"    {pod}: {', '.join(items)}")
     plan = _plan_fn()
     if plan is None:
         return
