@@ -99,6 +99,16 @@ def scarcity_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list
     return sorted(shapes, key=lambda s: scarcity_rank(s, groups))
 
 
+def smallest_first_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
+    """Smallest dominant share first: holds the most bundles when maxReplicas or maxWorkers bind."""
+
+    def key(shape: Vec) -> tuple[float, float, Vec]:
+        _, neg_dominant, neg_total, *_ = scarcity_rank(shape, groups)
+        return (-neg_dominant, -neg_total, shape)
+
+    return sorted(shapes, key=key)
+
+
 def dominant_share_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
     """Largest dominant share first (share of the largest pod of any group), then by vector."""
     return sorted(shapes, key=lambda s: scarcity_rank(s, groups)[1:])

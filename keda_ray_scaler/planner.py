@@ -25,6 +25,7 @@ maxReplicas: the HPA clamps to the ScaledObject's maxReplicaCount itself.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ from keda_ray_scaler.packing import (
     ray_scorer,
     scarcity_orderer,
     scarcity_rank,
+    smallest_first_orderer,
 )
 
 #: Ray's AUTOSCALER_UPSCALING_INITIAL_NUM_NODES: pods a group may have pending at any speed.
@@ -152,6 +154,13 @@ def plan(
         other = _solve(setup, caps, strat, *mode)
         if other.valid and _better(other, best):
             best = other
+    if small and best.unplaced:
+        # bounds block demand: also try holding the most bundles, smallest first
+        few = dataclasses.replace(strat, orderer=smallest_first_orderer)
+        for mode in modes:
+            other = _solve(setup, caps, few, *mode)
+            if other.valid and _better(other, best):
+                best, strat = other, few
     improved = small
     while improved:
         improved = False
