@@ -9,7 +9,9 @@ each placement group becomes one ``GangResourceRequest`` whose bundles carry the
 constraint the GCS gives them (``GenPlacementConstraintForPlacementGroup``: STRICT_SPREAD an
 anti-affinity and STRICT_PACK an affinity on the label ``_PG_<id>``, PACK and SPREAD none);
 request_resources floors become one ``ClusterResourceConstraint``. Idle termination and the
-launch-config check are off, so the reply is the scale-up decision only.
+launch-config check are off, so the reply is the scale-up decision only. ``max_num_nodes`` is
+maxWorkers: Ray passes ``max_workers + 1`` and counts the head among the nodes; the request
+here holds no head.
 
 Ray is optional (the ``bench`` extra): ``available()`` says whether it can be imported.
 """
