@@ -402,7 +402,9 @@ class Packer:
                 rest[shape], needs[shape] = count, need
         width = len(self.groups[0].capacity) if self.groups else 0
         biggest = [max(g.capacity[i] for g in self.groups) for i in range(width)]
-        value = {s: max(a / b for a, b in zip(s, biggest, strict=True) if a) for s in rest}
+        value = {  # a resource no group has makes a shape fit nowhere: its value is moot
+            s: max(a / b if b else 1.0 for a, b in zip(s, biggest, strict=True) if a) for s in rest
+        }
         gpu = self.gpu_index
         while rest:
             best: tuple[int, float, float, str] | None = None
