@@ -287,3 +287,50 @@ def test_the_same_input_gives_the_same_plan() -> None:
     """Determinism: two runs are equal."""
     i = inp(cluster(CPU, GPU), bundles=[(res(cpu=3), 7), (res(cpu=1, gpu=1), 2)])
     assert plan(i) == plan(i)
+
+
+def test_mixed_pods_beat_first_fit_decreasing() -> None:
+    """19 x {CPU: 6} and 8 x {CPU: 5} on 32-CPU pods: 5 pods (2 x [6,6,5,5,5,5] + 3 x [6 x 5])."""
+    big = group("cpu", cpu=32)
+    p = plan(inp(cluster(big), bundles=[(res(cpu=6), 19), (res(cpu=5), 8)]))
+    assert p.groups["cpu"].new == 5
+
+
+def test_a_constraint_is_met_by_pods_demand_needs_anyway() -> None:
+    """request_resources {CPU: 1} x 3 fits the CPUs of the GPU pods the GPU tasks open."""
+    p = plan(inp(cluster(CPU, GPU), bundles=[(res(gpu=1), 2)], constraints=[(res(cpu=1), 3)]))
+    assert (p.groups["cpu"].new, p.groups["gpu"].new) == (0, 2)
+
+
+def test_when_max_replicas_binds_the_most_bundles_are_held() -> None:
+    """maxReplicas 1 for 10-CPU pods: ten {CPU: 1} tasks are held, the {CPU: 10} one is not."""
+    one = group("cpu", cpu=10, max=1)
+    p = plan(inp(cluster(one), bundles=[(res(cpu=10), 1), (res(cpu=1), 10)]))
+    assert p.groups["cpu"].new == 1
+    (u,) = p.unplaceable
+    assert (u.resources, u.count, u.reason) == (res(cpu=10), 1, UnplaceableReason.MAX_REPLICAS)
+
+
+def test_pending_demand_of_a_group_with_pods_pending_is_deferred_with_upscaling_speed() -> None:
+    """Speed 1, no running pod, 5 pending: nothing more for tasks; reason upscaling_speed."""
+    pending = [node(f"p{i}", CPU, used={"CPU": 10}, status=NodeStatus.PENDING) for i in range(5)]
+    p = plan(inp(cluster(CPU, speed=1.0), bundles=[(res(cpu=10), 2)], nodes=pending))
+    assert p.groups["cpu"].new == 0
+    (u,) = p.unplaceable
+    assert (u.count, u.reason) == (2, UnplaceableReason.UPSCALING_SPEED)
+
+
+def test_placement_group_pods_are_exempt_from_upscaling_speed() -> None:
+    """Speed 1, 5 pods pending: a STRICT_SPREAD group still gets its 2 pods, as in Ray."""
+    pending = [node(f"p{i}", CPU, used={"CPU": 10}, status=NodeStatus.PENDING) for i in range(5)]
+    spread = pg(Strategy.STRICT_SPREAD, res(cpu=10), res(cpu=10))
+    p = plan(inp(cluster(CPU, speed=1.0), pgs=[spread], nodes=pending))
+    assert (p.groups["cpu"].new, p.unplaceable) == (2, ())
+
+
+def test_reasons_say_why_pods_are_added() -> None:
+    """Each group's reasons name the step that added pods."""
+    g2 = group("cpu", cpu=10, min=1)
+    p = plan(inp(cluster(g2, GPU), bundles=[(res(cpu=5), 4), (res(gpu=1), 1)]))
+    assert p.groups["cpu"].reasons == ("1 new pod(s) for minReplicas 1", "1 new pod(s) for tasks")
+    assert p.groups["gpu"].reasons == ("1 new pod(s) for tasks",)
