@@ -141,7 +141,7 @@ class NewPods:
     Small and cheap to copy, so the packer can try a choice and roll it back.
     """
 
-    __slots__ = ("budget", "count", "groups", "headroom", "open")
+    __slots__ = ("avoidable", "budget", "count", "groups", "headroom", "open")
 
     def __init__(self, groups: Sequence[GroupSpec], headroom: Sequence[int], budget: int) -> None:
         self.groups = groups
@@ -149,11 +149,14 @@ class NewPods:
         self.budget = budget  # new pods all groups together may still get
         self.count = [0] * len(groups)  # new pods per group so far
         self.open: dict[tuple[int, Vec], int] = {}
+        #: GPU pods opened for demand asking no GPU that a non-GPU group could hold (Ray avoids)
+        self.avoidable = 0
 
     def copy(self) -> NewPods:
         """An independent copy."""
         other = NewPods(self.groups, self.headroom, self.budget)
         other.count = list(self.count)
+        other.avoidable = self.avoidable
         other.open = dict(self.open)
         return other
 
@@ -161,24 +164,16 @@ class NewPods:
         """Total price of the new pods."""
         return sum(n * g.cost for n, g in zip(self.count, self.groups, strict=True))
 
-    def gpu_waste(self, gpu_index: int) -> int:
-        """New pods of GPU groups that were given no GPU demand."""
-        if gpu_index < 0:
-            return 0
-        return sum(
-            n
-            for (g, free), n in self.open.items()
-            if free[gpu_index] > 0 and free[gpu_index] == self.groups[g].capacity[gpu_index]
-        )
-
     def room(self, g: int) -> int:
         """New pods group ``g`` may still get."""
         return min(self.headroom[g], self.budget)
 
-    def add(self, g: int, n: int, free: Vec | None = None) -> None:
+    def add(self, g: int, n: int, free: Vec | None = None, avoidable: bool = False) -> None:
         """Open ``n`` pods of group ``g`` with ``free`` left (default: empty pods)."""
         if n <= 0:
             return
+        if avoidable:
+            self.avoidable += n
         key = (g, self.groups[g].capacity if free is None else free)
         self.open[key] = self.open.get(key, 0) + n
         self.count[g] += n
@@ -199,19 +194,21 @@ class NewPods:
                 break
         return count
 
-    def open_for(self, g: int, shape: Vec, need: Need, count: int, whole_only: bool) -> int:
+    def open_for(
+        self, g: int, shape: Vec, need: Need, count: int, whole_only: bool, avoidable: bool = False
+    ) -> int:
         """Open pods of group ``g`` for ``count`` copies (only full pods if ``whole_only``)."""
         cap = self.groups[g].capacity
         per = fit_count(cap, need)
         full, rem = divmod(count, per)
         room = self.room(g)
         if full >= room:
-            self.add(g, room, _minus(cap, shape, per))
+            self.add(g, room, _minus(cap, shape, per), avoidable)
             return count - room * per
-        self.add(g, full, _minus(cap, shape, per))
+        self.add(g, full, _minus(cap, shape, per), avoidable)
         count = rem
         if rem and not whole_only:
-            self.add(g, 1, _minus(cap, shape, rem))
+            self.add(g, 1, _minus(cap, shape, rem), avoidable)
             count = 0
         return count
 
@@ -348,6 +345,17 @@ class Packer:
         self._gpu_group = [gpu_index >= 0 and gr.capacity[gpu_index] > 0 for gr in groups]
         self._order = {i: float(gpu) for i, gpu in enumerate(self._gpu_group)}
 
+    def _avoid(self, g: int, shape: Vec) -> bool:
+        """A GPU pod for a shape asking no GPU that some non-GPU group's pod can hold."""
+        gpu = self.gpu_index
+        if not self._gpu_group[g] or shape[gpu]:
+            return False
+        need = need_of(shape)
+        return any(
+            not self._gpu_group[h] and fit_count(grp.capacity, need) > 0
+            for h, grp in enumerate(self.groups)
+        )
+
     # --- state ----------------------------------------------------------------------------
 
     def snapshot(self) -> tuple[dict[tuple[int, Vec, Vec], _Old], NewPods]:
@@ -430,7 +438,8 @@ class Packer:
                 rest[s] -= n * times
                 if not rest[s]:
                     del rest[s]
-            self.new.add(g, times, tuple(free))
+            avoid = any(self._avoid(g, s) for s in pattern) and not any(s[gpu] for s in pattern)
+            self.new.add(g, times, tuple(free), avoid)
         return [(s, rest[s]) for s, _, _ in left if rest.get(s)]
 
     def place_spread(self, bundles: Sequence[Vec]) -> bool:
@@ -520,7 +529,7 @@ class Packer:
             g = self._greedy_group(new, shape, need, count)
             if g is None:
                 break
-            count = new.open_for(g, shape, need, count, whole_only=False)
+            count = new.open_for(g, shape, need, count, False, self._avoid(g, shape))
         return count
 
     def _place_new(
@@ -545,13 +554,14 @@ class Packer:
                 choice = self._greedy_group(self.new, shape, need, count)
                 if choice is None:
                     break
-                count = self.new.open_for(choice, shape, need, count, whole_only=False)
+                avoid = self._avoid(choice, shape)
+                count = self.new.open_for(choice, shape, need, count, False, avoid)
                 continue
             best: tuple[int, int, float, float, float, str, bool] | None = None
             pick = options[0]
             for g, whole in options:
                 trial = self.new.copy()
-                left = trial.open_for(g, shape, need, count, whole_only=whole)
+                left = trial.open_for(g, shape, need, count, whole, self._avoid(g, shape))
                 unplaced = self._greedy(trial, shape, need, left)
                 for s, n, c in ahead:
                     unplaced += self._greedy(trial, s, n, c)
@@ -560,7 +570,8 @@ class Packer:
                 key = (unplaced, tier, trial.cost(), -lo, -mean, grp.name, whole)
                 if best is None or key < best:
                     best, pick = key, (g, whole)
-            count = self.new.open_for(pick[0], shape, need, count, whole_only=pick[1])
+            avoid = self._avoid(pick[0], shape)
+            count = self.new.open_for(pick[0], shape, need, count, pick[1], avoid)
         return count
 
     def _spread_old(self, shape: Vec, need: Need, used: dict[tuple[int, Vec, Vec], int]) -> bool:
@@ -597,6 +608,6 @@ class Packer:
         if g is None:
             return False
         dest = (g, _minus(self.groups[g].capacity, shape, 1))
-        new.add(g, 1, dest[1])
+        new.add(g, 1, dest[1], self._avoid(g, shape))
         used[dest] = used.get(dest, 0) + 1
         return True

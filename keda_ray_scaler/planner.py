@@ -124,7 +124,7 @@ class _Outcome:
     busy: set[str]
     unplaced: int = 0
     cost: float = 0.0
-    gpu_waste: int = 0  # new GPU pods given no GPU demand (Ray avoids them)
+    gpu_waste: int = 0  # GPU pods opened for non-GPU demand a CPU group could hold
     valid: bool = True
     extra: list[str] = field(default_factory=list)
 
@@ -330,6 +330,7 @@ def _solve(
     def constrain(before: NewPods) -> tuple[NewPods, set[str]]:
         planned = NewPods(s.specs, before.headroom, before.budget)
         planned.count = list(before.count)
+        planned.avoidable = before.avoidable
         planned.open = {
             (i, sp.capacity): c
             for i, (sp, c) in enumerate(zip(s.specs, before.count, strict=True))
@@ -351,6 +352,7 @@ def _solve(
             return before, set()
         after = NewPods(s.specs, totals.new.headroom, totals.new.budget)
         after.count = list(totals.new.count)
+        after.avoidable = totals.new.avoidable
         after.open = dict(before.open)  # the pods demand used keep their state
         for i, spec in enumerate(s.specs):
             added = after.count[i] - before.count[i]
@@ -483,7 +485,7 @@ def _solve(
         unplaceable=[],
         busy=packer.busy_pods() | needed,
         cost=final.cost(),
-        gpu_waste=final.gpu_waste(s.gpu_index),
+        gpu_waste=final.avoidable,
     )
     for u in unplaceable:
         explained = _explain(u, s, final, speed_left)
