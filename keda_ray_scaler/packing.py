@@ -408,11 +408,16 @@ class Packer:
             count = self.new.fill(shape, need, count, order)
             if count:
                 rest[shape], needs[shape] = count, need
-        width = len(self.groups[0].capacity) if self.groups else 0
-        biggest = [max(g.capacity[i] for g in self.groups) for i in range(width)]
-        value = {  # a resource no group has makes a shape fit nowhere: its value is moot
-            s: max(a / b if b else 1.0 for a, b in zip(s, biggest, strict=True) if a) for s in rest
-        }
+        # a shape's price: the least cost per copy of holding it alone; a pattern's worth is
+        # the sum of its prices, and the group giving the most worth per cost wins
+        value: dict[Vec, float] = {}
+        for shape in rest:
+            fits = [
+                (grp.cost / n, n)
+                for grp in self.groups
+                if (n := fit_count(grp.capacity, needs[shape]))
+            ]
+            value[shape] = min(fits)[0] if fits else 0.0
         gpu = self.gpu_index
         while rest:
             best: tuple[int, float, float, str] | None = None
