@@ -6,15 +6,18 @@ sends), the loop gets a fake reader and a fake victim controller.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
+import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from ray.core.generated import autoscaler_pb2 as pb
+from structlog.testing import capture_logs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
@@ -447,7 +450,10 @@ def ray_state(*bundles: Bundle) -> RayState:
 
 
 def make_loop(
-    reader: FakeReader, victims: FakeVictims | None = None, **kw: Any
+    reader: FakeReader,
+    victims: FakeVictims | None = None,
+    clock: FakeClock | None = None,
+    **kw: Any,
 ) -> tuple[AgentLoop, CollectorRegistry]:
     """A loop on a fresh registry with fake time."""
     from keda_ray_scaler.planner import plan
@@ -458,7 +464,7 @@ def make_loop(
         reader,
         SnapshotCollector(registry),
         AgentMetrics(registry, "demo"),
-        FakeClock(),
+        clock or FakeClock(),
         LoopSettings(**kw),
         planner=plan,
         victims=victims,
@@ -530,6 +536,13 @@ async def test_no_scale_down_never_runs_the_victim_protocol() -> None:
 # --- the command's bad input --------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> Iterator[None]:
+    """The command configures structlog globally (bound to captured stderr): undo it."""
+    yield
+    structlog.reset_defaults()
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -578,3 +591,31 @@ def test_a_bad_cluster_spec_exits_2_naming_the_file(
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"keda-ray-scaler agent: {spec}")
+
+
+async def test_a_crashing_poll_is_a_failed_poll_and_polling_goes_on() -> None:
+    """An unexpected error: success 0, error counted, the next poll runs and recovers."""
+    reader = FakeReader(ValueError("bug"), ray_state(Bundle(r(CPU=5), 20)))
+    clock = StopAfter(sleeps=2)
+    loop, registry = make_loop(reader, scale_down=False, clock=clock)
+    with capture_logs() as logs, pytest.raises(asyncio.CancelledError):
+        await loop.run()
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["poll crashed"]
+    assert clock.t == 1010.0  # two intervals of 5 s
+    assert value(registry, "ray_scaler_agent_poll_errors_total") == 1.0
+    assert value(registry, schema.SNAPSHOT_SUCCESS) == 1.0
+    assert loop.snapshot.input.demand.bundles == (Bundle(r(CPU=5), 20),)
+
+
+class StopAfter(FakeClock):
+    """Fake time that cancels the loop at its ``sleeps``-th sleep."""
+
+    def __init__(self, sleeps: int) -> None:
+        super().__init__()
+        self.left = sleeps
+
+    async def sleep(self, s: float) -> None:
+        await super().sleep(s)
+        self.left -= 1
+        if self.left == 0:
+            raise asyncio.CancelledError

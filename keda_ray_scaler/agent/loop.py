@@ -180,9 +180,15 @@ class AgentLoop:
         return self._last
 
     async def run(self) -> None:
-        """Poll every ``interval_s`` until cancelled."""
+        """Poll every ``interval_s`` until cancelled; a poll that crashes is a failed poll."""
         while True:
-            await self.poll_once()
+            try:
+                await self.poll_once()
+            except Exception:  # a bug must not stop polling silently while /metrics lives on
+                self._log.exception("poll crashed")
+                self._metrics.poll_errors.inc()
+                self._last = replace(self._last, success=False)
+                self._collector.publish(self._last)
             await self._clock.sleep(self._settings.interval_s)
 
 
