@@ -234,7 +234,7 @@ def _knapsack(
     counts: Mapping[Vec, int],
     needs: Mapping[Vec, Need],
     value: Mapping[Vec, float],
-    budget: int = 4000,
+    budget: int = 500,
 ) -> tuple[dict[Vec, int], float]:
     """Most ``value`` of the shapes (at most ``counts`` each) that fits in one ``cap`` pod.
 

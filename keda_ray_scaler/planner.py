@@ -90,7 +90,6 @@ class Strategies:
     scorer: GroupScorer = ray_scorer
     orderer: ShapeOrderer = scarcity_orderer
     lookahead: int = 8  # queue entries a group choice looks ahead at (0: greedy)
-    improve_max_pods: int = 256  # improve only when live + new pods are at most this
 
 
 @dataclass(slots=True)
@@ -135,14 +134,32 @@ def plan(
     scorer: GroupScorer = ray_scorer,
     orderer: ShapeOrderer = scarcity_orderer,
     lookahead: int = 8,
-    improve_max_pods: int = 256,
+    improve_max_pods: int = 128,
+    improve_max_shapes: int = 16,
+    improve_max_runs: int = 64,
 ) -> Plan:
-    """Decide every worker group's replicas for ``inp``; see the module docstring."""
-    strat = Strategies(scorer, orderer, lookahead, improve_max_pods)
+    """Decide every worker group's replicas for ``inp``; see the module docstring.
+
+    The ``improve_*`` bounds say when steps are re-run to improve the plan (live plus new pods
+    and distinct demand shapes at most these) and how many extra runs at most.
+    """
+    strat = Strategies(scorer, orderer, lookahead)
     setup = _setup(inp)
     caps = list(setup.hard)
     best = _solve(setup, caps, strat, "gangs")
-    small = sum(setup.floor) + sum(best.new) <= strat.improve_max_pods
+    shapes = len({v for v, _ in setup.tasks}) + sum(len(pg.bundles) for pg in setup.gangs)
+    small = sum(setup.floor) + sum(best.new) <= improve_max_pods and shapes <= improve_max_shapes
+    runs = [improve_max_runs]
+
+    def solve(
+        caps: Sequence[int], strat: Strategies, mode: tuple[str, bool, bool]
+    ) -> _Outcome | None:
+        if runs[0] <= 0:
+            return None
+        runs[0] -= 1
+        out = _solve(setup, caps, strat, *mode)
+        return out if out.valid else None
+
     modes: list[tuple[str, bool, bool]] = [("gangs", False, False)]
     if small:
         orders = ["gangs"]
@@ -151,18 +168,18 @@ def plan(
         late = (False, True) if setup.constraints else (False,)
         modes = [(o, p, c) for c in late for p in (False, True) for o in orders]
     for mode in modes[1:]:
-        other = _solve(setup, caps, strat, *mode)
-        if other.valid and _better(other, best):
+        other = solve(caps, strat, mode)
+        if other and _better(other, best):
             best = other
     if small and best.unplaced:
         # bounds block demand: also try holding the most bundles, smallest first
         few = dataclasses.replace(strat, orderer=smallest_first_orderer)
         for mode in modes:
-            other = _solve(setup, caps, few, *mode)
-            if other.valid and _better(other, best):
+            other = solve(caps, few, mode)
+            if other and _better(other, best):
                 best, strat = other, few
     improved = small
-    while improved:
+    while improved and runs[0] > 0:
         improved = False
         for g in range(len(setup.specs)):
             if best.new[g] <= best.by_phase["min"][g]:
@@ -170,8 +187,8 @@ def plan(
             trial_caps = list(caps)
             trial_caps[g] = best.new[g] - 1
             for mode in modes:
-                trial = _solve(setup, trial_caps, strat, *mode)
-                if trial.valid and _better(trial, best):
+                trial = solve(trial_caps, strat, mode)
+                if trial and _better(trial, best):
                     best, caps, improved = trial, trial_caps, True
                     break
             if improved:
