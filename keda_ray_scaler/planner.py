@@ -333,6 +333,7 @@ def _solve(
     n = len(wgroups)
     new = NewPods(s.specs, caps, s.budget)
     unplaceable: list[Unplaceable] = []
+    hidden = [0]  # bundles of unplaced STRICT_PACK groups beyond the one combined entry
 
     # 1. minReplicas
     for i, g in enumerate(wgroups):
@@ -412,6 +413,8 @@ def _solve(
                     )
                 continue
             placed = _place_gangs(packer, s.index, pg, pg.count)
+            if placed < pg.count and pg.strategy is Strategy.STRICT_PACK:
+                hidden[0] += (len(pg.bundles) - 1) * (pg.count - placed)  # counted as bundles
             for res in _gang_shapes(pg) if placed < pg.count else ():
                 vec = s.index.vec(res)
                 missing = pg.count - placed
@@ -514,6 +517,7 @@ def _solve(
         out.unplaceable.append(explained)
         if explained.reason is not UnplaceableReason.NO_GROUP_FITS:
             out.unplaced += explained.count
+    out.unplaced += hidden[0]
     return out
 
 
