@@ -141,7 +141,7 @@ class NewPods:
     Small and cheap to copy, so the packer can try a choice and roll it back.
     """
 
-    __slots__ = ("avoidable", "budget", "count", "groups", "headroom", "open")
+    __slots__ = ("avoidable", "budget", "count", "groups", "headroom", "open", "rank")
 
     def __init__(self, groups: Sequence[GroupSpec], headroom: Sequence[int], budget: int) -> None:
         self.groups = groups
@@ -151,6 +151,8 @@ class NewPods:
         self.open: dict[tuple[int, Vec], int] = {}
         #: GPU pods opened for demand asking no GPU that a non-GPU group could hold (Ray avoids)
         self.avoidable = 0
+        #: best-fit order of open classes; a pure function of the key, so copies share it
+        self.rank: dict[tuple[int, Vec], tuple[float, float, tuple[int, Vec]]] = {}
 
     def copy(self) -> NewPods:
         """An independent copy."""
@@ -158,6 +160,7 @@ class NewPods:
         other.count = list(self.count)
         other.avoidable = self.avoidable
         other.open = dict(self.open)
+        other.rank = self.rank
         return other
 
     def cost(self) -> float:
@@ -184,11 +187,17 @@ class NewPods:
         """Put up to ``count`` copies on the free space of open pods; returns what is left."""
         if not self.open or count <= 0:
             return count
-        keys = sorted(self.open, key=lambda k: (order[k[0]], _size(k[1], self.groups[k[0]]), k))
-        for key in keys:
+        rank = self.rank
+        fitting = []
+        for key in self.open:
             per = fit_count(key[1], need)
-            if per == 0:
-                continue
+            if per:
+                r = rank.get(key)
+                if r is None:
+                    r = rank[key] = (order[key[0]], _size(key[1], self.groups[key[0]]), key)
+                fitting.append((r, per))
+        fitting.sort()
+        for (_, _, key), per in fitting:
             count = self._take(key, per, shape, count)
             if count == 0:
                 break
