@@ -72,12 +72,18 @@ class _Index:
     def __init__(self, names: set[str]) -> None:
         self.names = tuple(sorted(names))
         self.pos = {n: i for i, n in enumerate(self.names)}
+        self._memo: dict[tuple[tuple[str, int], ...], Vec] = {}
 
     def vec(self, res: Resources) -> Vec:
+        units = res.units
+        known = self._memo.get(units)
+        if known is not None:
+            return known
         out = [0] * len(self.names)
-        for name, amount in res.units:
+        for name, amount in units:
             out[self.pos[name]] = amount
-        return tuple(out)
+        self._memo[units] = vec = tuple(out)
+        return vec
 
     def res(self, vec: Vec) -> Resources:
         return Resources(tuple((n, a) for n, a in zip(self.names, vec, strict=True) if a))
@@ -207,19 +213,13 @@ def _better(a: _Outcome, b: _Outcome) -> bool:
 
 
 def _resource_names(inp: PlanningInput) -> set[str]:
-    names: set[str] = set()
-    for g in inp.cluster.worker_groups:
-        names.update(k for k, _ in g.resources)
-    for node in inp.nodes:
-        names.update(k for k, _ in node.total)
-        names.update(k for k, _ in node.available)
+    vectors = {g.resources.units for g in inp.cluster.worker_groups}
+    vectors.update(n.total.units for n in inp.nodes)
+    vectors.update(n.available.units for n in inp.nodes)
     d = inp.demand
-    for b in (*d.bundles, *d.constraints):
-        names.update(k for k, _ in b.resources)
-    for pg in d.placement_groups:
-        for r in pg.bundles:
-            names.update(k for k, _ in r)
-    return names
+    vectors.update(b.resources.units for b in (*d.bundles, *d.constraints))
+    vectors.update(r.units for pg in d.placement_groups for r in pg.bundles)
+    return {name for units in vectors for name, _ in units}
 
 
 def _pod_order(node: WorkerNode, group: WorkerGroup) -> tuple[int, float, str]:
