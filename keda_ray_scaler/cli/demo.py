@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--idle-timeout", type=float, default=10.0, help="idleTimeoutSeconds of the group"
     )
-    p.add_argument("--deadline", type=float, default=110.0, help="stop after this many seconds")
+    p.add_argument("--deadline", type=float, default=115.0, help="stop after this many seconds")
     p.add_argument("--keep-logs", action="store_true", help="keep the Ray logs directory")
     p.add_argument("--log-level", default="warning", help="agent/scaler log level")
 
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     ok = result.finished and result.workload_ok
     wrong = [pod for pod, victim in result.victim_when_deleted.items() if not victim]
     print(
-        f"summary: first GetMetrics {result.first_metric}, peak {result.peak_replicas} pods, "
+        f"summary: GetMetrics with all {settings.tasks} tasks pending: "
+        f"{result.metric_at_full_demand}, peak {result.peak_replicas} pods, "
         f"{len(result.deletions)} deleted ({len(wrong)} not drained victims), "
         f"tasks done {len(result.tasks_done)}/{settings.tasks}, "
         f"{'OK' if ok and not wrong else 'FAILED'}"

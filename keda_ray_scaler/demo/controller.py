@@ -1,6 +1,7 @@
 """A simulated Deployment (one ReplicaSet) for one worker group: pods are worker raylets.
 
-Scaling up creates pods and starts one ``ray start --block`` per pod. Scaling down deletes
+Scaling up creates pods and starts one ``ray start --block`` per pod, one after the other
+(the "kubelet"). Scaling down deletes
 pods in the order the real ReplicaSet controller would (:func:`ranking.deletion_order`, so the
 lowest ``controller.kubernetes.io/pod-deletion-cost`` goes first), stopping each raylet by PID.
 All pods run on one "node", as on a one-node kind cluster.
@@ -48,6 +49,29 @@ class DeploymentController:
         self._serial = 0
         self.replicas = 0
         self.deletions: list[Deletion] = []
+        self._starting = asyncio.Lock()  # the "kubelet" starts one raylet at a time
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _start(self, names: list[str], socket_timeout_s: float = 30.0) -> None:
+        """Start the pods' raylets one after the other (see RayProcesses.sockets)."""
+        async with self._starting:
+            for name in names:
+                if self._pods.get_cached(name) is None:  # deleted before it started
+                    continue
+                plasma, raylet = self._ray.sockets()
+                proc = self._ray.start_worker(name, self.group, self._num_cpus)
+                deadline = self._clock.now() + socket_timeout_s
+                while proc.alive() and self._clock.now() < deadline:
+                    now_plasma, now_raylet = self._ray.sockets()
+                    if now_plasma > plasma and now_raylet > raylet:
+                        break
+                    await self._clock.sleep(0.1)
+
+    async def aclose(self) -> None:
+        """Cancel raylet starts still queued."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def heal(self, registered: set[str]) -> list[str]:
         """Restart raylets that exited before their Ray node ever registered (startup failed).
@@ -55,7 +79,9 @@ class DeploymentController:
         A raylet that exits after registering (drained, or killed) is left alone: its pod is on
         its way out, as a crash-looping container would be until the scale-down deletes it.
         """
-        restarted = []
+        restarted: list[str] = []
+        if self._starting.locked():
+            return restarted
         for pod in self._ray.exited():
             info = self._pods.get_cached(pod)
             if info is None or pod in registered:
@@ -63,6 +89,7 @@ class DeploymentController:
             self._ray.restart_worker(pod, self.group, self._num_cpus)
             self._pods.add(dataclasses.replace(info, restarts=info.restarts + 1))
             restarted.append(pod)
+            break  # one at a time, as _start does
         return restarted
 
     def current(self) -> list[str]:
@@ -92,8 +119,11 @@ class DeploymentController:
                     owner=f"ReplicaSet/{self.name}",
                 )
             )
-            self._ray.start_worker(name, self.group, self._num_cpus)
             created.append(name)
+        if created:
+            task = asyncio.create_task(self._start(created))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         if len(pods) > replicas:
             for pod in deletion_order(pods, now)[: len(pods) - replicas]:
                 deleted.append(Deletion(pod.name, pod.deletion_cost, now))

@@ -144,6 +144,23 @@ class RayProcesses:
         self.workers[pod] = proc
         return proc
 
+    def sockets(self) -> tuple[int, int]:
+        """Plasma store and raylet sockets bound in the session so far (one each per raylet).
+
+        Raylets on one host pick their socket names by "first free name" in the shared
+        session directory, a check-then-bind race: start the next one only once both of the
+        previous one's sockets exist.
+        """
+        directory = self.root / "ray" / "session_latest" / "sockets"
+        try:
+            names = [p.name for p in directory.iterdir()]
+        except OSError:
+            return 0, 0
+        return (
+            sum(1 for n in names if n.startswith("plasma_store")),
+            sum(1 for n in names if n.startswith("raylet")),
+        )
+
     def exited(self) -> list[str]:
         """Workers whose ``ray start --block`` is no longer running."""
         return [pod for pod, proc in self.workers.items() if not proc.alive()]

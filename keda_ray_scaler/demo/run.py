@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -69,7 +69,7 @@ class DemoSettings:
     #: HPA scaleDown.stabilizationWindowSeconds: longer than agent poll + scaler refresh, the
     #: time it takes a new pod to show in the scaler's view (the manifests use 60 s)
     scale_down_window_s: float = 5.0
-    deadline_s: float = 110.0  # the whole run, processes included
+    deadline_s: float = 115.0  # the whole run, processes started and stopped
 
     def cluster_spec(self) -> ClusterSpec:
         """The demo's Ray cluster: one group of ``pod_cpus``-CPU pods."""
@@ -107,6 +107,7 @@ class DemoResult:
     #: for each deleted pod: its Ray node had resources in use when the ReplicaSet deleted it
     busy_when_deleted: dict[str, bool] = field(default_factory=dict)
     tasks_done: dict[int, str] = field(default_factory=dict)  # task -> pod it ran on
+    task_done_at_s: dict[int, float] = field(default_factory=dict)  # task -> clock time
     workload_ok: bool = False
     final_replicas: int = -1
     finished: bool = False  # back to zero before the deadline
@@ -130,6 +131,10 @@ class Timeline:
     def elapsed(self) -> float:
         """Seconds since the start."""
         return self._clock.now() - self._start
+
+    def now(self) -> float:
+        """The clock's time."""
+        return self._clock.now()
 
 
 async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> DemoResult:
@@ -203,7 +208,10 @@ async def _scale(
                 clock=clock.now,
                 scale_down_window_s=settings.scale_down_window_s,
             )
-            await _loop(settings, clock, say, agent, controller, scaled, result, drivers)
+            try:
+                await _loop(settings, clock, say, agent, controller, scaled, result, drivers)
+            finally:
+                await controller.aclose()
         source.close()
 
 
@@ -333,7 +341,7 @@ async def _start_driver(
 
 
 async def _read_driver(
-    driver: asyncio.subprocess.Process, say: Callable[[str], None], result: DemoResult
+    driver: asyncio.subprocess.Process, say: Timeline, result: DemoResult
 ) -> None:
     assert driver.stdout is not None
     async for raw in driver.stdout:
@@ -344,6 +352,7 @@ async def _read_driver(
         kind = event.get("event")
         if kind == "done":
             result.tasks_done[int(event["task"])] = str(event["pod"])
+            result.task_done_at_s[int(event["task"])] = say.now()
             say(f"task {event['task']} finished on {event['pod']}")
         elif kind == "finished":
             result.workload_ok = True
