@@ -301,27 +301,31 @@ class _Old:
 class Packer:
     """Places demand on existing pods first, then on as few, as cheap new pods as it can.
 
-    Algorithm: first-fit decreasing over distinct shapes (order from the injected
-    :class:`ShapeOrderer`, default: dominant share), on classes of identical pods.
+    Algorithm: first-fit decreasing over distinct shapes with counts (order from the injected
+    :class:`ShapeOrderer`, default :func:`scarcity_orderer`), on classes of identical pods.
 
-    1. Existing pods (``place`` phase 1): every shape, largest first, goes onto existing pod
-       classes in best-fit order (partly used pods before wholly free ones, non-GPU before GPU,
-       least free space first), ``k`` copies at a time by arithmetic.
-    2. New pods (phase 2): what is left fills the free space of pods already planned, then new
-       pods are opened. The group for them is chosen among the groups of the best scorer tier
-       (Ray's GPU avoidance) by *rollout*: for each candidate group, and for each of "all
-       copies there" and "only full pods there", the rest of the queue (up to ``lookahead``
-       shapes) is completed greedily (cheapest cost per copy, then score) and the option with
-       the fewest unplaced bundles, then the lowest total new-pod cost, then the best score,
-       wins.
+    1. Existing pods: every shape in order goes onto existing pod classes in best-fit order
+       (partly used pods before wholly free ones, non-GPU before GPU, least free space first),
+       ``k`` copies at a time by arithmetic.
+    2. New pods: what is left first fills the free space of pods already planned, then new
+       pods are opened. Default: the group is chosen by *rollout*: for each group that fits
+       (and has room), and for each of "all copies there" and "only full pods there", the rest
+       of the queue (up to ``lookahead`` shapes) is completed greedily (scorer tier, then
+       cheapest cost per copy) and the option with the fewest unplaced bundles, then the best
+       scorer tier (:class:`GroupScorer`, Ray's GPU avoidance), then the lowest total new-pod
+       cost, then the best utilisation, then the group name, wins. With ``patterns=True``,
+       pods are opened by repeated best patterns instead (see :meth:`_place_patterns`).
 
-    Bound: ``O(S * (C + L * O * R))`` fits for ``S`` distinct shapes, ``C`` pod classes, ``O``
-    open options (at most 2 per group), ``L`` lookahead and ``R`` open new-pod classes, each
-    fit costing the number of resources a shape names; plus one sort of the classes per shape.
-    Precondition: amounts are non-negative fixed-point integers over one resource index, and
-    every shape is non-empty (an empty shape needs no pod and must not be passed in).
-    FFD uses at most ``11/9 OPT + 6/9`` pods of one size (Dosa 2007); the rollout is what
-    makes the group choice across heterogeneous groups close to the integer optimum.
+    Bound: ``O(S * (C log C + L * O * R))`` for ``S`` distinct shapes, ``C`` pod classes,
+    ``O`` options (at most 2 per group), ``L`` lookahead and ``R`` open new-pod classes, each
+    fit costing the number of resources a shape names; never a factor of the bundle count
+    (a million copies of one shape cost one division). Pattern mode adds at most ``G``
+    knapsacks of at most 500 nodes per distinct pattern opened.
+    Precondition: amounts are non-negative fixed-point integers over one resource index
+    (vectors of equal length), and every shape is non-empty (an empty shape needs no pod and
+    must not be passed in). Quality: first-fit decreasing uses at most ``11/9 OPT + 6/9`` pods
+    of one size (Dosa 2007); across heterogeneous groups the rollout, and the planner's
+    portfolio of orders and re-runs, bring it to the integer optimum on most small inputs.
     """
 
     def __init__(
