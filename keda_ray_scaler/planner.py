@@ -14,8 +14,12 @@ Pure: no I/O, no clock, no environment. The steps follow Ray's autoscaler
    upscalingSpeed caps the pods these add (Ray: pending pods per group at most
    ``max(5, int(speed * max(running, 1)))``; minReplicas, constraint and placement-group pods
    are exempt, as in Ray's ``_get_concurrent_resource_demand_to_launch``).
-5. Improvement (small inputs): the whole of steps 2-4 is re-run with one group allowed one pod
-   fewer; a re-run that holds as much demand for less cost is kept, until none does.
+5. Improvement, on small inputs only (bounded by ``improve_max_pods``, ``improve_max_shapes``
+   and ``improve_max_runs``): steps 2-4 are also run in other orders (tasks before placement
+   groups; every bundle but STRICT_SPREAD in one queue; request_resources after demand), with
+   pattern packing, and smallest-first when bounds block demand; then re-run with one group
+   allowed one pod fewer while that holds as much demand for less cost. Plans are compared
+   by unplaced bundles, then GPU pods wasted on demand a CPU group could hold, then cost.
 6. Scale-down: idle pods nothing needs become removable, longest idle first.
 
 Draining and victim pods never receive demand; victims also give no capacity and are not
