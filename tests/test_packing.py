@@ -159,3 +159,20 @@ def test_scarcity_orderer_puts_gpu_shapes_before_larger_cpu_shapes() -> None:
     assert scarcity_orderer([(2, 0), (9, 0), (1, 1)], groups) == [(1, 1), (9, 0), (2, 0)]
     assert dominant_share_orderer([(2, 0), (9, 0), (1, 1)], groups) == [(1, 1), (9, 0), (2, 0)]
     assert dominant_share_orderer([(2, 0), (9, 0)], [CPU10, CPU4]) == [(9, 0), (2, 0)]
+
+
+def test_pattern_mode_mixes_shapes_in_one_pod() -> None:
+    """Patterns: 19 x {CPU: 6} and 8 x {CPU: 5} on 32-CPU pods take 5 pods, FFD takes 6."""
+    big = GroupSpec("big", (32, 0), 8.0)
+    demand = [((6, 0), 19), ((5, 0), 8)]
+    ffd, patterns = packer(big), packer(big, patterns=True)
+    assert ffd.place(demand) == [] and ffd.new.count == [6]
+    assert patterns.place(demand) == [] and patterns.new.count == [5]
+    assert patterns.new.open == {(0, (0, 0)): 2, (0, (2, 0)): 3}
+
+
+def test_pattern_mode_repeats_a_pattern_arithmetically() -> None:
+    """A million {CPU: 1} in pattern mode: one knapsack, 100,000 pods opened at once."""
+    p = packer(CPU10, patterns=True)
+    assert p.place([((1, 0), 1_000_000)]) == []
+    assert p.new.open == {(0, (0, 0)): 100_000}
