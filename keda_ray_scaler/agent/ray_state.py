@@ -23,6 +23,7 @@ Parsing is pure (:func:`parse_status`), so tests and the benchmark feed it synth
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import threading
@@ -57,6 +58,7 @@ _PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
 _RUNNING, _DEAD, _IDLE, _DRAINING = 1, 2, 3, 4
 
 
+@functools.lru_cache(maxsize=4096)  # pure; the same few names recur on every node
 def is_internal_resource(name: str) -> bool:
     """``node:<ip>`` / head markers and placement-group resources: not pod capacity."""
     return name.startswith("node:") or bool(_PG_RESOURCE.match(name))
@@ -81,8 +83,9 @@ class RayState:
 
 
 def _resources(entries: Mapping[str, float]) -> Resources:
+    plain = dict(entries)  # one C-level copy: iterating a protobuf map in Python is slow
     return Resources.from_units(
-        {k: to_units(v) for k, v in entries.items() if not is_internal_resource(k)}
+        {k: to_units(v) for k, v in plain.items() if not is_internal_resource(k)}
     )
 
 
