@@ -149,7 +149,9 @@ async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> 
             ray.start_head()
             say(f"Ray head started (pid {ray.head.pid if ray.head else '?'}, {ray.gcs_address})")
             pods = DemoPods()
-            agent = await start_agent(settings, ray.gcs_address, ray.env, pods, clock)
+            agent = await start_agent(
+                settings.cluster_spec(), ray.gcs_address, ray.env, pods, clock, settings.settle_s
+            )
             say(f"agent exporting {agent.metrics_url}")
             await _scale(settings, clock, say, ray, pods, agent, result, drivers)
     except TimeoutError:
