@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -245,35 +246,57 @@ async def test_a_failed_drain_call_is_a_result_not_an_exception() -> None:
 async def test_accepted_idle_drain_ends_the_node_at_once_but_not_the_pods_process(
     cluster: RayCluster, gcs: GcsConnection
 ) -> None:
-    """Finding: the node goes DEAD at once, the raylet exits cleanly, `ray start --block` stays.
+    """Finding: the node goes DEAD at once, the raylet exits 0, `ray start --block` stays.
 
     So a drained pod's container neither exits nor restarts by itself: it idles until the
-    ReplicaSet deletes it, whatever the drain deadline (here one minute ahead).
+    ReplicaSet deletes it, whatever the drain deadline (here one minute ahead). The exit code is
+    read from the raylet's zombie while its parent (`ray start`) is held with SIGSTOP.
     """
     reader = RayReader(gcs, SPEC)
     node = await node_of(reader, "ray-cpu-a", lambda n: n.idle_s > 0)
     pod = cluster.workers["ray-cpu-a"]
-    deadline_ms = int(time.time() * 1000) + 60_000
-    result = await RayDrainer(gcs.get).drain(node.node_id, "test: idle", deadline_ms)
-    assert result == DrainResult(True, "")
-
-    state = await reader.read()
-    assert "ray-cpu-a" not in [n.pod for n in state.nodes]  # dead nodes are not exported
-    raylet_log = _raylet_out(cluster, pod.ip)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if not _raylet_pids(pod.pid):
-            break
-        await asyncio.sleep(0.2)
-    assert _raylet_pids(pod.pid) == []
+    [raylet] = _raylet_pids(pod.pid)
+    assert _parent(raylet) == pod.pid
+    os.kill(pod.pid, signal.SIGSTOP)  # `ray start` cannot reap the raylet meanwhile
+    try:
+        deadline_ms = int(time.time() * 1000) + 60_000
+        result = await RayDrainer(gcs.get).drain(node.node_id, "test: idle", deadline_ms)
+        assert result == DrainResult(True, "")
+        state = await reader.read()
+        assert "ray-cpu-a" not in [n.pod for n in state.nodes]  # DEAD at once, not exported
+        status = await _zombie_status(raylet)
+    finally:
+        os.kill(pod.pid, signal.SIGCONT)
+    assert (os.WIFEXITED(status), os.WEXITSTATUS(status)) == (True, 0)
     assert "Raylet graceful shutdown triggered with death info: reason: AUTOSCALER_DRAIN_IDLE" in (
-        raylet_log.read_text()
+        _raylet_out(cluster, pod.ip).read_text()
     )
     # `ray start --block` checks its children every second and exits 1 on an unexpected exit
-    # code: give it three rounds, then it must still be running (the raylet exited with 0).
+    # code: give it three rounds, then it must still be running.
     await asyncio.sleep(3)
     assert pod.alive()
+    assert _raylet_pids(pod.pid) == []
     assert "exited unexpectedly" not in pod.log.read_text()
+
+
+def _stat(pid: int) -> list[str]:
+    """``/proc/<pid>/stat`` from field 3 (state) on."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _parent(pid: int) -> int:
+    return int(_stat(pid)[1])
+
+
+async def _zombie_status(pid: int) -> int:
+    """The wait status of ``pid`` once it is a zombie (``/proc/<pid>/stat`` field 52)."""
+    deadline = time.monotonic() + 30
+    while True:
+        fields = _stat(pid)
+        if fields[0] == "Z" or time.monotonic() > deadline:
+            assert fields[0] == "Z", f"raylet {pid} still {fields[0]}"
+            return int(fields[49])  # field 52 of stat; fields here start at field 3
+        await asyncio.sleep(0.1)
 
 
 def _raylet_pids(group: int) -> list[int]:
