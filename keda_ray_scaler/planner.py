@@ -513,11 +513,6 @@ def _solve(
     )
     for u in unplaceable:
         explained = _explain(u, s, final, speed_left)
-        if explained is None:
-            out.valid = False
-            explained = Unplaceable(
-                u.resources, u.count, UnplaceableReason.MAX_REPLICAS, "", u.kind, u.strategy
-            )
         out.unplaceable.append(explained)
         if explained.reason is not UnplaceableReason.NO_GROUP_FITS:
             out.unplaced += explained.count
@@ -570,11 +565,12 @@ def _raw(
     return Unplaceable(index.res(shape), count, UnplaceableReason.NO_GROUP_FITS, "", kind, strategy)
 
 
-def _explain(
-    u: Unplaceable, s: _Setup, new: NewPods, speed_left: Sequence[int]
-) -> Unplaceable | None:
-    """The reason: no group fits, maxWorkers, upscalingSpeed or maxReplicas (``None``: only an
-    improvement cap blocks it, so that run is not a valid plan)."""
+def _explain(u: Unplaceable, s: _Setup, new: NewPods, speed_left: Sequence[int]) -> Unplaceable:
+    """The reason: no group fits, maxWorkers, upscalingSpeed or maxReplicas.
+
+    maxReplicas also covers demand that a group's remaining room cannot hold together with what
+    was placed (a re-run trading it for as many other bundles, or a STRICT_SPREAD group needing
+    more distinct pods than are left)."""
     if u.detail:
         return u  # already explained
     wgroups = s.inp.cluster.worker_groups
@@ -593,8 +589,10 @@ def _explain(
         elif u.kind is DemandKind.TASK and all(speed_left[i] <= 0 for i in open_):
             names = ", ".join(wgroups[i].name for i in open_)
             reason, detail = UnplaceableReason.UPSCALING_SPEED, f"deferred: pods pending in {names}"
-        else:
-            return None  # only an improvement cap blocks it
+        else:  # room is left, but not enough for this together with what was placed
+            names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in open_)
+            reason = UnplaceableReason.MAX_REPLICAS
+            detail = f"competes with other demand for maxReplicas: {names}"
     return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy)
 
 
