@@ -15,13 +15,26 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.kube import KubeSettings, PodCache
+from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.model import (
+    Bundle,
+    ClusterSpec,
+    Demand,
+    NodeStatus,
+    PlacementGroup,
+    PlanningInput,
+    Resources,
+    Strategy,
+    WorkerGroup,
+    WorkerNode,
+)
+from keda_ray_scaler.sources.transport import source_metrics
 from keda_ray_scaler.telemetry import scaler_metrics
 
 GRAFANA = Path(__file__).resolve().parents[1] / "grafana"
 DASHBOARDS = sorted(GRAFANA.glob("*.json"))
-
-#: Agent metrics that are counters: prometheus_client exposes them with a ``_total`` suffix.
-AGENT_COUNTERS = (schema.DEMAND_SHAPES_MERGED, schema.NODES_UNMAPPED, schema.WRONG_VICTIMS)
 
 #: PromQL words that look like identifiers but are not metric names.
 _KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "inf", "nan"})
@@ -29,30 +42,45 @@ _GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 
-def exposed(name: str) -> str:
-    """The name prometheus_client exposes a counter under."""
-    return name if name.endswith("_total") else name + "_total"
+def exposed(registry: CollectorRegistry) -> set[str]:
+    """Series names a registry exposes, by metric type (counters end in ``_total``)."""
+    names: set[str] = set()
+    for family in registry.collect():
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        elif family.type == "histogram":
+            names |= {family.name + s for s in ("_bucket", "_sum", "_count")}
+        else:
+            names.add(family.name)
+    return names
+
+
+def full_snapshot() -> schema.ClusterSnapshot:
+    """A snapshot with every kind of series: groups, all demand kinds, a node, max workers."""
+    cpu = Resources.of(CPU=10)
+    group = WorkerGroup("cpu", cpu, 0, 10)
+    demand = Demand(
+        bundles=(Bundle(Resources.of(CPU=5), 2),),
+        placement_groups=(PlacementGroup(Strategy.PACK, (cpu,)),),
+        constraints=(Bundle(cpu, 1),),
+    )
+    node = WorkerNode("p", "cpu", cpu, cpu, 1.0, NodeStatus.RUNNING, "ab")
+    inp = PlanningInput(ClusterSpec("c", (group,), max_workers=5), demand, (node,))
+    return schema.ClusterSnapshot(inp, 1.0, True)
 
 
 def allowed_metric_names() -> frozenset[str]:
-    """Every series name the agent (schema.py) and the scaler (telemetry.py) expose."""
-    agent = {
-        v
-        for k, v in vars(schema).items()
-        if k.isupper() and isinstance(v, str) and v.startswith(schema.PREFIX) and v != schema.PREFIX
-    }
-    agent = (agent - set(AGENT_COUNTERS)) | {exposed(c) for c in AGENT_COUNTERS}
-    scaler: set[str] = set()
+    """Every series the agent and the scaler really expose, read from their registries."""
     registry = CollectorRegistry()
+    SnapshotCollector(registry).publish(full_snapshot())
+    AgentMetrics(registry, "c")
+    spec = ClusterSpec("c", (WorkerGroup("cpu", Resources.of(CPU=1)),))
+    # Only the metrics of these two are needed: their collaborators are never called.
+    VictimController(spec, None, None, None, None, registry)  # type: ignore[arg-type]
+    PodCache(None, KubeSettings(namespace="n", label_selector="x"), registry)  # type: ignore[arg-type]
     scaler_metrics(registry)
-    for family in registry.collect():
-        if family.type == "counter":
-            scaler.add(family.name + "_total")
-        elif family.type == "histogram":
-            scaler |= {family.name + s for s in ("_bucket", "_sum", "_count")}
-        else:
-            scaler.add(family.name)
-    return frozenset(agent | scaler)
+    source_metrics(registry)
+    return frozenset(exposed(registry))
 
 
 def metric_names(expr: str) -> set[str]:
