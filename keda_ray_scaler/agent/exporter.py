@@ -50,9 +50,10 @@ def families(samples: Iterable[schema.Sample]) -> list[Metric]:
         by_name.setdefault(s.name, []).append(s)
     out: list[Metric] = []
     for name, group in by_name.items():
-        family = GaugeMetricFamily(name, _HELP.get(name, name), labels=list(group[0].labels))
+        keys = list(group[0].labels)
+        family = GaugeMetricFamily(name, _HELP.get(name, name), labels=keys)
         for s in group:
-            family.add_metric(list(s.labels.values()), s.value)
+            family.add_metric([s.labels[k] for k in keys], s.value)
         out.append(family)
     return out
 
