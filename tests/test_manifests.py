@@ -325,3 +325,70 @@ def test_scaler_runs_two_hardened_replicas_with_grpc_health_probes() -> None:
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert "grpc" in c[probe], probe
     assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+
+
+# --- containers run real commands --------------------------------------------------------
+
+
+def cli_args(container: Obj) -> Any:
+    """The container's args parsed by the real ``keda-ray-scaler`` parser."""
+    from keda_ray_scaler.cli import build_parser
+
+    return build_parser().parse_args(container["args"])
+
+
+def test_scaler_container_flags_parse_and_match_its_ports() -> None:
+    """The scaler's args are valid ``serve`` flags; the probes use the plaintext health port."""
+    dep = named(render("manifests/base"), "Deployment", "keda-ray-scaler")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    args = cli_args(c)
+    assert args.command == "serve"
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert (args.port, args.health_port, args.metrics_port) == (
+        ports["grpc"],
+        ports["health"],
+        ports["metrics"],
+    )
+    assert c["readinessProbe"]["grpc"]["port"] == args.health_port
+    mounted = c["volumeMounts"][0]["mountPath"]
+    assert {str(args.tls_cert), str(args.tls_key), str(args.tls_client_ca)} == {
+        f"{mounted}/tls.crt",
+        f"{mounted}/tls.key",
+        f"{mounted}/ca.crt",
+    }
+
+
+def test_agent_container_flags_parse_and_read_the_mounted_cluster_spec() -> None:
+    """The agent's args are valid ``agent`` flags; its cluster spec is the mounted ConfigMap."""
+    head = named(render(EXAMPLE), "Deployment", "ray-demo-head")
+    agent = next(c for c in head["spec"]["template"]["spec"]["containers"] if c["name"] == "agent")
+    args = cli_args(agent)
+    assert args.command == "agent"
+    mount = next(m for m in agent["volumeMounts"] if m["name"] == "cluster-spec")
+    assert str(args.cluster_spec) == f"{mount['mountPath']}/cluster.yaml"
+    assert args.gcs_address == "127.0.0.1:6379"
+    assert not args.no_scale_down
+    assert env_of(agent)["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.namespace"
+    )
+
+
+def test_example_cluster_spec_loads_with_the_agents_loader() -> None:
+    """cluster.yaml is valid for the loader the agent uses, with the groups the manifests use."""
+    from keda_ray_scaler.config import load_cluster_spec
+
+    spec = load_cluster_spec(ROOT / EXAMPLE / "cluster.yaml")
+    assert spec.name == "demo"
+    assert [(g.name, g.min_replicas, g.max_replicas) for g in spec.worker_groups] == [
+        ("cpu", 0, 50),
+        ("gpu-inference", 0, 8),
+    ]
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+def test_e2e_script_is_shellcheck_clean() -> None:
+    """e2e/run.sh passes shellcheck (it cannot run here: no Docker engine)."""
+    result = subprocess.run(
+        ["shellcheck", "-x", str(ROOT / "e2e" / "run.sh")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout
