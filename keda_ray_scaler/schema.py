@@ -60,11 +60,11 @@ NODE_INFO: Final = PREFIX + "node_info"
 NODE_TOTAL: Final = PREFIX + "node_resource_total"  # {cluster, pod, resource}
 NODE_AVAILABLE: Final = PREFIX + "node_resource_available"  # {cluster, pod, resource}
 NODE_IDLE_SECONDS: Final = PREFIX + "node_idle_seconds"  # {cluster, pod}
-#: counter {cluster}: Ray nodes that could not be mapped to a pod/group (exported with group="")
+#: gauge {cluster}: Ray nodes of the last poll not mapped to a pod/group (exported, group="")
 NODES_UNMAPPED: Final = PREFIX + "nodes_unmapped"
 
 # --- freshness ----------------------------------------------------------------------------
-#: gauge {cluster}: unix time of the last poll attempt's snapshot
+#: gauge {cluster}: unix time of the last SUCCESSFUL poll of Ray (the age of the exported data)
 SNAPSHOT_TIMESTAMP: Final = PREFIX + "snapshot_timestamp_seconds"
 #: gauge {cluster}: 1 when the last poll of Ray succeeded, 0 otherwise (demand then not fresh)
 SNAPSHOT_SUCCESS: Final = PREFIX + "snapshot_success"
