@@ -409,10 +409,11 @@ class Packer:
         """New pods by repeated best patterns (a greedy cutting-stock heuristic).
 
         After the free space of pods already planned is filled (first fit decreasing), each
-        round fills one pod of every group with room by a small bounded knapsack (most demand,
-        by dominant share, that fits one pod), picks the group with the lowest cost per unit of
-        demand (GPU groups last for patterns without GPU), and opens as many pods with that
-        pattern as the counts allow at once: rounds grow with distinct patterns, not bundles.
+        round fills one pod of every group with room by a small bounded knapsack (the most
+        demand that fits one pod, each shape worth its cheapest cost per copy), picks the group
+        with the most worth per cost (GPU groups last for patterns without GPU), and opens as
+        many pods with that pattern as the counts allow at once: rounds grow with distinct
+        patterns, not bundles.
         """
         order = self._order
         rest: dict[Vec, int] = {}
