@@ -1,0 +1,82 @@
+"""The demo's simulated Kubernetes: the pod store and the ReplicaSet's choice of pods to delete."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
+from keda_ray_scaler.agent.victims import VictimSettings, set_cost
+from keda_ray_scaler.demo.controller import Deletion, DeploymentController
+from keda_ray_scaler.demo.pods import DemoPods
+from keda_ray_scaler.demo.raylets import RayProcesses
+
+
+class FakeClock:
+    """Fixed time; sleeping only yields."""
+
+    def now(self) -> float:
+        """Always 1000 s."""
+        return 1000.0
+
+    async def sleep(self, s: float) -> None:
+        """Yield once."""
+        await asyncio.sleep(0)
+
+
+def pod(name: str, cost: int | None = None) -> PodInfo:
+    """A running, ready pod of group cpu, optionally with a deletion cost."""
+    annotations = {DELETION_COST: str(cost)} if cost is not None else {}
+    return PodInfo(
+        name=name,
+        uid=f"uid-{name}",
+        group="cpu",
+        node_name="demo-node",
+        ready_since_s=900.0,
+        created_s=900.0,
+        owner="ReplicaSet/ray-demo-cpu",
+        annotations=annotations,
+    )
+
+
+async def test_update_writes_the_agents_mark_and_bumps_the_resource_version() -> None:
+    """The victim controller's decision lands on the pod; None deletes; a gone pod is None."""
+    pods = DemoPods()
+    pods.add(pod("a"))
+    before = pods.get_cached("a")
+    assert before is not None
+    written = await pods.update("a", set_cost(-5, VictimSettings()))
+    assert written is not None
+    assert dict(written.annotations) == {
+        DELETION_COST: "-5",
+        "ray-scaler.keda.sh/deletion-cost": "-5",
+    }
+    assert int(written.resource_version) == int(before.resource_version) + 1
+    cleared = await pods.update("a", lambda p: {DELETION_COST: None})
+    assert cleared is not None
+    assert dict(cleared.annotations) == {"ray-scaler.keda.sh/deletion-cost": "-5"}
+    assert await pods.update("gone", lambda p: {DELETION_COST: "1"}) is None
+
+
+async def test_wait_until_wakes_on_a_change() -> None:
+    """A waiter sees a pod added after it started waiting."""
+    pods = DemoPods()
+    waiting = asyncio.create_task(pods.wait_until(lambda: pods.get_cached("b") is not None, 5.0))
+    await asyncio.sleep(0)
+    pods.add(pod("b"))
+    assert await waiting is True
+    assert await pods.wait_until(lambda: False, 0.01) is False
+
+
+async def test_scale_down_deletes_the_lowest_deletion_cost_first(tmp_path: Path) -> None:
+    """Of four pods, scaling to two removes the two with the lowest cost, as a ReplicaSet does."""
+    pods = DemoPods()
+    for name, cost in (("a", 10), ("b", -(2**31)), ("c", None), ("d", -1)):
+        pods.add(pod(name, cost))
+    ray = RayProcesses(Path("/nonexistent/ray"), tmp_path, {})
+    controller = DeploymentController("ray-demo-cpu", "cpu", 10, pods, ray, FakeClock())
+    controller.replicas = 4
+    created, deleted = await controller.scale(2)
+    assert created == []
+    assert deleted == [Deletion("b", -(2**31), 1000.0), Deletion("d", -1, 1000.0)]
+    assert controller.current() == ["a", "c"]
