@@ -463,14 +463,23 @@ class Packer:
 
     def place_spread(self, bundles: Sequence[Vec]) -> bool:
         """One STRICT_SPREAD gang: every bundle on a distinct pod. All or nothing."""
-        state = self.snapshot()
+        # when every bundle could get a pod of its own, the gang cannot fail: no snapshot
+        sure = all(
+            any(
+                self.new.room(g) >= len(bundles) and fit_count(grp.capacity, need_of(b)) > 0
+                for g, grp in enumerate(self.groups)
+            )
+            for b in set(bundles)
+        )
+        state = None if sure else self.snapshot()
         used_old: dict[tuple[int, Vec, Vec], int] = {}
         used_new: dict[tuple[int, Vec], int] = {}
         for shape in self.orderer(list(bundles), self.groups) if len(set(bundles)) > 1 else bundles:
             need = need_of(shape)
             if self._spread_old(shape, need, used_old) or self._spread_new(shape, need, used_new):
                 continue
-            self.restore(state)
+            if state is not None:
+                self.restore(state)
             return False
         return True
 
