@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +182,31 @@ def test_a_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
         capsys.readouterr().err
         == f"keda-ray-scaler plan: {missing}: cannot read: No such file or directory\n"
     )
+
+
+def test_json_output_is_identical_under_different_hash_seeds(tmp_path: Path) -> None:
+    """Byte-for-byte determinism across processes (PYTHONHASHSEED 1 and 2)."""
+    snapshot = SNAPSHOT + (
+        "placementGroups:\n"
+        "  - {strategy: STRICT_SPREAD, bundles: [{CPU: 4}, {CPU: 4}, {GPU: 1}], count: 2}\n"
+        "  - {strategy: PACK, bundles: [{CPU: 3}, {CPU: 7}]}\n"
+        "constraints:\n  - {resources: {GPU: 1}, count: 3}\n"
+    )
+    args = files(tmp_path, snapshot=snapshot)
+    code = (
+        "import sys, keda_ray_scaler.cli as c; c._COMMANDS = ('plan',); "
+        "sys.exit(c.main(sys.argv[1:]))"
+    )
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", code, "plan", *args, "--format", "json"],
+            capture_output=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        outs.append(done.stdout)
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0])["groups"]["gpu"]["new"] == 3
