@@ -233,6 +233,11 @@ def _pod_order(node: WorkerNode, group: WorkerGroup) -> tuple[int, float, str]:
     return (1 if node.idle_s >= group.idle_timeout_s else 0, node.idle_s, node.pod)
 
 
+def _free(node: WorkerNode) -> Resources:
+    """What a pod can still take: a pending pod counts as wholly free (not yet a Ray node)."""
+    return node.total if node.status is NodeStatus.PENDING else node.available
+
+
 def _combined(bundles: Sequence[Resources]) -> Resources:
     total = Resources()
     for b in bundles:
@@ -390,7 +395,7 @@ def _solve(
 
     packer = Packer(
         s.specs,
-        [(g, s.index.vec(nd.total), s.index.vec(nd.available), nd.pod) for g, nd in s.usable],
+        [(g, s.index.vec(nd.total), s.index.vec(_free(nd)), nd.pod) for g, nd in s.usable],
         new,
         strat.scorer,
         strat.orderer,

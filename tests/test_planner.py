@@ -312,18 +312,18 @@ def test_when_max_replicas_binds_the_most_bundles_are_held() -> None:
 
 
 def test_pending_demand_of_a_group_with_pods_pending_is_deferred_with_upscaling_speed() -> None:
-    """Speed 1, no running pod, 5 pending: nothing more for tasks; reason upscaling_speed."""
-    pending = [node(f"p{i}", CPU, used={"CPU": 10}, status=NodeStatus.PENDING) for i in range(5)]
-    p = plan(inp(cluster(CPU, speed=1.0), bundles=[(res(cpu=10), 2)], nodes=pending))
+    """Speed 1, no running pod, 5 pending take 5 of 7 {CPU: 10}; 2 deferred by upscaling_speed."""
+    pending = [node(f"p{i}", CPU, status=NodeStatus.PENDING) for i in range(5)]
+    p = plan(inp(cluster(CPU, speed=1.0), bundles=[(res(cpu=10), 7)], nodes=pending))
     assert p.groups["cpu"].new == 0
     (u,) = p.unplaceable
     assert (u.count, u.reason) == (2, UnplaceableReason.UPSCALING_SPEED)
 
 
 def test_placement_group_pods_are_exempt_from_upscaling_speed() -> None:
-    """Speed 1, 5 pods pending: a STRICT_SPREAD group still gets its 2 pods, as in Ray."""
-    pending = [node(f"p{i}", CPU, used={"CPU": 10}, status=NodeStatus.PENDING) for i in range(5)]
-    spread = pg(Strategy.STRICT_SPREAD, res(cpu=10), res(cpu=10))
+    """Speed 1, 5 pods pending: a STRICT_SPREAD group of 7 x {CPU: 10} still gets 2 new pods."""
+    pending = [node(f"p{i}", CPU, status=NodeStatus.PENDING) for i in range(5)]
+    spread = pg(Strategy.STRICT_SPREAD, *[res(cpu=10)] * 7)
     p = plan(inp(cluster(CPU, speed=1.0), pgs=[spread], nodes=pending))
     assert (p.groups["cpu"].new, p.unplaceable) == (2, ())
 
@@ -334,3 +334,10 @@ def test_reasons_say_why_pods_are_added() -> None:
     p = plan(inp(cluster(g2, GPU), bundles=[(res(cpu=5), 4), (res(gpu=1), 1)]))
     assert p.groups["cpu"].reasons == ("1 new pod(s) for minReplicas 1", "1 new pod(s) for tasks")
     assert p.groups["gpu"].reasons == ("1 new pod(s) for tasks",)
+
+
+def test_a_pending_pod_counts_as_full_capacity_whatever_it_reports() -> None:
+    """A pending pod that reports nothing available still takes two {CPU: 5} tasks."""
+    pending = node("p", CPU, used={"CPU": 10}, status=NodeStatus.PENDING)
+    g = plan(inp(cluster(CPU), bundles=[(res(cpu=5), 2)], nodes=[pending])).groups["cpu"]
+    assert (g.new, g.target, g.removable) == (0, 1, ())
