@@ -168,7 +168,7 @@ def test_without_bounds_every_placeable_bundle_is_placed(inp: PlanningInput) -> 
 @given(inputs(unbounded=True))
 @settings(max_examples=100, deadline=None)
 def test_planned_capacity_covers_placed_task_demand(inp: PlanningInput) -> None:
-    """Per resource, the free capacity of usable pods plus the new pods covers what was placed."""
+    """Per resource, free capacity of usable pods plus new pods covers what was placed."""
     inp = dataclasses.replace(inp, demand=Demand(bundles=inp.demand.bundles))
     p = plan(inp)
     need: dict[str, int] = {}
@@ -180,8 +180,8 @@ def test_planned_capacity_covers_placed_task_demand(inp: PlanningInput) -> None:
             need[r] -= v * u.count
     have: dict[str, int] = {}
     for n in inp.nodes:
-        if n.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
-            for r, v in n.available:
+        if n.status in (NodeStatus.RUNNING, NodeStatus.PENDING):  # pending: wholly free
+            for r, v in n.total if n.status is NodeStatus.PENDING else n.available:
                 have[r] = have.get(r, 0) + v
     for g in inp.cluster.worker_groups:
         for r, v in g.resources:
