@@ -183,14 +183,17 @@ class NewPods:
         self.headroom[g] -= n
         self.budget -= n
 
-    def fill(self, shape: Vec, need: Need, count: int, order: Mapping[int, float]) -> int:
-        """Put up to ``count`` copies on the free space of open pods; returns what is left."""
+    def fill(
+        self, shape: Vec, need: Need, count: int, order: Mapping[int, float], most: int = _UNBOUNDED
+    ) -> int:
+        """Put up to ``count`` copies (at most ``most`` per pod) on the free space of open pods;
+        returns what is left."""
         if not self.open or count <= 0:
             return count
         rank = self.rank
         fitting = []
         for key in self.open:
-            per = fit_count(key[1], need)
+            per = min(fit_count(key[1], need), most)
             if per:
                 r = rank.get(key)
                 if r is None:
@@ -204,11 +207,19 @@ class NewPods:
         return count
 
     def open_for(
-        self, g: int, shape: Vec, need: Need, count: int, whole_only: bool, avoidable: bool = False
+        self,
+        g: int,
+        shape: Vec,
+        need: Need,
+        count: int,
+        whole_only: bool,
+        avoidable: bool = False,
+        most: int = _UNBOUNDED,
     ) -> int:
-        """Open pods of group ``g`` for ``count`` copies (only full pods if ``whole_only``)."""
+        """Open pods of group ``g`` for ``count`` copies (only full pods if ``whole_only``), at
+        most ``most`` copies per pod."""
         cap = self.groups[g].capacity
-        per = fit_count(cap, need)
+        per = min(fit_count(cap, need), most)
         full, rem = divmod(count, per)
         room = self.room(g)
         if full >= room:
@@ -483,6 +494,26 @@ class Packer:
             return False
         return True
 
+    def place_spread_copies(self, shape: Vec, size: int, copies: int) -> bool:
+        """``copies`` STRICT_SPREAD gangs of ``size`` identical bundles, all at once or none.
+
+        Each gang needs ``size`` distinct pods; copies may share pods. Placing the
+        ``size * copies`` bundles with at most ``copies`` on any pod is enough: dealing the
+        bundles of each pod to gangs round-robin gives no gang two bundles on one pod.
+        """
+        state = self.snapshot()
+        need = need_of(shape)
+        count = self._place_old(shape, need, size * copies, most=copies)
+        count = self.new.fill(shape, need, count, self._order, most=copies)
+        while count:
+            g = self._greedy_group(self.new, shape, need, min(count, copies))
+            if g is None:
+                self.restore(state)
+                return False
+            avoid = self._avoid(g, shape)
+            count = self.new.open_for(g, shape, need, count, False, avoid, most=copies)
+        return True
+
     def _old_keys(self) -> list[tuple[int, Vec, Vec]]:
         order, groups = self._order, self.groups
 
@@ -492,9 +523,9 @@ class Packer:
 
         return sorted(self.old, key=key)
 
-    def _place_old(self, shape: Vec, need: Need, count: int) -> int:
+    def _place_old(self, shape: Vec, need: Need, count: int, most: int = _UNBOUNDED) -> int:
         for key in self._old_keys():
-            per = fit_count(key[2], need)
+            per = min(fit_count(key[2], need), most)
             if per == 0:
                 continue
             cls = self.old.pop(key)

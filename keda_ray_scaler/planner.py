@@ -534,6 +534,12 @@ def _place_gangs(packer: Packer, index: _Index, pg: PlacementGroup, count: int) 
     """Place as many whole copies of one placement group as fit; returns how many."""
     if pg.strategy is Strategy.STRICT_SPREAD:
         vecs = [index.vec(b) for b in pg.bundles if b]
+        if (
+            count > 1
+            and len(set(vecs)) == 1
+            and packer.place_spread_copies(vecs[0], len(vecs), count)
+        ):
+            return count
         for done in range(count):
             if not packer.place_spread(vecs):
                 return done

@@ -176,3 +176,17 @@ def test_pattern_mode_repeats_a_pattern_arithmetically() -> None:
     p = packer(CPU10, patterns=True)
     assert p.place([((1, 0), 1_000_000)]) == []
     assert p.new.open == {(0, (0, 0)): 100_000}
+
+
+def test_identical_strict_spread_copies_are_placed_at_once() -> None:
+    """1,000 STRICT_SPREAD gangs of 4 x {CPU: 1}: 4,000 bundles, at most 1,000 a pod, 400 pods."""
+    p = packer(CPU10)
+    assert p.place_spread_copies((1, 0), 4, 1000)
+    assert p.new.count == [400]
+
+
+def test_few_identical_strict_spread_copies_still_need_distinct_pods() -> None:
+    """2 gangs of 3 x {CPU: 1}: at most 2 bundles a pod, so 3 pods, not 1."""
+    p = packer(CPU10)
+    assert p.place_spread_copies((1, 0), 3, 2)
+    assert p.new.count == [3]
