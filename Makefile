@@ -14,8 +14,8 @@ $(BIN)/keda-ray-scaler: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[agent,bench,dev]'
 	touch $@
 
-deps-debian: ## Debian packages the tests need (a real Prometheus server)
-	command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; }
+deps-debian: ## Debian packages the tests need: a real Prometheus server (and promtool), shellcheck
+	command -v prometheus >/dev/null && command -v shellcheck >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus shellcheck; }
 
 test: install ## the whole suite: unit, property, real Ray, real Prometheus, real gRPC
 	$(BIN)/pytest -q $(PYTEST_ARGS)
