@@ -619,3 +619,38 @@ class StopAfter(FakeClock):
         self.left -= 1
         if self.left == 0:
             raise asyncio.CancelledError
+
+
+def test_ray_nodes_of_pods_being_deleted_or_gone_are_left_out() -> None:
+    """A raylet outliving its pod must not hold the floor high; an unseen pod's node stays."""
+    ray_nodes = [
+        WorkerNode("ray-cpu-a", "cpu", r(CPU=10), r(CPU=10), node_id="aa"),
+        WorkerNode("ray-cpu-b", "cpu", r(CPU=10), r(CPU=4), node_id="bb"),
+        WorkerNode("ray-cpu-c", "cpu", r(CPU=10), r(CPU=4), node_id="cc"),
+        WorkerNode("ray-cpu-never-seen", "cpu", r(CPU=10), r(CPU=4), node_id="dd"),
+    ]
+    pods = [PodEntry("ray-cpu-a", "cpu", active=False), PodEntry("ray-cpu-b", "cpu")]
+    nodes = complete_nodes(SPEC, ray_nodes, {}, pods, gone=frozenset({"ray-cpu-c"}))
+    assert [n.pod for n in nodes] == ["ray-cpu-b", "ray-cpu-never-seen"]
+
+
+async def test_the_loop_forgets_a_node_whose_pod_left_the_cache() -> None:
+    """Seen in one synced listing, absent in the next: its Ray node no longer counts."""
+    nodes = (
+        WorkerNode("ray-cpu-a", "cpu", r(CPU=10), r(CPU=10), node_id="aa"),
+        WorkerNode("ray-cpu-b", "cpu", r(CPU=10), r(CPU=10), node_id="bb"),
+    )
+    listings: list[list[PodEntry] | None] = [
+        [PodEntry("ray-cpu-a", "cpu"), PodEntry("ray-cpu-b", "cpu")],
+        None,  # the cache is resyncing: nothing new is decided
+        [PodEntry("ray-cpu-b", "cpu")],
+    ]
+    loop, _ = make_loop(
+        FakeReader(*(RayState(Demand(), nodes) for _ in listings)), scale_down=False
+    )
+    seen = []
+    for listing in listings:
+        loop._pods = lambda listing=listing: listing
+        snap = await loop.poll_once()
+        seen.append([n.pod for n in snap.input.nodes])
+    assert seen == [["ray-cpu-a", "ray-cpu-b"], ["ray-cpu-a", "ray-cpu-b"], ["ray-cpu-b"]]

@@ -7,7 +7,11 @@ Each poll:
 3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
    Ray node is already gone is added with its group's pod shape), and, when a pod cache is
    wired, active pods of a known group that have no Ray node yet are added as ``PENDING`` with
-   their group's pod shape;
+   their group's pod shape, and Ray nodes whose pod is being deleted or is gone (seen in the
+   cache before, absent now) are left out: the ReplicaSet no longer counts them, and a raylet
+   that outlives its pod for a few seconds must not hold the scaler's floor one pod high (the
+   HPA would create a replacement). A Ray node whose pod was never seen is kept, so a wrong
+   label selector can never make busy pods disappear;
 4. publish the snapshot (``success=1``, time = now) to the exporter;
 5. unless scale-down is off, plan and hand the plan to the victim controller, then publish
    again so newly confirmed victims show at once.
@@ -61,6 +65,7 @@ class PodEntry:
 
     name: str
     group: str
+    active: bool = True  # False: Succeeded, Failed or being deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +87,20 @@ def complete_nodes(
     ray_nodes: Sequence[WorkerNode],
     victims: Mapping[str, str],
     pods: Sequence[PodEntry] | None,
+    gone: frozenset[str] = frozenset(),
 ) -> tuple[WorkerNode, ...]:
-    """Ray's worker nodes plus victims and pods not yet in Ray (pure; see the module doc)."""
+    """Ray's worker nodes plus victims and pods not yet in Ray (pure; see the module doc).
+
+    ``gone`` names pods the cache saw before and no longer has; with inactive ``pods`` their Ray
+    nodes are left out unless they are victims (victims never count toward the floor anyway).
+    """
     shapes = {g.name: g.resources for g in cluster.worker_groups}
+    leaving = gone | {p.name for p in pods or () if not p.active}
     out: list[WorkerNode] = []
     seen: set[str] = set()
     for n in ray_nodes:
+        if n.pod in leaving and n.pod not in victims:
+            continue
         seen.add(n.pod)
         out.append(replace(n, status=NodeStatus.VICTIM) if n.pod in victims else n)
     for pod, group in sorted(victims.items()):
@@ -96,7 +109,7 @@ def complete_nodes(
             shape = shapes[group]
             out.append(WorkerNode(pod, group, shape, shape, status=NodeStatus.VICTIM))
     for p in pods or ():
-        if p.name not in seen and p.group in shapes:
+        if p.active and p.name not in seen and p.group in shapes:
             seen.add(p.name)
             shape = shapes[p.group]
             out.append(WorkerNode(p.name, p.group, shape, shape, status=NodeStatus.PENDING))
@@ -133,6 +146,8 @@ class AgentLoop:
             PlanningInput(cluster), snapshot_time_s=0.0, success=False
         )
         self._ray_nodes: tuple[WorkerNode, ...] = ()
+        self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
+        self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
         self._log = log.bind(cluster=cluster.name)
         collector.publish(self._last)
 
@@ -165,7 +180,8 @@ class AgentLoop:
             self._log.warning("unmapped ray nodes", count=state.unmapped)
         victims = self._victims.victims() if self._victims is not None else {}
         pods = self._pods() if self._pods is not None else None
-        nodes = complete_nodes(self._cluster, state.nodes, victims, pods)
+        self._track_gone(pods, state.nodes)
+        nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone)
         inp = PlanningInput(self._cluster, demand, nodes)
         self._publish(inp, started)
         if self._settings.scale_down and self._victims is not None and self._planner:
@@ -175,9 +191,19 @@ class AgentLoop:
                 self._log.warning("victim step failed", error=str(exc))
             after = self._victims.victims()
             if after != victims:
-                self._publish(replace(inp, nodes=complete_nodes_again(inp, state, after)), started)
+                again = complete_nodes_again(inp, state, after, self._gone)
+                self._publish(replace(inp, nodes=again), started)
         self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
         return self._last
+
+    def _track_gone(self, pods: Sequence[PodEntry] | None, ray_nodes: Sequence[WorkerNode]) -> None:
+        """Remember pods that left the (synced) cache while Ray still reports their node."""
+        if pods is None:  # cache not synced: keep what we knew, decide nothing new
+            return
+        names = frozenset(p.name for p in pods)
+        in_ray = {n.pod for n in ray_nodes}
+        self._gone = frozenset((self._gone | (self._known_pods - names)) & in_ray - names)
+        self._known_pods = names
 
     async def run(self) -> None:
         """Poll every ``interval_s`` until cancelled; a poll that crashes is a failed poll."""
@@ -193,8 +219,11 @@ class AgentLoop:
 
 
 def complete_nodes_again(
-    inp: PlanningInput, state: RayState, victims: Mapping[str, str]
+    inp: PlanningInput,
+    state: RayState,
+    victims: Mapping[str, str],
+    gone: frozenset[str] = frozenset(),
 ) -> tuple[WorkerNode, ...]:
     """Re-apply victims after a protocol step; pending pods already in ``inp`` are kept."""
     pending = [PodEntry(n.pod, n.group) for n in inp.nodes if n.status is NodeStatus.PENDING]
-    return complete_nodes(inp.cluster, state.nodes, victims, pending)
+    return complete_nodes(inp.cluster, state.nodes, victims, pending, gone)

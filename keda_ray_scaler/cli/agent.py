@@ -181,7 +181,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection)
         def active_pods(cache: PodCache = cache) -> list[PodEntry] | None:
             if not cache.synced:
                 return None
-            return [PodEntry(p.name, p.group) for p in cache.pods() if p.active]
+            return [PodEntry(p.name, p.group, p.active) for p in cache.pods()]
 
         pods = active_pods
 
