@@ -167,6 +167,21 @@ class NewPods:
         """Total price of the new pods."""
         return sum(n * g.cost for n, g in zip(self.count, self.groups, strict=True))
 
+    def wasted(self, gpu: int) -> int:
+        """GPU pods opened for demand a non-GPU group could hold that still hold no GPU demand.
+
+        A pod opened for such demand that later received GPU demand (a placement group or a
+        GPU task placed after it) was needed anyway and is not counted.
+        """
+        if gpu < 0 or not self.avoidable:
+            return 0
+        untouched = sum(
+            n
+            for (g, free), n in self.open.items()
+            if self.groups[g].capacity[gpu] and free[gpu] == self.groups[g].capacity[gpu]
+        )
+        return min(self.avoidable, untouched)
+
     def room(self, g: int) -> int:
         """New pods group ``g`` may still get."""
         return min(self.headroom[g], self.budget)

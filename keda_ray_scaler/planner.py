@@ -133,7 +133,7 @@ class _Outcome:
     busy: set[str]
     unplaced: int = 0
     cost: float = 0.0
-    gpu_waste: int = 0  # GPU pods opened for non-GPU demand a CPU group could hold
+    gpu_waste: int = 0  # GPU pods opened for non-GPU demand a CPU group could hold, no GPU use
     valid: bool = True
     extra: list[str] = field(default_factory=list)
 
@@ -514,7 +514,7 @@ def _solve(
         unplaceable=[],
         busy=packer.busy_pods() | needed,
         cost=final.cost(),
-        gpu_waste=final.avoidable,
+        gpu_waste=final.wasted(s.gpu_index),
     )
     for u in unplaceable:
         explained = _explain(u, s, final, speed_left)
