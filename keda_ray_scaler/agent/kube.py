@@ -193,7 +193,7 @@ class PodCache:
         self._api = api
         self._settings = settings
         self._wait = wait or tenacity.wait_exponential_jitter(
-            initial=settings.retry_initial_s, max=settings.retry_max_s
+            multiplier=settings.retry_initial_s, max=settings.retry_max_s
         )
         self._pods: dict[str, PodInfo] = {}
         self._synced = False

@@ -85,7 +85,7 @@ class RetrySettings:
     def wait(self) -> tenacity.wait.wait_base:
         """The tenacity wait strategy these settings describe."""
         return tenacity.wait_exponential_jitter(
-            initial=self.initial_backoff_s,
+            multiplier=self.initial_backoff_s,
             max=self.max_backoff_s,
             jitter=self.initial_backoff_s,
         )
