@@ -109,6 +109,22 @@ def smallest_first_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -
     return sorted(shapes, key=key)
 
 
+@dataclass(frozen=True, slots=True)
+class ResourceFirstOrderer:
+    """Largest share of one resource first (of the largest pod of any group), then scarcest.
+
+    An alternative first-fit-decreasing order for the planner's portfolio: when one resource
+    (say memory) is the tight one, its big consumers go first.
+    """
+
+    index: int
+
+    def __call__(self, shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
+        i = self.index
+        biggest = max((g.capacity[i] for g in groups), default=0) or 1
+        return sorted(shapes, key=lambda s: (-s[i] / biggest, scarcity_rank(s, groups)))
+
+
 def dominant_share_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
     """Largest dominant share first (share of the largest pod of any group), then by vector."""
     return sorted(shapes, key=lambda s: scarcity_rank(s, groups)[1:])

@@ -54,6 +54,7 @@ from keda_ray_scaler.packing import (
     GroupSpec,
     NewPods,
     Packer,
+    ResourceFirstOrderer,
     ShapeOrderer,
     Vec,
     fit_count,
@@ -147,6 +148,7 @@ def plan(
     improve_max_pods: int = 128,
     improve_max_shapes: int = 16,
     improve_max_runs: int = 64,
+    improve_depth: int = 3,
 ) -> Plan:
     """Decide every worker group's replicas for ``inp``; see the module docstring.
 
@@ -160,15 +162,20 @@ def plan(
     shapes = len({v for v, _ in setup.tasks}) + sum(len(pg.bundles) for pg in setup.gangs)
     small = sum(setup.floor) + sum(best.new) <= improve_max_pods and shapes <= improve_max_shapes
     runs = [improve_max_runs]
+    seen: dict[tuple[tuple[int, ...], Strategies, tuple[str, bool, bool]], _Outcome | None] = {}
 
     def solve(
         caps: Sequence[int], strat: Strategies, mode: tuple[str, bool, bool]
     ) -> _Outcome | None:
+        key = (tuple(caps), strat, mode)
+        if key in seen:
+            return seen[key]
         if runs[0] <= 0:
             return None
         runs[0] -= 1
         out = _solve(setup, caps, strat, *mode)
-        return out if out.valid else None
+        seen[key] = out if out.valid else None
+        return seen[key]
 
     modes: list[tuple[str, bool, bool]] = [("gangs", False, False)]
     if small:
@@ -188,21 +195,53 @@ def plan(
             other = solve(caps, few, mode)
             if other and _better(other, best):
                 best, strat = other, few
-    improved = small
-    while improved and runs[0] > 0:
-        improved = False
+    others = _demand_resources(setup)
+    alternatives = [dataclasses.replace(strat, orderer=ResourceFirstOrderer(i)) for i in others]
+
+    def descend(depth: int) -> bool:
+        """One pod fewer of a group, then (``depth`` > 1) fewer again from the best of those
+        runs while it holds as much, other shape orders when it fails to; True on a better
+        plan."""
+        nonlocal best, caps
         for g in range(len(setup.specs)):
-            if best.new[g] <= best.by_phase["min"][g]:
-                continue
-            trial_caps = list(caps)
-            trial_caps[g] = best.new[g] - 1
-            for mode in modes:
-                trial = solve(trial_caps, strat, mode)
-                if trial and _better(trial, best):
-                    best, caps, improved = trial, trial_caps, True
+            cur, trial_caps = best, list(caps)
+            for _ in range(depth):
+                if cur.new[g] <= cur.by_phase["min"][g]:
                     break
-            if improved:
-                break
+                trial_caps = list(trial_caps)
+                trial_caps[g] = cur.new[g] - 1
+                step: _Outcome | None = None
+                for mode in modes:
+                    trial = solve(trial_caps, strat, mode)
+                    if trial and (step is None or _better(trial, step)):
+                        step = trial
+                    if step and _better(step, best):
+                        break
+                if depth > 1 and not best.unplaced and (step is None or step.unplaced):
+                    # the packer may fail to fit all at these counts: other shape orders (only
+                    # when no bound blocks demand: else fewer pods could trade held bundles)
+                    for alt in alternatives:
+                        trial = solve(trial_caps, alt, modes[0])
+                        if trial and (step is None or _better(trial, step)):
+                            step = trial
+                        if step and not step.unplaced:
+                            break
+                if step is None:
+                    break
+                if _better(step, best):
+                    best, caps = step, trial_caps
+                    return True
+                cur = step
+        return False
+
+    depth = 1
+    while small and runs[0] > 0:
+        if descend(depth):
+            depth = 1
+        elif depth < improve_depth:
+            depth = improve_depth
+        else:
+            break
     groups = _group_plans(setup, best)
     reasons = [
         *setup.notes,
@@ -214,6 +253,14 @@ def plan(
 def _better(a: _Outcome, b: _Outcome) -> bool:
     """Holds more demand; or as much, wasting fewer GPU pods; or as much for less cost."""
     return (a.unplaced, a.gpu_waste, a.cost) < (b.unplaced, b.gpu_waste, b.cost - 1e-9)
+
+
+def _demand_resources(s: _Setup) -> list[int]:
+    """Positions of the resources demand names, when it names more than one."""
+    vecs = [v for v, _ in (*s.tasks, *s.constraints)]
+    vecs += [s.index.vec(r) for pg in s.gangs for r in _gang_shapes(pg)]
+    used = sorted({i for v in vecs for i, a in enumerate(v) if a})
+    return used if len(used) > 1 else []
 
 
 def _resource_names(inp: PlanningInput) -> set[str]:
