@@ -435,8 +435,9 @@ async def test_a_missing_pod_is_none_without_retries(
 
 # --- parsing ----------------------------------------------------------------------------------
 def test_pod_info_reads_what_the_ranking_needs() -> None:
-    """Fields are taken from the API JSON: group label, readiness, restarts, owner, times."""
+    """Fields are taken from the API JSON: group label, readiness, restarts, owner, IP, times."""
     raw = make_pod("w-1", version=7, annotations={"k": "v"})
+    raw["status"]["podIP"] = "10.1.2.3"
     raw["status"]["containerStatuses"] = [
         {"name": "ray", "restartCount": 2},
         {"name": "log", "restartCount": 5},
@@ -460,6 +461,7 @@ def test_pod_info_reads_what_the_ranking_needs() -> None:
         created_s=1795341540.0,
         deleting=False,
         owner="ReplicaSet/ray-cpu-7d9f",
+        pod_ip="10.1.2.3",
         resource_version="7",
         annotations={"k": "v"},
     )

@@ -170,6 +170,7 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
         created_s=_parse_time(meta.get("creationTimestamp")),
         deleting=bool(meta.get("deletionTimestamp")),
         owner=owner,
+        pod_ip=str(status.get("podIP") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations=dict(meta.get("annotations") or {}),
     )

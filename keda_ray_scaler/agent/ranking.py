@@ -53,6 +53,7 @@ class PodInfo:
     created_s: float | None = None
     deleting: bool = False  # metadata.deletionTimestamp is set
     owner: str = ""  # the controlling owner, "ReplicaSet/<name>"
+    pod_ip: str = ""  # status.podIP: maps a Ray node that carries no pod name
     resource_version: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
 

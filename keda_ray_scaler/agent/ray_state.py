@@ -291,7 +291,7 @@ class RayReader:
         self._pods_by_ip = pods_by_ip
         self._busy = threading.Lock()
 
-    def _read_blocking(self) -> RayState:
+    def _read_blocking(self, by_ip: Mapping[str, PodRef] | None) -> RayState:
         from ray.core.generated.autoscaler_pb2 import (  # type: ignore[attr-defined]  # protobuf
             GetClusterStatusReply,
         )
@@ -313,15 +313,16 @@ class RayReader:
             raise RayError(f"GCS get_cluster_status failed: {exc}") from exc
         finally:
             self._busy.release()
-        by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
         return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
+        # The pod-IP map is taken here, on the event loop that owns the pod cache.
+        by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
         try:
             # A call stuck past the timeout keeps ``_busy`` until it really returns.
             return await asyncio.wait_for(
-                asyncio.to_thread(self._read_blocking), timeout=self._timeout_s + 1.0
+                asyncio.to_thread(self._read_blocking, by_ip), timeout=self._timeout_s + 1.0
             )
         except TimeoutError as exc:
             raise RayError(f"GCS did not answer within {self._timeout_s:g}s") from exc

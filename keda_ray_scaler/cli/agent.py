@@ -22,7 +22,7 @@ from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry, VictimStep
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader
+from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.telemetry import configure_logging
@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection) -> None:
     registry = CollectorRegistry()
     clock = SystemClock()
-    reader = RayReader(gcs, spec, timeout_s=args.ray_timeout)
+    pods_by_ip: Callable[[], dict[str, PodRef]] = dict  # the IP fallback, once pods are cached
+    reader = RayReader(gcs, spec, timeout_s=args.ray_timeout, pods_by_ip=lambda: pods_by_ip())
     collector = SnapshotCollector(registry)
     metrics = AgentMetrics(registry, spec.name)
     tasks: list[asyncio.Task[None]] = []
@@ -184,6 +185,12 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection)
             return [PodEntry(p.name, p.group, p.active) for p in cache.pods()]
 
         pods = active_pods
+
+        def ip_map(cache: PodCache = cache) -> dict[str, PodRef]:
+            active = (p for p in cache.pods() if p.pod_ip and p.active)
+            return {p.pod_ip: PodRef(p.name, p.group) for p in active}
+
+        pods_by_ip = ip_map
 
     from keda_ray_scaler.planner import plan
 
