@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from keda_ray_scaler.errors import ConfigError
-from keda_ray_scaler.rpc.trigger import TriggerConfig
+from keda_ray_scaler.rpc.trigger import ALLOWED_KEYS, TriggerConfig, TriggerParser
 
 
 def parse(**metadata: str) -> TriggerConfig:
@@ -107,3 +109,52 @@ def test_unknown_key_with_control_characters_is_reported_escaped() -> None:
     with pytest.raises(ConfigError) as info:
         TriggerConfig.from_metadata({"rayCluster": "r", "workerGroup": "g", "x\ny" + "z" * 99: ""})
     assert info.value.field == "x\\ny" + "z" * 61 + "..."
+
+
+_KEYS = st.sampled_from([*sorted(ALLOWED_KEYS), "query", "rayclust", "x\ny"])
+_VALUES = st.sampled_from(["", "r", "g-1", "Ray", "a" * 64, "0", "15", "61", "1e3", "/ca.pem"])
+
+
+@given(st.lists(st.dictionaries(_KEYS, _VALUES, max_size=6), min_size=1, max_size=4))
+def test_cached_parser_answers_exactly_like_from_metadata(maps: list[dict[str, str]]) -> None:
+    """Same config or same error (key and problem) as from_metadata, cached or not."""
+    parser = TriggerParser(60, maxsize=2)
+    for metadata in maps + maps:
+        try:
+            expected: TriggerConfig | tuple[str | None, str] = TriggerConfig.from_metadata(
+                metadata, 60
+            )
+        except ConfigError as exc:
+            expected = (exc.field, exc.problem)
+        try:
+            got: TriggerConfig | tuple[str | None, str] = parser(metadata)
+        except ConfigError as exc:
+            got = (exc.field, exc.problem)
+        assert got == expected
+
+
+def test_cached_parser_ignores_the_values_of_keda_keys() -> None:
+    """Metadata differing only in a KEDA key's value is one cache entry, parsed once."""
+    parser = TriggerParser(60)
+    a = parser({"rayCluster": "r", "workerGroup": "g", "caCert": "A" * 5000})
+    b = parser({"rayCluster": "r", "workerGroup": "g", "caCert": "B"})
+    info = parser.cache_info()
+    assert (a is b, info.hits, info.misses, info.currsize) == (True, 1, 1, 1)
+
+
+def test_cached_parser_refuses_bad_metadata_on_every_call() -> None:
+    """A rejected map is never cached: the second call raises the same error again."""
+    parser = TriggerParser(60)
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="workerGroup: required"):
+            parser({"rayCluster": "r"})
+    assert parser.cache_info().currsize == 0
+
+
+def test_cached_parser_is_bounded() -> None:
+    """At most maxsize configs are kept; the least recently used goes first."""
+    parser = TriggerParser(60, maxsize=2)
+    for group in ("a", "b", "c"):
+        parser({"rayCluster": "r", "workerGroup": group})
+    info = parser.cache_info()
+    assert (info.currsize, info.maxsize) == (2, 2)

@@ -18,8 +18,9 @@ to status codes once, by :data:`STATUS_BY_ERROR`; every call is counted by metho
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, Final, TypeVar
 
 import grpc
@@ -29,7 +30,7 @@ from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, Sca
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.targets import Clock, TargetCache
-from keda_ray_scaler.rpc.trigger import TriggerConfig
+from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser
 from keda_ray_scaler.telemetry import ScalerMetrics
 
 #: The one table from error type to gRPC status (most specific first).
@@ -55,17 +56,29 @@ def status_of(exc: ScalerError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL  # pragma: no cover - ScalerError is the last row
 
 
-def metric_spec(config: TriggerConfig) -> pb.GetMetricSpecResponse:
-    """The spec for a trigger: a pure function of its metadata."""
+def metric_spec(metric_name: str) -> pb.GetMetricSpecResponse:
+    """The spec for a trigger's metric: a pure function of its metadata."""
     return pb.GetMetricSpecResponse(
         metricSpecs=[
             pb.MetricSpec(
-                metricName=config.metric_name,
+                metricName=metric_name,
                 targetSize=METRIC_TARGET,
                 targetSizeFloat=float(METRIC_TARGET),
             )
         ]
     )
+
+
+def metric_value(metric_name: str, target: int) -> pb.GetMetricsResponse:
+    """The GetMetrics answer: ``target`` in both the int and the float field."""
+    value = pb.MetricValue(metricName=metric_name, metricValue=target, metricValueFloat=target)
+    return pb.GetMetricsResponse(metricValues=[value])
+
+
+_ACTIVE: Final = pb.IsActiveResponse(result=True)
+_INACTIVE: Final = pb.IsActiveResponse(result=False)
+#: Prebuilt answers kept (LRU): specs by metric name, values by metric name and target.
+_ANSWERS_CACHED: Final = 8192
 
 
 class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[misc]  # generated base is untyped
@@ -89,50 +102,61 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         )
         self._stopping = asyncio.Event()
         self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._parse = TriggerParser(cache.settings.max_age_s)
+        # answers are immutable once built (gRPC only serializes them): built once per value
+        self._spec = functools.lru_cache(maxsize=_ANSWERS_CACHED)(metric_spec)
+        self._value = functools.lru_cache(maxsize=_ANSWERS_CACHED)(metric_value)
 
     def stop_streams(self) -> None:
         """End every open stream (graceful stop)."""
         self._stopping.set()
 
     # --- unary ----------------------------------------------------------------------------
+    # Written out per method (no shared closure) and answered with prebuilt messages: these
+    # three are KEDA's hot path, tens of thousands of calls per poll interval in big clusters.
 
     async def GetMetricSpec(
         self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
     ) -> pb.GetMetricSpecResponse:
         """The metric spec, from metadata only."""
-
-        async def answer(config: TriggerConfig) -> pb.GetMetricSpecResponse:
-            return metric_spec(config)
-
-        return await self._unary("GetMetricSpec", context, request.scalerMetadata, answer)
+        started = time.perf_counter()
+        try:
+            config = self._config(request.scalerMetadata)
+        except ScalerError as exc:
+            await self._abort("GetMetricSpec", context, exc, started)
+            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+        self._observe("GetMetricSpec", "OK", started)
+        return self._spec(config.metric_name)
 
     async def GetMetrics(
         self, request: pb.GetMetricsRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetMetricsResponse:
         """The group's target replicas, in both the int and the float field."""
-
-        async def answer(config: TriggerConfig) -> pb.GetMetricsResponse:
+        started = time.perf_counter()
+        config: TriggerConfig | None = None
+        try:
+            config = self._config(request.scaledObjectRef.scalerMetadata)
             t = await self._cache.get(config.cluster, config.group, config.max_age_s)
-            value = pb.MetricValue(
-                metricName=config.metric_name,
-                metricValue=t.target,
-                metricValueFloat=float(t.target),
-            )
-            return pb.GetMetricsResponse(metricValues=[value])
-
-        metadata = request.scaledObjectRef.scalerMetadata
-        return await self._unary("GetMetrics", context, metadata, answer)
+        except ScalerError as exc:
+            await self._abort("GetMetrics", context, exc, started, config)
+            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+        self._observe("GetMetrics", "OK", started)
+        return self._value(config.metric_name, t.target)
 
     async def IsActive(
         self, request: pb.ScaledObjectRef, context: grpc.aio.ServicerContext
     ) -> pb.IsActiveResponse:
         """False only when the target is 0 and no non-victim pod remains."""
-
-        async def answer(config: TriggerConfig) -> pb.IsActiveResponse:
+        started = time.perf_counter()
+        config: TriggerConfig | None = None
+        try:
+            config = self._config(request.scalerMetadata)
             t = await self._cache.get(config.cluster, config.group, config.max_age_s)
-            return pb.IsActiveResponse(result=t.active)
-
-        return await self._unary("IsActive", context, request.scalerMetadata, answer)
+        except ScalerError as exc:
+            await self._abort("IsActive", context, exc, started, config)
+            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+        self._observe("IsActive", "OK", started)
+        return _ACTIVE if t.active else _INACTIVE
 
     # --- streams --------------------------------------------------------------------------
 
@@ -192,35 +216,17 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
             await self._abort(method, context, exc, started)
             return
         self._observe(method, "OK", started)
-        yield metric_spec(config)
+        yield self._spec(config.metric_name)
         await self._stopping.wait()
 
     # --- helpers --------------------------------------------------------------------------
 
     def _config(self, metadata: Mapping[str, str]) -> TriggerConfig:
         try:
-            return TriggerConfig.from_metadata(metadata, self._cache.settings.max_age_s)
+            return self._parse(metadata)
         except ConfigError as exc:
             self._metrics.config_errors.labels(exc.field or "").inc()
             raise
-
-    async def _unary(
-        self,
-        method: str,
-        context: grpc.aio.ServicerContext,
-        metadata: Mapping[str, str],
-        answer: Callable[[TriggerConfig], Awaitable[_T]],
-    ) -> _T:
-        started = time.perf_counter()
-        config: TriggerConfig | None = None
-        try:
-            config = self._config(metadata)
-            result = await answer(config)
-        except ScalerError as exc:
-            await self._abort(method, context, exc, started, config)
-            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
-        self._observe(method, "OK", started)
-        return result
 
     async def _abort(
         self,

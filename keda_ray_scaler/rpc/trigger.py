@@ -8,6 +8,7 @@ naming the key (gRPC INVALID_ARGUMENT). No I/O here.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,6 +77,53 @@ class TriggerConfig:
             upper = int(server_max_age_s) if server_max_age_s is not None else 3600
             max_age = float(_bounded_int(metadata, KEY_MAX_AGE, 1, max(1, upper)))
         return cls(cluster=cluster, group=group, max_age_s=max_age)
+
+
+#: What :meth:`TriggerConfig.from_metadata` reads: the key names and the values of our own keys.
+MetadataKey = tuple[frozenset[str], str | None, str | None, str | None]
+
+
+def metadata_key(metadata: Mapping[str, str]) -> MetadataKey:
+    """Everything the parse depends on: key names, and values of our own keys only.
+
+    KEDA's keys (``caCert``, ...) are accepted but never read, so their values (a PEM can be
+    kilobytes) are not part of the key: two metadata maps with the same key give the same
+    :class:`TriggerConfig` or the same error.
+    """
+    return (
+        frozenset(metadata),
+        metadata.get(KEY_CLUSTER),
+        metadata.get(KEY_GROUP),
+        metadata.get(KEY_MAX_AGE),
+    )
+
+
+class TriggerParser:
+    """:meth:`TriggerConfig.from_metadata` behind a bounded LRU cache (KEDA repeats metadata).
+
+    Keyed by :func:`metadata_key`; only successful parses are cached, so every bad request is
+    parsed (and refused) again. A cached entry is at most a few hundred bytes: its own values
+    passed validation, and only the allow-listed key names can succeed.
+    """
+
+    def __init__(self, server_max_age_s: float | None = None, *, maxsize: int = 4096) -> None:
+        self.server_max_age_s = server_max_age_s
+        self._parse = functools.lru_cache(maxsize=maxsize)(self._parse_key)
+
+    def __call__(self, metadata: Mapping[str, str]) -> TriggerConfig:
+        """The config of ``metadata``; raises ConfigError naming the key, like from_metadata."""
+        return self._parse(metadata_key(metadata))
+
+    def cache_info(self) -> functools._CacheInfo:
+        """Hits, misses, size and bound of the cache."""
+        return self._parse.cache_info()
+
+    def _parse_key(self, key: MetadataKey) -> TriggerConfig:
+        names, cluster, group, max_age = key
+        own = {KEY_CLUSTER: cluster, KEY_GROUP: group, KEY_MAX_AGE: max_age}
+        # KEDA's keys get an empty value: from_metadata never reads them
+        metadata = {name: own.get(name) or "" for name in names}
+        return TriggerConfig.from_metadata(metadata, self.server_max_age_s)
 
 
 def _dns_label(metadata: Mapping[str, str], key: str) -> str:
