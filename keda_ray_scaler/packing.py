@@ -202,6 +202,13 @@ class NewPods:
         """New pods group ``g`` may still get."""
         return min(self.headroom[g], self.budget)
 
+    def reserve(self, g: int, n: int) -> None:
+        """Count ``n`` pods of group ``g`` that the caller places demand on itself."""
+        if n > 0:
+            self.count[g] += n
+            self.headroom[g] -= n
+            self.budget -= n
+
     def add(self, g: int, n: int, free: Vec | None = None, avoidable: bool = False) -> None:
         """Open ``n`` pods of group ``g`` with ``free`` left (default: empty pods)."""
         if n <= 0:
@@ -380,8 +387,13 @@ class Packer:
         lookahead: int = 8,
         gpu_index: int = -1,
         patterns: bool = False,
+        best_fit: bool = False,
     ) -> None:
-        """``existing``: ``(group index, total, free, pod)`` in the order pods take demand."""
+        """``existing``: ``(group index, total, free, pod)`` in the order pods take demand.
+
+        ``best_fit``: existing pods take demand least free space first, wholly free or not
+        (default: partly used pods first, so idle pods stay removable).
+        """
         self.groups = groups
         self.new = new
         self.scorer = scorer
@@ -389,6 +401,7 @@ class Packer:
         self.lookahead = lookahead
         self.gpu_index = gpu_index
         self.patterns = patterns
+        self.best_fit = best_fit
         self.old: dict[tuple[int, Vec, Vec], _Old] = {}
         for g, total, free, pod in existing:
             cls = self.old.get((g, total, free))
@@ -550,7 +563,12 @@ class Packer:
 
         def key(k: tuple[int, Vec, Vec]) -> tuple[bool, float, float, str, Vec]:
             g, total, free = k
+            if self.best_fit:
+                size = sum(f / b for f, b in zip(free, biggest, strict=True) if b)
+                return (False, order[g], size, groups[g].name, free)
             return (free == total, order[g], _size(free, groups[g]), groups[g].name, free)
+
+        biggest = [max(gr.capacity[i] for gr in groups) for i in range(len(groups[0].capacity))]
 
         return sorted(self.old, key=key)
 

@@ -30,6 +30,7 @@ maxReplicas: the HPA clamps to the ScaledObject's maxReplicaCount itself.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,11 @@ from keda_ray_scaler.packing import (
 UPSCALING_INITIAL_PODS = 5
 
 _NO_CAP = 1 << 62
+#: Name prefix of the stand-ins for new pods a consolidation run reserves up front.
+_RESERVED = "\0new:"
+
+#: One run's step order (``gangs``, ``tasks`` or ``flat``), pattern packing, constraints last.
+_Mode = tuple[str, bool, bool]
 
 
 class _Index:
@@ -162,22 +168,27 @@ def plan(
     shapes = len({v for v, _ in setup.tasks}) + sum(len(pg.bundles) for pg in setup.gangs)
     small = sum(setup.floor) + sum(best.new) <= improve_max_pods and shapes <= improve_max_shapes
     runs = [improve_max_runs]
-    seen: dict[tuple[tuple[int, ...], Strategies, tuple[str, bool, bool]], _Outcome | None] = {}
+    seen: dict[tuple[tuple[int, ...], Strategies, _Mode, tuple[int, ...], bool], _Outcome | None]
+    seen = {}
 
     def solve(
-        caps: Sequence[int], strat: Strategies, mode: tuple[str, bool, bool]
+        caps: Sequence[int],
+        strat: Strategies,
+        mode: _Mode,
+        preopen: Sequence[int] = (),
+        best_fit: bool = False,
     ) -> _Outcome | None:
-        key = (tuple(caps), strat, mode)
+        key = (tuple(caps), strat, mode, tuple(preopen), best_fit)
         if key in seen:
             return seen[key]
         if runs[0] <= 0:
             return None
         runs[0] -= 1
-        out = _solve(setup, caps, strat, *mode)
+        out = _solve(setup, caps, strat, *mode, preopen=preopen, best_fit=best_fit)
         seen[key] = out if out.valid else None
         return seen[key]
 
-    modes: list[tuple[str, bool, bool]] = [("gangs", False, False)]
+    modes: list[_Mode] = [("gangs", False, False)]
     if small:
         orders = ["gangs"]
         if setup.gangs:
@@ -234,9 +245,28 @@ def plan(
                 cur = step
         return False
 
+    def consolidate() -> bool:
+        """Every pod of the plan but one of a group exists before demand is placed: if the
+        demand still fits them as well, that pod is dropped (whatever step bought it)."""
+        nonlocal best, caps
+        if not _speed_free(setup, best.new):
+            return False  # pods the speed rule counts would move between steps
+        for g in range(len(setup.specs)):
+            if best.new[g] <= best.by_phase["min"][g]:
+                continue
+            fewer = list(best.new)
+            fewer[g] -= 1
+            for fit, mode in itertools.product((False, True), modes):
+                trial = solve(fewer, strat, mode, fewer, fit)
+                if trial and _better(trial, best):
+                    by_phase = _one_less(best.by_phase, g)
+                    best, caps = dataclasses.replace(trial, by_phase=by_phase), fewer
+                    return True
+        return False
+
     depth = 1
     while small and runs[0] > 0:
-        if descend(depth):
+        if descend(depth) or consolidate():
             depth = 1
         elif depth < improve_depth:
             depth = improve_depth
@@ -248,6 +278,25 @@ def plan(
         *(f"{name}: {line}" for name, g in groups.items() for line in g.reasons),
     ]
     return Plan(groups=groups, unplaceable=_merge(best.unplaceable), reasons=tuple(reasons))
+
+
+def _speed_free(s: _Setup, new: Sequence[int]) -> bool:
+    """upscalingSpeed leaves room in every group even with ``new`` pods added."""
+    speed = s.inp.cluster.upscaling_speed
+    return all(
+        max(UPSCALING_INITIAL_PODS, int(speed * max(s.running[i], 1))) - s.pending[i] - n > 0
+        for i, n in enumerate(new)
+    )
+
+
+def _one_less(by_phase: dict[str, list[int]], g: int) -> dict[str, list[int]]:
+    """``by_phase`` with one pod of group ``g`` taken from its last step that added one."""
+    out = {phase: list(counts) for phase, counts in by_phase.items()}
+    for phase in reversed(list(out)):
+        if phase != "min" and out[phase][g] > 0:
+            out[phase][g] -= 1
+            break
+    return out
 
 
 def _better(a: _Outcome, b: _Outcome) -> bool:
@@ -375,6 +424,8 @@ def _solve(
     mode: str,
     patterns: bool = False,
     constraints_last: bool = False,
+    preopen: Sequence[int] = (),
+    best_fit: bool = False,
 ) -> _Outcome:
     """Steps 1-4 with at most ``caps[g]`` new pods per group.
 
@@ -384,6 +435,10 @@ def _solve(
     one first-fit-decreasing queue; valid only when every placement group is placed whole).
     ``patterns`` opens new pods by repeated best patterns instead of per-shape rollouts;
     ``constraints_last`` measures request_resources against the pods demand needs anyway.
+    ``preopen``: new pods per group paid for before any demand is placed (a consolidation
+    run: ``caps`` equal to it, so demand only fills them), wholly free new pods or, with
+    ``best_fit``, filled like existing pods and every pod least free space first; their GPU
+    pods count as wasted unless they receive GPU demand.
     """
     wgroups = s.inp.cluster.worker_groups
     n = len(wgroups)
@@ -399,6 +454,17 @@ def _solve(
             new.budget = max(0, new.budget)
             new.headroom[i] = max(0, new.headroom[i])
     min_new = list(new.count)
+    # consolidation: the other new pods are paid for up front and filled like existing pods
+    reserved: list[tuple[int, Vec, Vec, str]] = []
+    for i, want in enumerate(preopen):
+        cap = s.specs[i].capacity
+        if not best_fit:  # wholly free new pods, filled after existing pods
+            gpu = s.gpu_index >= 0 and cap[s.gpu_index] > 0
+            new.add(i, want - new.count[i], avoidable=gpu)
+            continue
+        new.reserve(i, max(0, want - new.count[i]))
+        new.open.pop((i, cap), None)  # minReplicas pods are reserved alike
+        reserved += [(i, cap, cap, f"{_RESERVED}{i}.{k}") for k in range(max(want, min_new[i]))]
 
     # 2. request_resources constraints, against total capacity, all or nothing
     def constrain(before: NewPods) -> tuple[NewPods, set[str]]:
@@ -442,13 +508,15 @@ def _solve(
 
     packer = Packer(
         s.specs,
-        [(g, s.index.vec(nd.total), s.index.vec(_free(nd)), nd.pod) for g, nd in s.usable],
+        [(g, s.index.vec(nd.total), s.index.vec(_free(nd)), nd.pod) for g, nd in s.usable]
+        + reserved,
         new,
         strat.scorer,
         strat.orderer,
         strat.lookahead,
         s.gpu_index,
         patterns,
+        best_fit=bool(reserved),
     )
 
     def gangs(which: Sequence[PlacementGroup]) -> None:  # 3. placement groups, all or nothing
@@ -559,9 +627,9 @@ def _solve(
         by_phase=by_phase,
         valid=valid,
         unplaceable=[],
-        busy=packer.busy_pods() | needed,
+        busy={p for p in packer.busy_pods() | needed if not p.startswith(_RESERVED)},
         cost=final.cost(),
-        gpu_waste=final.wasted(s.gpu_index),
+        gpu_waste=final.wasted(s.gpu_index) + _reserved_waste(s, packer),
     )
     for u in unplaceable:
         explained = _explain(u, s, final, speed_left)
@@ -570,6 +638,20 @@ def _solve(
             out.unplaced += explained.count
     out.unplaced += hidden[0]
     return out
+
+
+def _reserved_waste(s: _Setup, packer: Packer) -> int:
+    """Reserved (consolidation) GPU pods that received no GPU demand."""
+    gpu = s.gpu_index
+    if gpu < 0:
+        return 0
+    return sum(
+        1
+        for (_, total, free), cls in packer.old.items()
+        if total[gpu] and free[gpu] == total[gpu]
+        for p in cls.pods
+        if p.startswith(_RESERVED)
+    )
 
 
 def _fits_a_group(s: _Setup, res: Resources) -> bool:
