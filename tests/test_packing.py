@@ -7,6 +7,7 @@ from keda_ray_scaler.packing import (
     GroupSpec,
     NewPods,
     Packer,
+    ResourceFirstOrderer,
     Vec,
     dominant_share_orderer,
     fit_count,
@@ -190,3 +191,19 @@ def test_few_identical_strict_spread_copies_still_need_distinct_pods() -> None:
     p = packer(CPU10)
     assert p.place_spread_copies((1, 0), 3, 2)
     assert p.new.count == [3]
+
+
+def test_resource_first_orderer_puts_the_biggest_user_of_one_resource_first() -> None:
+    """Ordered by GPU share: the GPU shapes first, the larger GPU one before; then by scarcity."""
+    groups = [CPU10, GroupSpec("gpu", (8, 2), 4.0)]
+    order = ResourceFirstOrderer(1)([(9, 0), (1, 1), (2, 0), (1, 2)], groups)
+    assert order == [(1, 2), (1, 1), (9, 0), (2, 0)]
+
+
+def test_a_gpu_pod_opened_for_cpu_demand_is_not_wasted_once_it_holds_gpu_demand() -> None:
+    """Opened for CPU demand (avoidable), it counts as wasted until GPU demand lands on it."""
+    new = NewPods([CPU10, GPU], [BIG, BIG], BIG)
+    new.add(1, 2, (4, 1), avoidable=True)
+    assert new.wasted(1) == 2
+    assert new.fill((1, 1), need_of((1, 1)), 1, {0: 0.0, 1: 1.0}) == 0
+    assert new.wasted(1) == 1

@@ -341,3 +341,56 @@ def test_a_pending_pod_counts_as_full_capacity_whatever_it_reports() -> None:
     pending = node("p", CPU, used={"CPU": 10}, status=NodeStatus.PENDING)
     g = plan(inp(cluster(CPU), bundles=[(res(cpu=5), 2)], nodes=[pending])).groups["cpu"]
     assert (g.new, g.target, g.removable) == (0, 1, ())
+
+
+def test_a_gpu_pod_bought_for_cpu_tasks_that_later_holds_a_gang_is_not_wasted() -> None:
+    """Seed 486: the GPU pods the GPU demand needs take the {CPU: 5} tasks; one CPU pod (min)."""
+    cpu = group("cpu", cpu=16, cost=3.0, min=1)
+    gpu = group("gpu", cpu=64, gpu=8, cost=32.0, max=4)
+    i = inp(
+        cluster(cpu, gpu),
+        bundles=[(res(cpu=8, gpu=2), 2), (res(cpu=5), 17), (res(cpu=2), 3)],
+        pgs=[
+            pg(Strategy.STRICT_PACK, *[res(cpu=8, gpu=2)] * 4),
+            pg(Strategy.STRICT_SPREAD, *[res(cpu=16, gpu=4)] * 4),
+        ],
+    )
+    p = plan(i)
+    assert (p.groups["cpu"].new, p.groups["gpu"].new) == (1, 2)
+    (u,) = p.unplaceable
+    assert (u.resources, u.count, u.reason) == (
+        res(cpu=16, gpu=4),
+        4,
+        UnplaceableReason.MAX_REPLICAS,
+    )
+
+
+def test_fewer_small_pods_and_one_more_large_pod_cost_less() -> None:
+    """Seed 828: 3 large + 4 small ($10.75), not 2 large + 7 small, found by a deeper descent."""
+    gib = 2**30
+    large = group("large", cpu=10, memory=40 * gib, cost=2.25, max=3)
+    small = group("small", cpu=4, memory=16 * gib, cost=1.0)
+    demand = [
+        (res(cpu=4, memory=gib), 2),
+        (res(cpu=3, memory=gib), 1),
+        (res(cpu=4, memory=2 * gib), 5),
+        (res(cpu=1, memory=16 * gib), 2),
+        (res(cpu=6), 2),
+    ]
+    p = plan(inp(cluster(large, small), bundles=demand))
+    assert (p.groups["large"].new, p.groups["small"].new, p.unplaceable) == (3, 4, ())
+
+
+def test_a_pod_whose_demand_fits_the_pods_bought_later_is_dropped() -> None:
+    """Seed 124: the {CPU: 1} tasks move onto the GPU pods bought anyway; no small pod."""
+    custom = group("custom", cpu=8, memory=32 * 2**30, cost=2.42, max=10, fpga=1)
+    small = group("small", cpu=2, cost=0.5)
+    gpu = group("gpu", cpu=64, gpu=8, cost=32.93, max=2)
+    i = inp(
+        cluster(custom, small, gpu),
+        bundles=[(res(cpu=8, gpu=2), 23), (res(cpu=1), 2), (res(gpu=8), 1)],
+        pgs=[pg(Strategy.STRICT_SPREAD, res(cpu=6), res(cpu=6))],
+    )
+    p = plan(i)
+    assert [p.groups[n].new for n in ("custom", "small", "gpu")] == [0, 0, 2]
+    assert p.groups["gpu"].reasons == ("2 new pod(s) for tasks",)
