@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from keda_ray_scaler.packing import (
     Candidate,
     GroupSpec,
@@ -24,11 +26,11 @@ BIG = 1 << 40
 
 
 def packer(
-    *groups: GroupSpec, existing: list[tuple[int, Vec, Vec, str]] | None = None, **kw: object
+    *groups: GroupSpec, existing: Sequence[tuple[int, Vec, Vec, str]] = (), **kw: object
 ) -> Packer:
     """A packer over ``groups`` with no bounds."""
     new = NewPods(groups, [BIG] * len(groups), BIG)
-    return Packer(groups, existing or [], new, gpu_index=1, **kw)  # type: ignore[arg-type]
+    return Packer(groups, existing, new, gpu_index=1, **kw)  # type: ignore[arg-type]
 
 
 def test_copies_that_fit_are_the_minimum_over_resources() -> None:
