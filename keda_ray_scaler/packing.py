@@ -157,7 +157,7 @@ class NewPods:
     Small and cheap to copy, so the packer can try a choice and roll it back.
     """
 
-    __slots__ = ("avoidable", "budget", "count", "groups", "headroom", "open", "rank")
+    __slots__ = ("avoidable", "biggest", "budget", "count", "groups", "headroom", "open", "rank")
 
     def __init__(self, groups: Sequence[GroupSpec], headroom: Sequence[int], budget: int) -> None:
         self.groups = groups
@@ -169,6 +169,8 @@ class NewPods:
         self.avoidable = 0
         #: best-fit order of open classes; a pure function of the key, so copies share it
         self.rank: dict[tuple[int, Vec], tuple[float, float, tuple[int, Vec]]] = {}
+        #: the largest pod of any group, per resource (which need a class most likely fails)
+        self.biggest = [max(c) or 1 for c in zip(*(g.capacity for g in groups), strict=True)]
 
     def copy(self) -> NewPods:
         """An independent copy."""
@@ -230,8 +232,15 @@ class NewPods:
             return count
         rank = self.rank
         fitting = []
+        # the shape's largest need first: most classes fail there, without a call
+        biggest = self.biggest
+        i0, a0 = max(need, key=lambda t: t[1] / biggest[t[0]])
         for key in self.open:
-            per = min(fit_count(key[1], need), most)
+            if key[1][i0] < a0:
+                continue
+            per = fit_count(key[1], need)
+            if per > most:
+                per = most
             if per:
                 r = rank.get(key)
                 if r is None:
