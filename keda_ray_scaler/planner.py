@@ -17,9 +17,11 @@ Pure: no I/O, no clock, no environment. The steps follow Ray's autoscaler
 5. Improvement, on small inputs only (bounded by ``improve_max_pods``, ``improve_max_shapes``
    and ``improve_max_runs``): steps 2-4 are also run in other orders (tasks before placement
    groups; every bundle but STRICT_SPREAD in one queue; request_resources after demand), with
-   pattern packing, and smallest-first when bounds block demand; then re-run with one group
-   allowed one pod fewer while that holds as much demand for less cost. Plans are compared
-   by unplaced bundles, then GPU pods wasted on demand a CPU group could hold, then cost.
+   pattern packing, and smallest-first when bounds block demand; then a descent (re-run with
+   one group allowed one pod fewer, going on up to ``improve_depth`` pods fewer, with other
+   shape orders where the packer fails to fit) and a consolidation (all new pods but one
+   bought up front: if the demand fits them, that pod goes). Plans are compared by unplaced
+   bundles, then GPU pods holding only demand a CPU group could hold, then cost.
 6. Scale-down: idle pods nothing needs become removable, longest idle first.
 
 Draining and victim pods never receive demand; victims also give no capacity and are not
