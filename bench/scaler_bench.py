@@ -470,7 +470,7 @@ def _problems(r: dict[str, Any]) -> str:
     if r["late"]:
         notes.append(f"{r['late']} sends late by > 1 ms (generator starved)")
     if any("CANCELLED" in e for e in r["errors"]):
-        notes.append("CANCELLED: grpc-core sheds calls beyond 1,000 waiting for the server")
+        notes.append("CANCELLED: grpc-core shed calls queued too long for the server")
     return "; ".join(notes)
 
 
