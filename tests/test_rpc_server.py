@@ -96,6 +96,22 @@ async def test_no_demand_and_only_victims_is_inactive_with_target_zero(env: Env)
     assert (await env.stub.IsActive(ref())).result is False
 
 
+async def test_answers_follow_the_target_across_refreshes(env: Env) -> None:
+    """Prebuilt answers are per value: 10 and active, then 0 and inactive, then 10 again."""
+    seen = []
+    for snap in (
+        snapshot(tasks={5: 20}),
+        snapshot(nodes=(node("a", status=NodeStatus.VICTIM),)),
+        snapshot(tasks={5: 20}),
+    ):
+        env.source.snapshots["ray"] = snap
+        await env.refresh()
+        value = await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()))
+        active = await env.stub.IsActive(ref())
+        seen.append((value.metricValues[0].metricValue, active.result))
+    assert seen == [(10, True), (0, False), (10, True)]
+
+
 async def test_idle_live_pod_keeps_the_group_active(env: Env) -> None:
     """No demand but one running pod: target 1 (the floor), IsActive true."""
     env.source.snapshots["ray"] = snapshot(nodes=(node("a", idle_s=9999),))
