@@ -461,7 +461,7 @@ def _line(label: str, r: dict[str, Any], method: str = "GetMetrics") -> str:
     return (
         f"{label}: {n / r['elapsed_s']:,.0f} RPC/s, p50 {m['p50_ms']:.2f} ms, "
         f"p99 {m['p99_ms']:.2f} ms, max {m['max_ms']:.1f} ms; server {cpu_us:.0f} us CPU/RPC "
-        f"({cores:.2f} cores)"
+        f"(= {1e6 / max(cpu_us, 1e-9):,.0f} RPC/s on a core of its own; used {cores:.2f} cores)"
     )
 
 
