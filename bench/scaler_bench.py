@@ -135,11 +135,11 @@ def _serve(conn: Connection) -> None:
         per_round: list[int] = []  # fetches made by each refresh round
         refresh = server.cache.refresh
 
-        async def counted() -> None:
+        async def counted(*, pace_s: float = 0.0) -> None:
             before = source.by_rounds
             token = in_round.set(True)
             try:
-                await refresh()
+                await refresh(pace_s=pace_s)
             finally:
                 in_round.reset(token)
             per_round.append(source.by_rounds - before)

@@ -276,15 +276,33 @@ async def test_refresh_loop_survives_a_failing_round() -> None:
         sleep=fake_sleep,
     )
 
-    async def flaky() -> None:
-        rounds.append(1)
+    async def flaky(*, pace_s: float = 0.0) -> None:
+        rounds.append(pace_s)
         if len(rounds) == 1:
             raise RuntimeError("bug")
 
     c.refresh = flaky  # type: ignore[method-assign]
     with pytest.raises(asyncio.CancelledError):
         await c.run()
-    assert (len(rounds), slept) == (3, [7, 7, 7, 7])
+    # half the interval asleep, half pacing the round's clusters
+    assert (rounds, slept) == ([3.5, 3.5, 3.5], [3.5, 3.5, 3.5, 3.5])
+
+
+async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once() -> None:
+    """4 clusters paced over 2 s: three 0.5 s gaps, one fetch and one plan per cluster."""
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    names = ("a", "b", "c", "d")
+    src = MemorySource({n: snapshot(n) for n in names})
+    c = TargetCache(src, clock=FakeClock(), sleep=fake_sleep)
+    for n in names:
+        await c.get(n, "cpu")
+    fetched = src.fetches
+    await c.refresh(pace_s=2.0)
+    assert (slept, src.fetches - fetched) == ([0.5, 0.5, 0.5], 4)
 
 
 async def test_clusters_beyond_the_maximum_are_unavailable_not_fetched() -> None:
