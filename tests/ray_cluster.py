@@ -23,7 +23,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,17 +31,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from keda_ray_scaler.demo.raylets import free_port, signal_group, stop_group
+
 _RAY = str(Path(sys.executable).with_name("ray"))
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 15.0
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -66,20 +59,7 @@ class RayProcess:
 
     def stop(self) -> int | None:
         """SIGTERM the process group led by our PID, then SIGKILL it; return the exit code."""
-        if self.popen.poll() is None:
-            _signal_group(self.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(_STOP_TIMEOUT_S)
-        # Children (raylet, workers) share the group: make sure none outlives the test.
-        _signal_group(self.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(_STOP_TIMEOUT_S)
-        return self.popen.returncode
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+        return stop_group(self.popen, _STOP_TIMEOUT_S)
 
 
 @dataclass
@@ -219,7 +199,7 @@ class RayCluster:
         """Stop every worker, then the head, each by its own PID."""
         for proc in self.workers.values():
             if proc.alive():
-                _signal_group(proc.pid, signal.SIGTERM)
+                signal_group(proc.pid, signal.SIGTERM)
         for proc in self.workers.values():
             proc.stop()
         if self.head is not None:

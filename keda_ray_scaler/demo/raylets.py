@@ -53,20 +53,31 @@ class RayProcess:
     def terminate(self) -> None:
         """SIGTERM the process group (Ray then drains the node, up to its own grace period)."""
         if self.popen.poll() is None:
-            _signal_group(self.pid, signal.SIGTERM)
+            signal_group(self.pid, signal.SIGTERM)
 
     def stop(self, grace_s: float = _STOP_TIMEOUT_S) -> int | None:
         """SIGTERM the process group, wait ``grace_s``, SIGKILL what is left; the exit code."""
-        self.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(grace_s)
-        _signal_group(self.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(_STOP_TIMEOUT_S)
-        return self.popen.returncode
+        return stop_group(self.popen, grace_s)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def stop_group(popen: subprocess.Popen[bytes], grace_s: float = _STOP_TIMEOUT_S) -> int | None:
+    """Stop the process group ``popen`` leads (started with ``start_new_session``).
+
+    SIGTERM, wait ``grace_s``, then SIGKILL whatever is left of the group (a raylet and its
+    workers share it), so no child outlives its ``ray start``; returns the exit code.
+    """
+    if popen.poll() is None:
+        signal_group(popen.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(grace_s)
+    signal_group(popen.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        popen.wait(_STOP_TIMEOUT_S)
+    return popen.returncode
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to a process group; a group already gone is no error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
