@@ -285,7 +285,7 @@ def free_capacity(pods: int, demands: int) -> PlanningInput:
     return PlanningInput(cluster=cluster, demand=demand, nodes=nodes)
 
 
-def _shapes(n: int) -> list[Resources]:
+def distinct_shapes(n: int) -> list[Resources]:
     """``n`` distinct demand shapes spread over CPU, GPU and custom-resource groups."""
     out: list[Resources] = []
     i = 0
@@ -325,7 +325,7 @@ def many_shapes(pods: int, bundles: int, shapes: int) -> PlanningInput:
         else:
             free = Resources()
         nodes.append(_running(g, i, free))
-    sh = _shapes(shapes)
+    sh = distinct_shapes(shapes)
     counts = [bundles // shapes] * shapes
     counts[0] += bundles - sum(counts)
     demand = Demand(bundles=tuple(Bundle(s, n) for s, n in zip(sh, counts, strict=True) if n))

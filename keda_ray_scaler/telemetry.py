@@ -110,9 +110,16 @@ class ScalerMetrics:
     config_errors: Counter  # {key}: rejected trigger metadata
 
 
-def scaler_metrics(registry: CollectorRegistry) -> ScalerMetrics:
-    """Create and register the scaler's metrics in ``registry``."""
+def scaler_metrics(
+    registry: CollectorRegistry, refresh_registry: CollectorRegistry | None = None
+) -> ScalerMetrics:
+    """Create and register the scaler's metrics in ``registry``.
+
+    ``refresh_registry``: where the refresh side's metrics (plan time, refreshes, source
+    errors, data age, targets) go instead; the refresher process keeps them in its own.
+    """
     p = "keda_ray_scaler_"
+    refresh = registry if refresh_registry is None else refresh_registry
     return ScalerMetrics(
         rpcs=Counter(
             p + "rpcs",
@@ -131,32 +138,32 @@ def scaler_metrics(registry: CollectorRegistry) -> ScalerMetrics:
             p + "plan_duration_seconds",
             "planner time per cluster refresh",
             ["cluster"],
-            registry=registry,
+            registry=refresh,
             buckets=WORK_LATENCY_BUCKETS_S,
         ),
         refreshes=Counter(
             p + "refreshes",
             "background refreshes of a cluster by outcome",
             ["cluster", "outcome"],
-            registry=registry,
+            registry=refresh,
         ),
         source_errors=Counter(
             p + "source_errors",
             "failed source fetches by cluster and error type",
             ["cluster", "error"],
-            registry=registry,
+            registry=refresh,
         ),
         data_age=Gauge(
             p + "data_age_seconds",
             "age of the agent snapshot the current plan is based on",
             ["cluster"],
-            registry=registry,
+            registry=refresh,
         ),
         target=Gauge(
             p + "target_replicas",
             "target replicas reported to KEDA per worker group",
             ["cluster", "group"],
-            registry=registry,
+            registry=refresh,
         ),
         config_errors=Counter(
             p + "config_errors",

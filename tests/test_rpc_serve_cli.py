@@ -152,7 +152,7 @@ async def test_serve_process_answers_and_stops_on_sigterm(
     serve_process: tuple[subprocess.Popen[str], dict[str, object]],
 ) -> None:
     """The real process: GetMetricSpec answers, an unreachable agent is UNAVAILABLE,
-    health is SERVING on the probe port, and SIGTERM exits 0."""
+    health is SERVING on the probe port, SIGTERM exits 0 and stops the refresher child."""
     proc, started = serve_process
     assert (started["level"], started["tls"]) == ("info", False)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{started['port']}") as channel:
@@ -172,3 +172,9 @@ async def test_serve_process_answers_and_stops_on_sigterm(
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
     os.kill(proc.pid, signal.SIGTERM)
     assert await asyncio.to_thread(proc.wait, 30) == 0
+    assert proc.stderr is not None
+    events = [json.loads(line) for line in proc.stderr.read().splitlines()]
+    children = [e["pid"] for e in events if e.get("event") == "refresher process started"]
+    assert len(children) == 1, "one refresher child process, started once"
+    with pytest.raises(ProcessLookupError):  # stopped with the server, not left behind
+        os.kill(children[0], 0)

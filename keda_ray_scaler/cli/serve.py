@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
+import gc
 import signal
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.rpc.refresher import SourceFactory
 from keda_ray_scaler.rpc.server import ScalerServer, ServerSettings, TlsFiles
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources import promql
@@ -86,6 +89,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     g.add_argument("--max-age", type=float, default=60.0, help="max agent snapshot age, s (60)")
     g.add_argument(
+        "--refresh-in-process",
+        action="store_true",
+        help="fetch and plan on the gRPC process itself instead of a child process "
+        "(one process, less memory; RPC latency then includes fetching and planning)",
+    )
+    g.add_argument(
         "--stream-debounce",
         type=float,
         default=None,
@@ -111,9 +120,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
     registry = CollectorRegistry()
-    source = build_source(args, registry)
+    source: Source | None = build_source(args, registry)  # validates every flag here
+    factory: SourceFactory | None = None
+    if not args.refresh_in_process:
+        _close(source)  # the child builds its own from the same flags
+        source, factory = None, functools.partial(build_source, args)
     server = ScalerServer(
         source,
+        source_factory=factory,
         clock=time.time,
         settings=server_settings(args),
         target_settings=target_settings(args),
@@ -123,14 +137,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_serve(server, args.grace))
     finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        _close(source)
     return 0
+
+
+def _close(source: Source | None) -> None:
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
 
 
 async def _serve(server: ScalerServer, grace_s: float) -> None:
     await server.start()
+    # What exists now lives as long as the process: keep it out of the collector's full
+    # passes (measured: a gen-2 collection of ~30 ms every few seconds at 2,000 RPC/s).
+    gc.collect()
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

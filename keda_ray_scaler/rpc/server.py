@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.refresher import ProcessTargetCache, RelayCollector, SourceFactory
 from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
 from keda_ray_scaler.rpc.targets import Clock, Planner, TargetCache, TargetSettings
 from keda_ray_scaler.sources.base import Source
@@ -158,12 +159,18 @@ class CertificateReloader:
 
 
 class ScalerServer:
-    """One scaler process: gRPC server, background refresh and /metrics."""
+    """One scaler process: gRPC server, background refresh and /metrics.
+
+    Give either ``source`` (refresh on this event loop: tests, the demo) or
+    ``source_factory`` (refresh in a child process, see :mod:`keda_ray_scaler.rpc.refresher`:
+    what ``keda-ray-scaler serve`` does).
+    """
 
     def __init__(
         self,
-        source: Source,
+        source: Source | None = None,
         *,
+        source_factory: SourceFactory | None = None,
         clock: Clock,
         settings: ServerSettings | None = None,
         target_settings: TargetSettings | None = None,
@@ -173,10 +180,31 @@ class ScalerServer:
     ) -> None:
         self.settings = settings or ServerSettings()
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.metrics: ScalerMetrics = scaler_metrics(self.registry)
-        self.cache = TargetCache(
-            source, clock=clock, planner=planner, settings=target_settings, metrics=self.metrics
-        )
+        self.cache: TargetCache | ProcessTargetCache
+        if (source is None) == (source_factory is None):
+            raise ValueError("give exactly one of source and source_factory")
+        if source is not None:
+            self.metrics: ScalerMetrics = scaler_metrics(self.registry)
+            self.cache = TargetCache(
+                source,
+                clock=clock,
+                planner=planner,
+                settings=target_settings,
+                metrics=self.metrics,
+            )
+        else:
+            assert source_factory is not None
+            # the refresh side's metrics live in the child and are relayed as they are
+            self.metrics = scaler_metrics(self.registry, refresh_registry=CollectorRegistry())
+            relay = RelayCollector()
+            self.registry.register(relay)
+            self.cache = ProcessTargetCache(
+                source_factory,
+                clock=clock,
+                settings=target_settings,
+                planner=planner,
+                relay=relay,
+            )
         self.servicer = ExternalScalerServicer(
             self.cache, metrics=self.metrics, clock=clock, stream_debounce_s=stream_debounce_s
         )
@@ -279,8 +307,9 @@ class ScalerServer:
 
 
 def build_server(
-    source: Source,
+    source: Source | None = None,
     *,
+    source_factory: SourceFactory | None = None,
     clock: Clock,
     port: int = 0,
     host: str = "127.0.0.1",
@@ -308,6 +337,7 @@ def build_server(
     fields.update(dict(extra))
     return ScalerServer(
         source,
+        source_factory=source_factory,
         clock=clock,
         settings=ServerSettings(**fields),
         target_settings=target_settings,

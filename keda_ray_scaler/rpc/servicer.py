@@ -29,7 +29,7 @@ import structlog
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, ScalerError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
-from keda_ray_scaler.rpc.targets import Clock, TargetCache
+from keda_ray_scaler.rpc.targets import Clock, TargetReader
 from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser
 from keda_ray_scaler.telemetry import ScalerMetrics
 
@@ -82,11 +82,11 @@ _ANSWERS_CACHED: Final = 8192
 
 
 class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[misc]  # generated base is untyped
-    """KEDA's external scaler over a shared :class:`TargetCache`."""
+    """KEDA's external scaler over shared targets (:class:`TargetCache` or its process mirror)."""
 
     def __init__(
         self,
-        cache: TargetCache,
+        cache: TargetReader,
         *,
         metrics: ScalerMetrics,
         clock: Clock,

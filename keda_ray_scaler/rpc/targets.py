@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -95,6 +95,20 @@ class GroupTarget:
         return self.target > 0 or self.floor > 0
 
 
+class TargetReader(Protocol):
+    """What the servicer reads: :class:`TargetCache` or the refresher process's mirror."""
+
+    settings: TargetSettings
+
+    async def get(
+        self, cluster: str, group: str, max_age_s: float | None = None
+    ) -> GroupTarget: ...
+
+    def version(self, cluster: str) -> int: ...
+
+    async def wait_changed(self, cluster: str, after: int) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterView:
     """The result of one successful refresh of one cluster."""
@@ -138,10 +152,24 @@ def group_targets(
     return out
 
 
+def check_fresh(
+    cluster: str, *, success: bool, snapshot_time_s: float, now: float, max_age_s: float
+) -> None:
+    """Raise DemandUnavailable when the agent's last poll failed or its snapshot is too old."""
+    if not success:
+        raise DemandUnavailable(f"Ray cluster {cluster!r}: the agent's last poll of Ray failed")
+    age = now - snapshot_time_s
+    if age > max_age_s:
+        raise DemandUnavailable(
+            f"Ray cluster {cluster!r}: agent snapshot is {age:.0f}s old (max {max_age_s:.0f}s)"
+        )
+
+
 @dataclass(slots=True)
 class _Entry:
     """One cluster's latest refresh outcome; mutated only on the event loop."""
 
+    name: str
     last_used_s: float
     view: ClusterView | None = None
     error: ScalerError | None = None
@@ -152,7 +180,13 @@ class _Entry:
 
 
 class TargetCache:
-    """Shared, background-refreshed targets of every Ray cluster a ScaledObject asked about."""
+    """Shared, background-refreshed targets of every Ray cluster a ScaledObject asked about.
+
+    ``started_s`` (default: now) is when the scaler started, for holding scale-down until a
+    snapshot taken after it arrives; ``on_change(cluster)`` is called on the event loop after
+    every finished refresh of ``cluster`` and after it is forgotten (read it with
+    :meth:`latest`): the refresher process publishes outcomes with it.
+    """
 
     def __init__(
         self,
@@ -163,6 +197,8 @@ class TargetCache:
         settings: TargetSettings | None = None,
         metrics: ScalerMetrics | None = None,
         sleep: Sleep = asyncio.sleep,
+        started_s: float | None = None,
+        on_change: Callable[[str], None] | None = None,
     ) -> None:
         if planner is None:
             from keda_ray_scaler.planner import plan as default_planner
@@ -174,7 +210,8 @@ class TargetCache:
         self.settings = settings or TargetSettings()
         self._metrics = metrics
         self._sleep = sleep
-        self._started_s = clock()
+        self._started_s = clock() if started_s is None else started_s
+        self._on_change = on_change
         self._entries: dict[str, _Entry] = {}
         self._batch = isinstance(source, BatchSource)
         self._planning = asyncio.Lock()
@@ -194,17 +231,7 @@ class TargetCache:
 
     async def view(self, cluster: str, max_age_s: float | None = None) -> ClusterView:
         """The cluster's current fresh view; waits for the first fetch of a new cluster."""
-        entry = self._entries.get(cluster)
-        now = self._clock()
-        if entry is None:
-            if len(self._entries) >= self.settings.max_clusters:
-                raise DemandUnavailable(
-                    f"Ray cluster {cluster!r} not refreshed: already refreshing "
-                    f"{self.settings.max_clusters} clusters (the maximum)"
-                )
-            entry = self._entries[cluster] = _Entry(last_used_s=now)
-            entry.inflight = asyncio.create_task(self._refresh_one(cluster))
-        entry.last_used_s = now
+        entry = self._touch(cluster)
         if entry.view is None and entry.error is None and entry.inflight is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(entry.inflight), self.settings.first_wait_s)
@@ -216,6 +243,32 @@ class TargetCache:
             raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}")
         self._check_fresh(cluster, entry.view.snapshot, max_age_s)
         return entry.view
+
+    def touch(self, cluster: str) -> None:
+        """Mark ``cluster`` as used now; a new one is registered and its first fetch started.
+
+        Raises DemandUnavailable when ``max_clusters`` are already refreshed.
+        """
+        self._touch(cluster)
+
+    def _touch(self, cluster: str) -> _Entry:
+        entry = self._entries.get(cluster)
+        now = self._clock()
+        if entry is None:
+            if len(self._entries) >= self.settings.max_clusters:
+                raise DemandUnavailable(
+                    f"Ray cluster {cluster!r} not refreshed: already refreshing "
+                    f"{self.settings.max_clusters} clusters (the maximum)"
+                )
+            entry = self._entries[cluster] = _Entry(name=cluster, last_used_s=now)
+            entry.inflight = asyncio.create_task(self._refresh_one(cluster))
+        entry.last_used_s = now
+        return entry
+
+    def latest(self, cluster: str) -> tuple[int, ClusterView | None, ScalerError | None] | None:
+        """``(version, view, error)`` of the last finished refresh; None when not refreshed."""
+        entry = self._entries.get(cluster)
+        return None if entry is None else (entry.version, entry.view, entry.error)
 
     def version(self, cluster: str) -> int:
         """How many refreshes of ``cluster`` have finished (0 when unknown)."""
@@ -246,13 +299,13 @@ class TargetCache:
         limit = self.settings.max_age_s
         if max_age_s is not None:
             limit = min(limit, max_age_s)
-        if not snap.success:
-            raise DemandUnavailable(f"Ray cluster {cluster!r}: the agent's last poll of Ray failed")
-        age = self._clock() - snap.snapshot_time_s
-        if age > limit:
-            raise DemandUnavailable(
-                f"Ray cluster {cluster!r}: agent snapshot is {age:.0f}s old (max {limit:.0f}s)"
-            )
+        check_fresh(
+            cluster,
+            success=snap.success,
+            snapshot_time_s=snap.snapshot_time_s,
+            now=self._clock(),
+            max_age_s=limit,
+        )
 
     # --- refreshing ----------------------------------------------------------------------
 
@@ -280,6 +333,8 @@ class TargetCache:
         ]:
             _log.info("forgetting unused ray cluster", cluster=name)
             del self._entries[name]
+            if self._on_change is not None:
+                self._on_change(name)
         if not self._entries:
             return
         if self._batch:
@@ -381,11 +436,12 @@ class TargetCache:
                 self._metrics.target.labels(cluster, t.group).set(t.target)
         self._notify(entry)
 
-    @staticmethod
-    def _notify(entry: _Entry) -> None:
+    def _notify(self, entry: _Entry) -> None:
         entry.version += 1
         done, entry.changed = entry.changed, asyncio.Event()
         done.set()
+        if self._on_change is not None:
+            self._on_change(entry.name)
 
     async def aclose(self) -> None:
         """Cancel in-flight fetches (graceful stop)."""
