@@ -135,7 +135,10 @@ def _commands(conn: Connection, on: dict[str, Callable[[], Any]]) -> Any:
             command = await asyncio.to_thread(conn.recv)
             if command == "stop":
                 return
-            conn.send(time.process_time() if command == "cpu" else on[command]())
+            if command == "cpu":
+                conn.send(time.process_time())
+            else:  # off the loop: the refresher's relayed metrics arrive through it
+                conn.send(await asyncio.to_thread(on[command]))
 
     return loop()
 
@@ -169,6 +172,19 @@ def _fresh_source(large: int, registry: Any) -> _FreshSource:
     """The refresher child's source factory (module level: it is pickled)."""
     del registry
     return _FreshSource(large)
+
+
+def _rss_mib(pid: int | None) -> float:
+    """Resident memory of a process in MiB, from /proc; 0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _cpu_of(pid: int | None) -> float:
@@ -246,8 +262,12 @@ def _serve(
         def child_cpu() -> float:
             return _cpu_of(getattr(server.cache, "pid", None))
 
+        def rss() -> tuple[float, float]:
+            return _rss_mib(os.getpid()), _rss_mib(getattr(server.cache, "pid", None))
+
         await _commands(
-            conn, {"mark": mark, "counts": counts, "plans": plans, "child_cpu": child_cpu}
+            conn,
+            {"mark": mark, "counts": counts, "plans": plans, "child_cpu": child_cpu, "rss": rss},
         )
         await server.stop(grace_s=1)
 
@@ -584,15 +604,25 @@ def _problems(r: dict[str, Any]) -> str:
     return "; ".join(notes)
 
 
+def _large_plan_ms() -> float:
+    """Planning time of one large cluster here (best of 3)."""
+    from keda_ray_scaler.planner import plan
+
+    inp = _large_input("ray-0")
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        plan(inp)
+        times.append(time.perf_counter() - started)
+    return min(times) * MS
+
+
 def _target_phase(load: Load, refresh_s: float, in_process: bool, large: int) -> dict[str, Any]:
     """A fresh server, warmed up, then one open-loop phase at the target rate."""
     server = Server(_serve, refresh_s, in_process, large)
     try:
         _warm_up(server.port)
-        plans = server.ask("plans")
-        result = server.phase(load, "metrics", "open", TARGET_RPS, seconds=TARGET_PHASE_S)
-        result["plan_ms"] = plans[1] * MS / max(1.0, plans[0])  # the warm-up's plans
-        return result
+        return server.phase(load, "metrics", "open", TARGET_RPS, seconds=TARGET_PHASE_S)
     finally:
         server.stop()
 
@@ -621,6 +651,7 @@ def main() -> None:
             capacity = ours.phase(load, "metrics", "closed", CAPACITY_CALLERS, plans=True)
             target = ours.phase(load, "metrics", "open", TARGET_RPS, seconds=TARGET_PHASE_S)
             pattern = ours.phase(load, "pattern", "open", PATTERN_RATE_PER_S)
+            rss = ours.ask("rss")
         finally:
             ours.stop()
         at_default = _target_phase(load, DEFAULT_REFRESH_S, False, 0)
@@ -646,6 +677,7 @@ def main() -> None:
         print(f"load generator: {client}, built in {build_s:.0f} s")
     print(_line(f"GetMetrics capacity, {CAPACITY_CALLERS} callers, closed loop", capacity))
     print("  " + _line("constant-answer grpc.aio servicer, same load", bare_capacity))
+    print(f"memory (RSS): RPC process {rss[0]:.0f} MiB, refresher process {rss[1]:.0f} MiB")
     per_plan_ms = capacity["plan_s"] * MS / max(1, capacity["plans"])
     print(
         f"  planning in the refresher process: {capacity['plans']:.0f} plans of "
@@ -658,7 +690,7 @@ def main() -> None:
         (f"  same, default refresh every {DEFAULT_REFRESH_S:g} s", at_default),
         ("  same, refresh every 1 s, --refresh-in-process", in_process),
         (
-            f"  {LARGE} of the clusters large ({large['plan_ms']:.0f} ms per plan), "
+            f"  {LARGE} of the clusters large ({_large_plan_ms():.0f} ms per plan), "
             f"refresh every {DEFAULT_REFRESH_S:g} s",
             large,
         ),

@@ -185,7 +185,10 @@ async def test_pending_placement_groups_export_strategy_and_ordered_bundles(
     ]
     try:
         reader = RayReader(gcs, SPEC)
-        state = await read_until(reader, lambda s: len(s.demand.placement_groups) == 3)
+        # tasks an earlier test cancelled may linger in Ray's demand for a moment
+        state = await read_until(
+            reader, lambda s: len(s.demand.placement_groups) == 3 and not s.demand.bundles
+        )
         assert state.demand.placement_groups == (
             PlacementGroup(Strategy.PACK, (Resources.of(CPU=2, GPU=1), Resources.of(CPU=1))),
             PlacementGroup(

@@ -17,7 +17,7 @@ on the child except for a cluster's very first answer.
 Protocol (pickled tuples over one duplex :func:`multiprocessing.Pipe`):
 
 - parent to child: ``("want", cluster)`` registers or keeps a cluster (sent when it is first
-  asked for, then at most once per refresh interval while it is used, so the child forgets
+  asked for, then every quarter of ``forget_after_s`` while it is used, so the child forgets
   only clusters nobody asks about); ``("refresh", token)`` runs one round now and answers
   ``("refreshed", token)``; ``("metrics", token)`` asks for the child's registry;
   ``("stop",)``.
@@ -41,7 +41,6 @@ import contextlib
 import itertools
 import multiprocessing
 import os
-import queue
 import signal
 import threading
 import time
@@ -83,18 +82,23 @@ class RelayCollector:
 
     The child renders its registry only when asked (a scrape), so an unscraped scaler spends
     nothing on it. A collection waits up to two seconds for the answer, then serves the last
-    one it had (none while the child is down: its series are then absent, not zero).
+    one it had (none while the child is down: its series are then absent, not zero). The
+    answer arrives through the event loop, so a collection on the loop's own thread does not
+    wait: it serves the last answer.
     """
 
     def __init__(self) -> None:
-        self._ask: Callable[[int], None] | None = None
+        self._ask: Callable[[int], bool] | None = None
+        self._loop_thread: int | None = None
         self._tokens = itertools.count(1)
         self._answer: tuple[int, str] = (0, "")
         self._arrived = threading.Condition()
 
-    def attach(self, ask: Callable[[int], None]) -> None:
-        """``ask(token)`` requests the child's exposition, answered by :meth:`deliver`."""
+    def attach(self, ask: Callable[[int], bool], loop_thread: int) -> None:
+        """``ask(token)`` requests the child's exposition (False: no child to ask), answered
+        by :meth:`deliver` on the event loop running in thread ``loop_thread``."""
         self._ask = ask
+        self._loop_thread = loop_thread
 
     def deliver(self, token: int, text: str) -> None:
         """The child's exposition for ``token`` (from the reader thread)."""
@@ -104,8 +108,11 @@ class RelayCollector:
 
     def collect(self) -> Iterator[Metric]:
         token = next(self._tokens)
-        if self._ask is not None:
-            self._ask(token)
+        if (
+            self._ask is not None
+            and threading.get_ident() != self._loop_thread
+            and self._ask(token)
+        ):
             with self._arrived:
                 self._arrived.wait_for(lambda: self._answer[0] >= token, _METRICS_WAIT_S)
         yield from text_string_to_metric_families(self._answer[1])
@@ -147,11 +154,9 @@ class ProcessTargetCache:
         self.settings = settings or TargetSettings()
         self._planner = planner
         self._relay = relay
-        if relay is not None:
-            relay.attach(lambda token: self._send("metrics", token))
         self._started_s = clock()
         self._entries: dict[str, _Mirror] = {}
-        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._send_lock = threading.Lock()  # scrapes ask for metrics from the HTTP thread
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
         self._tokens = itertools.count(1)
@@ -229,7 +234,7 @@ class ProcessTargetCache:
             if self._down is not None:  # answer at once instead of waiting for a restart
                 entry.error = self._down
                 _notify(entry)
-        elif now - entry.last_want_s >= self.settings.refresh_interval_s:
+        elif now - entry.last_want_s >= self.settings.forget_after_s / 4:
             entry.last_want_s = now
             self._send("want", cluster)
         entry.last_used_s = now
@@ -239,6 +244,10 @@ class ProcessTargetCache:
 
     def _on_message(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
+        if kind == "metrics":
+            if self._relay is not None:
+                self._relay.deliver(message[1], message[2])
+            return
         if kind == "refreshed":
             future = self._refreshed.pop(message[1], None)
             if future is not None and not future.done():
@@ -273,6 +282,8 @@ class ProcessTargetCache:
 
     async def run(self) -> None:
         """Run the refresher child, restarting it with backoff when it exits, until cancelled."""
+        if self._relay is not None:
+            self._relay.attach(lambda token: self._send("metrics", token), threading.get_ident())
         delay = _BACKOFF_S[0]
         while not self._stopping:
             started = time.monotonic()
@@ -303,11 +314,13 @@ class ProcessTargetCache:
         )
         proc.start()
         theirs.close()
-        self._process, self._conn = proc, ours
-        self._outbox = queue.SimpleQueue()
         gone: asyncio.Future[None] = loop.create_future()
-        threading.Thread(target=self._read, args=(ours, loop, gone), daemon=True).start()
-        threading.Thread(target=self._write, args=(ours, self._outbox), daemon=True).start()
+        fd = ours.fileno()
+        # the event loop reads the pipe itself: no reader thread contending for the GIL with
+        # grpc's poller thread (measured: threads woken per message added 20-40 ms to p99)
+        loop.add_reader(fd, self._readable, ours, gone)
+        with self._send_lock:
+            self._process, self._conn = proc, ours
         for cluster in self._entries:
             self._send("want", cluster)
         self._ready.set()
@@ -317,39 +330,32 @@ class ProcessTargetCache:
             await asyncio.shield(gone)
         finally:
             self._ready.clear()
+            loop.remove_reader(fd)
         await asyncio.to_thread(proc.join, _STOP_WAIT_S)
-        self._outbox.put(None)
-        ours.close()
+        with self._send_lock:
+            self._conn = None
+            ours.close()
         return proc.exitcode
 
-    def _read(
-        self, conn: Connection, loop: asyncio.AbstractEventLoop, gone: asyncio.Future[None]
-    ) -> None:
-        """Reader thread: every message to the event loop, then the child's end (EOF)."""
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
-            if message[0] == "metrics":  # a scrape waits in another thread, not on the loop
-                if self._relay is not None:
-                    self._relay.deliver(message[1], message[2])
-                continue
-            loop.call_soon_threadsafe(self._on_message, message)
-        with contextlib.suppress(RuntimeError):  # the loop may be closed at interpreter exit
-            loop.call_soon_threadsafe(_resolve, gone)
+    def _readable(self, conn: Connection, gone: asyncio.Future[None]) -> None:
+        """The pipe is readable: handle every message waiting, or the child's end (EOF)."""
+        try:
+            while conn.poll():
+                self._on_message(conn.recv())
+        except (EOFError, OSError):
+            asyncio.get_running_loop().remove_reader(conn.fileno())
+            _resolve(gone)
 
-    @staticmethod
-    def _write(conn: Connection, outbox: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
-        """Writer thread: the event loop never blocks on a full pipe."""
-        while (message := outbox.get()) is not None:
+    def _send(self, *message: Any) -> bool:
+        """Send to the child if one runs (from any thread); False when none does."""
+        with self._send_lock:
+            if self._conn is None:
+                return False  # the next child gets every cluster in use when it starts
             try:
-                conn.send(message)
+                self._conn.send(message)
             except OSError:
-                return
-
-    def _send(self, *message: Any) -> None:
-        self._outbox.put(message)
+                return False
+            return True
 
     async def refresh(self) -> None:
         """One refresh round in the child now; returns when its outcomes have arrived."""
@@ -373,9 +379,12 @@ class ProcessTargetCache:
             _log.warning("refresher process did not stop, killing it", pid=proc.pid)
             proc.kill()
             await asyncio.to_thread(proc.join, _STOP_WAIT_S)
-        self._outbox.put(None)
-        if self._conn is not None:
-            self._conn.close()
+        with self._send_lock:
+            if self._conn is not None:
+                with contextlib.suppress(Exception):  # may still be registered on the loop
+                    asyncio.get_running_loop().remove_reader(self._conn.fileno())
+                self._conn.close()
+                self._conn = None
         self._process = None
 
 
