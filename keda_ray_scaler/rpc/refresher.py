@@ -21,8 +21,9 @@ Protocol (pickled tuples over one duplex :func:`multiprocessing.Pipe`):
   only clusters nobody asks about); ``("refresh", token)`` runs one round now and answers
   ``("refreshed", token)``; ``("metrics", token)`` asks for the child's registry;
   ``("stop",)``.
-- child to parent: ``("ok", cluster, version, targets, snapshot_time_s, success)``,
-  ``("error", cluster, version, kind, message)``, ``("forgot", cluster)``, and
+- child to parent: ``("batch", [news, ...])`` at most every 50 ms, each news one of
+  ``("ok", cluster, version, targets, snapshot_time_s, success)``,
+  ``("error", cluster, version, kind, message)`` and ``("forgot", cluster)``; and
   ``("metrics", token, exposition)``: the child's own registry (plan time, refreshes, source
   errors, data age, targets, the source's HTTP metrics) in text format, rendered when a scrape
   of the parent's ``/metrics`` asks and re-exposed unchanged by :class:`RelayCollector`.
@@ -71,6 +72,7 @@ from keda_ray_scaler.telemetry import scaler_metrics
 SourceFactory = Callable[[CollectorRegistry], Source]
 
 _log = structlog.get_logger(__name__)
+_BATCH_S: Final = 0.05  # the child sends its news at most this often
 _METRICS_WAIT_S: Final = 2.0  # a scrape waits this long for the child's registry
 _STOP_WAIT_S: Final = 5.0  # graceful stop of the child, then SIGKILL
 _BACKOFF_S: Final = (1.0, 30.0)  # restart delay of a child that exited: first, maximum
@@ -244,6 +246,10 @@ class ProcessTargetCache:
 
     def _on_message(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
+        if kind == "batch":
+            for news in message[1]:
+                self._on_message(news)
+            return
         if kind == "metrics":
             if self._relay is not None:
                 self._relay.deliver(message[1], message[2])
@@ -431,18 +437,32 @@ async def _child(
         with contextlib.suppress(OSError):  # the parent is gone: the reader sees EOF, we exit
             conn.send(message)
 
+    pending: dict[str, None] = {}  # clusters with news, in order
+
     def publish(cluster: str) -> None:
+        """Queue ``cluster``'s news; a batch goes out at most every _BATCH_S (fewer wake-ups
+        of the gRPC process: one per batch instead of one per cluster)."""
+        if not pending:
+            asyncio.get_running_loop().call_later(_BATCH_S, flush)
+        pending[cluster] = None  # news are read when sent: the latest outcome goes
+
+    def flush() -> None:
+        if not pending:  # flushed early (a "refresh" answer) before its timer fired
+            return
+        batch = [news(cluster) for cluster in pending]
+        pending.clear()
+        send(("batch", batch))
+
+    def news(cluster: str) -> tuple[Any, ...]:
         latest = cache.latest(cluster)
         if latest is None:
-            send(("forgot", cluster))
-            return
+            return ("forgot", cluster)
         version, view, error = latest
         if error is not None or view is None:
             kind = "not_found" if isinstance(error, NotFound) else "unavailable"
-            send(("error", cluster, version, kind, str(error or "no data")))
-        else:
-            snap = view.snapshot
-            send(("ok", cluster, version, dict(view.targets), snap.snapshot_time_s, snap.success))
+            return ("error", cluster, version, kind, str(error or "no data"))
+        snap = view.snapshot
+        return ("ok", cluster, version, dict(view.targets), snap.snapshot_time_s, snap.success)
 
     cache = TargetCache(
         source,
@@ -472,6 +492,7 @@ async def _child(
                 send(("metrics", message[1], generate_latest(registry).decode()))
             elif message[0] == "refresh":
                 await cache.refresh()
+                flush()  # the round's outcomes before its answer
                 send(("refreshed", message[1]))
     finally:
         for task in tasks:
