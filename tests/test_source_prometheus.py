@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import http.server
 import math
 import socket
@@ -17,7 +18,7 @@ import pytest
 import requests
 import tenacity
 from builders import cluster, group, inp, node, pg, res
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_server import (
     BASIC_AUTH_BCRYPT,
     BASIC_AUTH_PASSWORD,
@@ -612,3 +613,32 @@ async def test_seed_example_end_to_end_through_grpc_and_prometheus_stopped_is_un
     assert down.value.code() is grpc.StatusCode.UNAVAILABLE
     assert down_active.value.code() is grpc.StatusCode.UNAVAILABLE
     assert "connection" in (down.value.details() or "")
+
+
+def prometheus_source(url: str, registry: CollectorRegistry) -> PrometheusSource:
+    """The refresher child's source factory (module level: it is pickled)."""
+    return source_for(url, source_metrics(registry))
+
+
+async def test_refresher_process_answers_from_real_prometheus_and_relays_its_metrics(
+    prometheus: PrometheusServer,
+) -> None:
+    """As ``serve`` runs: the child queries Prometheus; GetMetrics 10, and the child's source
+    and plan metrics appear on the parent's registry."""
+    server = build_server(
+        source_factory=functools.partial(prometheus_source, prometheus.url),
+        clock=lambda: NOW_S,  # the parent judges freshness, with its clock
+        target_settings=TargetSettings(refresh_interval_s=3600, max_age_s=60, first_wait_s=10),
+    )
+    ref = scaled_object("demo")
+    request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="ray-demo.cpu")
+    async with server, grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        answer = await pb_grpc.ExternalScalerStub(channel).GetMetrics(request)
+        lines = (await asyncio.to_thread(generate_latest, server.registry)).decode().splitlines()
+    assert answer.metricValues[0].metricValue == 10
+    for line in (
+        'keda_ray_scaler_source_requests_total{outcome="ok",source="prometheus"} 1.0',
+        'keda_ray_scaler_plan_duration_seconds_count{cluster="demo"} 1.0',
+        'keda_ray_scaler_rpcs_total{code="OK",method="GetMetrics"} 1.0',
+    ):
+        assert line in lines, line
