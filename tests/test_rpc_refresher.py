@@ -24,6 +24,7 @@ from rpc_builders import meta, node, snapshot
 
 from keda_ray_scaler.errors import DemandUnavailable, NotFound
 from keda_ray_scaler.model import NodeStatus
+from keda_ray_scaler.rpc import refresher
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
@@ -188,9 +189,16 @@ async def test_stream_is_active_sends_true_when_demand_arrives(env: Env) -> None
     assert (first.result, second.result) == (False, True)
 
 
-async def test_killed_child_turns_unavailable_then_is_restarted(env: Env) -> None:
-    """SIGKILL of the child: UNAVAILABLE naming it (never 0), then a new child answers 10."""
+async def test_killed_child_turns_unavailable_then_is_restarted(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL of the child: UNAVAILABLE naming it (never 0) and its metrics absent (not
+    stale), then a new child answers 10."""
+    monkeypatch.setattr(refresher, "_BACKOFF_S", (3.0, 3.0))  # time to look while it is down
     assert await env.metrics() == 10
+    assert any(
+        line.startswith("keda_ray_scaler_target_replicas") for line in await env.exposition()
+    )
     pid = env.server.cache.pid  # type: ignore[union-attr]
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -203,6 +211,7 @@ async def test_killed_child_turns_unavailable_then_is_restarted(env: Env) -> Non
 
     down = await _eventually(code, lambda c: c.startswith("UNAVAILABLE"))
     assert down == "UNAVAILABLE: refresher process exited (code -9); restarting"
+    assert not any(line.startswith("keda_ray_scaler_target_") for line in await env.exposition())
     assert await _eventually(code, lambda c: c == "10") == "10"
     assert env.server.cache.pid not in (None, pid)  # type: ignore[union-attr]
     assert env.server.cache.restarts == 1  # type: ignore[union-attr]

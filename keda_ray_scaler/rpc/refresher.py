@@ -83,10 +83,10 @@ class RelayCollector:
     """Re-exposes the child's registry in the parent's, asking the child at every collection.
 
     The child renders its registry only when asked (a scrape), so an unscraped scaler spends
-    nothing on it. A collection waits up to two seconds for the answer, then serves the last
-    one it had (none while the child is down: its series are then absent, not zero). The
-    answer arrives through the event loop, so a collection on the loop's own thread does not
-    wait: it serves the last answer.
+    nothing on it. A collection waits up to two seconds for the answer, else serves the
+    previous one; while no child runs it serves nothing (the series are absent, not stale).
+    The answer arrives through the event loop, so a collection on the loop's own thread does
+    not wait: it serves the previous answer.
     """
 
     def __init__(self) -> None:
@@ -103,18 +103,18 @@ class RelayCollector:
         self._loop_thread = loop_thread
 
     def deliver(self, token: int, text: str) -> None:
-        """The child's exposition for ``token`` (from the reader thread)."""
+        """The child's exposition for ``token`` (called on the event loop)."""
         with self._arrived:
             self._answer = (token, text)
             self._arrived.notify_all()
 
     def collect(self) -> Iterator[Metric]:
         token = next(self._tokens)
-        if (
-            self._ask is not None
-            and threading.get_ident() != self._loop_thread
-            and self._ask(token)
-        ):
+        if self._ask is None:
+            return
+        if threading.get_ident() != self._loop_thread:
+            if not self._ask(token):
+                return  # no child runs
             with self._arrived:
                 self._arrived.wait_for(lambda: self._answer[0] >= token, _METRICS_WAIT_S)
         yield from text_string_to_metric_families(self._answer[1])
@@ -290,7 +290,7 @@ class ProcessTargetCache:
         """Run the refresher child, restarting it with backoff when it exits, until cancelled."""
         if self._relay is not None:
             self._relay.attach(lambda token: self._send("metrics", token), threading.get_ident())
-        delay = _BACKOFF_S[0]
+        failures = 0  # in a row: the restart delay doubles with each
         while not self._stopping:
             started = time.monotonic()
             try:
@@ -302,11 +302,13 @@ class ProcessTargetCache:
                 return
             self.restarts += 1
             if time.monotonic() - started > _STABLE_S:
-                delay = _BACKOFF_S[0]
+                failures = 0
+            first, most = _BACKOFF_S
+            delay = min(first * 2**failures, most)
+            failures += 1
             _log.error("refresher process stopped, restarting", outcome=outcome, delay_s=delay)
             self._child_gone(outcome)
             await asyncio.sleep(delay)
-            delay = min(2 * delay, _BACKOFF_S[1])
 
     async def _run_child(self) -> int | None:
         loop = asyncio.get_running_loop()
