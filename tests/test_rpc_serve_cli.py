@@ -176,5 +176,7 @@ async def test_serve_process_answers_and_stops_on_sigterm(
     events = [json.loads(line) for line in proc.stderr.read().splitlines()]
     children = [e["pid"] for e in events if e.get("event") == "refresher process started"]
     assert len(children) == 1, "one refresher child process, started once"
+    refresh_failed = [e for e in events if e.get("event") == "refresh failed"]
+    assert refresh_failed and refresh_failed[0]["cluster"] == "ray"  # the child logs JSON too
     with pytest.raises(ProcessLookupError):  # stopped with the server, not left behind
         os.kill(children[0], 0)

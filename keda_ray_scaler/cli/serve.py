@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     factory: SourceFactory | None = None
     if not args.refresh_in_process:
         _close(source)  # the child builds its own from the same flags
-        source, factory = None, functools.partial(build_source, args)
+        source, factory = None, functools.partial(_refresher_source, args)
     server = ScalerServer(
         source,
         source_factory=factory,
@@ -139,6 +139,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         _close(source)
     return 0
+
+
+def _refresher_source(args: argparse.Namespace, registry: CollectorRegistry) -> Source:
+    """The refresher process's source (called in that process): same logging, same flags."""
+    configure_logging(json=args.log_format == "json", level=args.log_level)
+    return build_source(args, registry)
 
 
 def _close(source: Source | None) -> None:
