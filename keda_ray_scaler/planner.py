@@ -153,6 +153,7 @@ def plan(
     scorer: GroupScorer = ray_scorer,
     orderer: ShapeOrderer = scarcity_orderer,
     lookahead: int = 8,
+    lookahead_budget: int = 4000,
     improve_max_pods: int = 128,
     improve_max_shapes: int = 16,
     improve_max_runs: int = 64,
@@ -161,13 +162,20 @@ def plan(
     """Decide every worker group's replicas for ``inp``; see the module docstring.
 
     The ``improve_*`` bounds say when steps are re-run to improve the plan (live plus new pods
-    and distinct demand shapes at most these) and how many extra runs at most.
+    and distinct demand shapes at most these) and how many extra runs at most. The lookahead's
+    rollouts grow with distinct shapes x worker groups x ``lookahead``: when distinct shapes x
+    groups exceed ``lookahead_budget / lookahead``, the lookahead shrinks to
+    ``lookahead_budget // (shapes x groups)`` (at least 1). Measured on a 1,000-pod cluster
+    with 10 groups: 200 shapes 337 -> 83 ms for +0.5 % of cost; 100 shapes 76 -> 45 ms, +0.2 %.
     """
-    strat = Strategies(scorer, orderer, lookahead)
     setup = _setup(inp)
+    shapes = len({v for v, _ in setup.tasks}) + sum(len(pg.bundles) for pg in setup.gangs)
+    if lookahead > 0:
+        work = max(1, shapes * len(setup.specs))
+        lookahead = min(lookahead, max(1, lookahead_budget // work))
+    strat = Strategies(scorer, orderer, lookahead)
     caps = list(setup.hard)
     best = _solve(setup, caps, strat, "gangs")
-    shapes = len({v for v, _ in setup.tasks}) + sum(len(pg.bundles) for pg in setup.gangs)
     small = sum(setup.floor) + sum(best.new) <= improve_max_pods and shapes <= improve_max_shapes
     runs = [improve_max_runs]
     seen: dict[tuple[tuple[int, ...], Strategies, _Mode, tuple[int, ...], bool], _Outcome | None]

@@ -394,3 +394,29 @@ def test_a_pod_whose_demand_fits_the_pods_bought_later_is_dropped() -> None:
     p = plan(i)
     assert [p.groups[n].new for n in ("custom", "small", "gpu")] == [0, 0, 2]
     assert p.groups["gpu"].reasons == ("2 new pod(s) for tasks",)
+
+
+def test_lookahead_shrinks_to_its_budget_over_shapes_times_groups() -> None:
+    """3 shapes x 3 groups and a budget of 9: lookahead 1 (3 cpu-small + 1 custom); a budget of
+    72 keeps lookahead 8 (1 cpu-large). No improvement runs, so only the lookahead differs."""
+    gib = 1024**3
+    spec = cluster(
+        group("cpu-small", cpu=2, memory=8 * gib, max=10, cost=0.46),
+        group("cpu-large", cpu=16, memory=64 * gib, max=50, cost=3.84),
+        group("custom", cpu=8, memory=32 * gib, max=10, cost=2.99, fpga=4),
+    )
+    demand = inp(
+        spec,
+        bundles=[
+            (res(cpu=1, memory=2 * gib), 2),
+            (res(cpu=0.5, memory=2 * gib), 5),
+            (res(cpu=8, memory=16 * gib), 1),
+        ],
+    )
+
+    def targets(**kw: int) -> dict[str, int]:
+        return {g: p.target for g, p in plan(demand, improve_max_runs=0, **kw).groups.items()}
+
+    assert targets(lookahead_budget=9) == {"cpu-small": 3, "cpu-large": 0, "custom": 1}
+    assert targets(lookahead_budget=9) == targets(lookahead=1)
+    assert targets(lookahead_budget=72) == {"cpu-small": 0, "cpu-large": 1, "custom": 0}
