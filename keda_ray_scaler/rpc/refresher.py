@@ -72,6 +72,7 @@ from keda_ray_scaler.telemetry import scaler_metrics
 SourceFactory = Callable[[CollectorRegistry], Source]
 
 _log = structlog.get_logger(__name__)
+_NICE: Final = 10  # below the gRPC process: under CPU contention its threads go first
 _BATCH_S: Final = 0.05  # the child sends its news at most this often
 _METRICS_WAIT_S: Final = 2.0  # a scrape waits this long for the child's registry
 _STOP_WAIT_S: Final = 5.0  # graceful stop of the child, then SIGKILL
@@ -188,17 +189,12 @@ class ProcessTargetCache:
             raise entry.error
         if entry.targets is None:  # pragma: no cover - an outcome sets one of the two
             raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}")
-        limit = (
-            self.settings.max_age_s
-            if max_age_s is None
-            else min(max_age_s, self.settings.max_age_s)
-        )
         check_fresh(
             cluster,
             success=entry.success,
             snapshot_time_s=entry.snapshot_time_s,
             now=self._clock(),
-            max_age_s=limit,
+            max_age_s=self.settings.age_limit(max_age_s),
         )
         target = entry.targets.get(group)
         if target is None:
@@ -226,11 +222,7 @@ class ProcessTargetCache:
         now = self._clock()
         entry = self._entries.get(cluster)
         if entry is None:
-            if len(self._entries) >= self.settings.max_clusters:
-                raise DemandUnavailable(
-                    f"Ray cluster {cluster!r} not refreshed: already refreshing "
-                    f"{self.settings.max_clusters} clusters (the maximum)"
-                )
+            self.settings.check_room(cluster, len(self._entries))
             entry = self._entries[cluster] = _Mirror(last_used_s=now, last_want_s=now)
             self._send("want", cluster)
             if self._down is not None:  # answer at once instead of waiting for a restart
@@ -420,7 +412,7 @@ def child_main(
     """Entry point of the refresher process (``spawn``): refresh until told to stop."""
     # Ctrl-C reaches the whole process group: the parent stops us (pipe EOF or "stop")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(int(os.environ.get("KRS_NICE", "10")))
+    os.nice(_NICE)
     asyncio.run(_child(conn, factory, settings, started_s, planner))
 
 

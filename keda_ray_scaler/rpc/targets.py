@@ -75,6 +75,18 @@ class TargetSettings:
         if not 0 <= self.pace_fraction < 1:
             raise ValueError(f"pace_fraction must be in [0, 1), got {self.pace_fraction!r}")
 
+    def age_limit(self, max_age_s: float | None) -> float:
+        """The maximum snapshot age for a request: ``max_age_s`` may only tighten it."""
+        return self.max_age_s if max_age_s is None else min(max_age_s, self.max_age_s)
+
+    def check_room(self, cluster: str, refreshed: int) -> None:
+        """DemandUnavailable when ``refreshed`` clusters already fill ``max_clusters``."""
+        if refreshed >= self.max_clusters:
+            raise DemandUnavailable(
+                f"Ray cluster {cluster!r} not refreshed: already refreshing "
+                f"{self.max_clusters} clusters (the maximum)"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class GroupTarget:
@@ -255,11 +267,7 @@ class TargetCache:
         entry = self._entries.get(cluster)
         now = self._clock()
         if entry is None:
-            if len(self._entries) >= self.settings.max_clusters:
-                raise DemandUnavailable(
-                    f"Ray cluster {cluster!r} not refreshed: already refreshing "
-                    f"{self.settings.max_clusters} clusters (the maximum)"
-                )
+            self.settings.check_room(cluster, len(self._entries))
             entry = self._entries[cluster] = _Entry(name=cluster, last_used_s=now)
             entry.inflight = asyncio.create_task(self._refresh_one(cluster))
         entry.last_used_s = now
@@ -296,15 +304,12 @@ class TargetCache:
         return sorted(self._entries)
 
     def _check_fresh(self, cluster: str, snap: ClusterSnapshot, max_age_s: float | None) -> None:
-        limit = self.settings.max_age_s
-        if max_age_s is not None:
-            limit = min(limit, max_age_s)
         check_fresh(
             cluster,
             success=snap.success,
             snapshot_time_s=snap.snapshot_time_s,
             now=self._clock(),
-            max_age_s=limit,
+            max_age_s=self.settings.age_limit(max_age_s),
         )
 
     # --- refreshing ----------------------------------------------------------------------
