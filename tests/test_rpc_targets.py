@@ -284,12 +284,14 @@ async def test_refresh_loop_survives_a_failing_round() -> None:
     c.refresh = flaky  # type: ignore[method-assign]
     with pytest.raises(asyncio.CancelledError):
         await c.run()
-    # half the interval asleep, half pacing the round's clusters
-    assert (rounds, slept) == ([3.5, 3.5, 3.5], [3.5, 3.5, 3.5, 3.5])
+    # a tenth of the interval asleep, nine tenths pacing the round's clusters
+    assert rounds == pytest.approx([6.3, 6.3, 6.3])
+    assert slept == pytest.approx([0.7, 0.7, 0.7, 0.7])
 
 
 async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once() -> None:
-    """4 clusters paced over 2 s: three 0.5 s gaps, one fetch and one plan per cluster."""
+    """4 clusters paced over 2 s: a 0.5 s share each (the round spans its 2 s, so a refresh
+    loop fetches each cluster once per interval), one fetch and one plan per cluster."""
     slept: list[float] = []
 
     async def fake_sleep(seconds: float) -> None:
@@ -302,7 +304,7 @@ async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once()
         await c.get(n, "cpu")
     fetched = src.fetches
     await c.refresh(pace_s=2.0)
-    assert (slept, src.fetches - fetched) == ([0.5, 0.5, 0.5], 4)
+    assert (slept, src.fetches - fetched) == ([0.5, 0.5, 0.5, 0.5], 4)
 
 
 async def test_clusters_beyond_the_maximum_are_unavailable_not_fetched() -> None:
@@ -314,3 +316,23 @@ async def test_clusters_beyond_the_maximum_are_unavailable_not_fetched() -> None
     with pytest.raises(DemandUnavailable, match="already refreshing 2 clusters"):
         await c.get("c", "cpu")
     assert (c.clusters(), src.fetches) == (["a", "b"], 2)
+
+
+async def test_the_refresh_loop_fetches_one_cluster_once_per_interval() -> None:
+    """One cluster, a 5 s interval paced over 90 %: the loop sleeps 5 s per fetch in all (the
+    round spans its pace even with a single cluster, so pacing never shortens the period)."""
+    slept: list[float] = []
+    src = MemorySource({"a": snapshot("a")})
+
+    async def fake_sleep(seconds: float) -> None:
+        if src.fetches >= 4:
+            raise asyncio.CancelledError
+        slept.append(seconds)
+
+    c = TargetCache(
+        src, clock=FakeClock(), settings=TargetSettings(refresh_interval_s=5), sleep=fake_sleep
+    )
+    await c.get("a", "cpu")  # the first fetch, on demand
+    with pytest.raises(asyncio.CancelledError):
+        await c.run()
+    assert (src.fetches, sum(slept)) == (4, pytest.approx(15.0))
