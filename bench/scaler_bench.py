@@ -257,7 +257,9 @@ def _serve(
             return n, total
 
         def counts() -> dict[str, Any]:
-            return {"by_requests": source.by_requests, "window_rounds": per_round[marks[0] :]}
+            # the round running at the mark may have started during the warm-up, with fewer
+            # clusters registered: count whole rounds after it
+            return {"by_requests": source.by_requests, "window_rounds": per_round[marks[0] + 1 :]}
 
         def child_cpu() -> float:
             return _cpu_of(getattr(server.cache, "pid", None))
