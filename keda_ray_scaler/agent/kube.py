@@ -176,7 +176,36 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
     )
 
 
-class PodCache:
+class PodStore:
+    """Pods by name and the reads the victim controller makes of them: the part the pod cache
+    and the demo's in-memory pods API share. Mutated on the event loop only; every change
+    sets ``_changed`` so that :meth:`wait_until` re-checks."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, PodInfo] = {}
+        self._changed = asyncio.Event()
+
+    def pods(self) -> tuple[PodInfo, ...]:
+        """Every pod (terminating ones included), sorted by name."""
+        return tuple(self._pods[name] for name in sorted(self._pods))
+
+    def get_cached(self, name: str) -> PodInfo | None:
+        """One pod, if present."""
+        return self._pods.get(name)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait (real time, at most ``timeout_s``) until ``predicate()`` holds on the store."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate():
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            return predicate()
+        return True
+
+
+class PodCache(PodStore):
     """Worker pods of one Ray cluster, by list and watch, plus reads and patches.
 
     Mutations of the cache happen on the event loop only (the watch thread hands events over
@@ -191,14 +220,13 @@ class PodCache:
         *,
         wait: tenacity.wait.wait_base | None = None,
     ) -> None:
+        super().__init__()
         self._api = api
         self._settings = settings
         self._wait = wait or tenacity.wait_exponential_jitter(
             multiplier=settings.retry_initial_s, max=settings.retry_max_s
         )
-        self._pods: dict[str, PodInfo] = {}
         self._synced = False
-        self._changed = asyncio.Event()
         self._watch: k8s_watch.Watch | None = None
         self._stopping = threading.Event()
         self._log = log.bind(cluster=settings.cluster, namespace=settings.namespace)
@@ -224,25 +252,6 @@ class PodCache:
     def synced(self) -> bool:
         """True once a list succeeded and no relist is running."""
         return self._synced
-
-    def pods(self) -> tuple[PodInfo, ...]:
-        """Every cached pod (terminating ones included), sorted by name."""
-        return tuple(self._pods[name] for name in sorted(self._pods))
-
-    def get_cached(self, name: str) -> PodInfo | None:
-        """One cached pod, if present."""
-        return self._pods.get(name)
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait (real time, at most ``timeout_s``) until ``predicate()`` holds on the cache."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                while not predicate():
-                    self._changed.clear()
-                    await self._changed.wait()
-        except TimeoutError:
-            return predicate()
-        return True
 
     # --- list and watch --------------------------------------------------------------------
     async def run(self) -> None:

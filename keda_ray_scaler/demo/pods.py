@@ -8,20 +8,19 @@ lag; the victim protocol still waits its settling delay).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping
 
+from keda_ray_scaler.agent.kube import PodStore
 from keda_ray_scaler.agent.ranking import PodInfo
 
 
-class DemoPods:
+class DemoPods(PodStore):
     """Worker pods by name; every change bumps the pod's resourceVersion and wakes waiters."""
 
     def __init__(self) -> None:
-        self._pods: dict[str, PodInfo] = {}
+        super().__init__()
         self._version = 0
-        self._changed = asyncio.Event()
 
     # --- the controller's side -------------------------------------------------------------
     def add(self, pod: PodInfo) -> None:
@@ -40,28 +39,9 @@ class DemoPods:
         """Always: the demo's store is the truth."""
         return True
 
-    def pods(self) -> tuple[PodInfo, ...]:
-        """Every pod, sorted by name."""
-        return tuple(self._pods[name] for name in sorted(self._pods))
-
-    def get_cached(self, name: str) -> PodInfo | None:
-        """One pod, if present."""
-        return self._pods.get(name)
-
     async def get(self, name: str) -> PodInfo | None:
         """A "fresh read": the same store."""
         return self._pods.get(name)
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait at most ``timeout_s`` until ``predicate()`` holds."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                while not predicate():
-                    self._changed.clear()
-                    await self._changed.wait()
-        except TimeoutError:
-            return predicate()
-        return True
 
     async def update(
         self, name: str, decide: Callable[[PodInfo], Mapping[str, str | None]]
