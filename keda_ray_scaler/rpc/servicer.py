@@ -29,7 +29,7 @@ import structlog
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, ScalerError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
-from keda_ray_scaler.rpc.targets import Clock, TargetReader
+from keda_ray_scaler.rpc.targets import Clock, GroupTarget, TargetReader
 from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser
 from keda_ray_scaler.telemetry import ScalerMetrics
 
@@ -133,13 +133,8 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
     ) -> pb.GetMetricsResponse:
         """The group's target replicas, in both the int and the float field."""
         started = time.perf_counter()
-        config: TriggerConfig | None = None
-        try:
-            config = self._config(request.scaledObjectRef.scalerMetadata)
-            t = await self._cache.get(config.cluster, config.group, config.max_age_s)
-        except ScalerError as exc:
-            await self._abort("GetMetrics", context, exc, started, config)
-            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+        metadata = request.scaledObjectRef.scalerMetadata
+        config, t = await self._target("GetMetrics", metadata, context, started)
         self._observe("GetMetrics", "OK", started)
         return self._value(config.metric_name, t.target)
 
@@ -148,13 +143,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
     ) -> pb.IsActiveResponse:
         """False only when the target is 0 and no non-victim pod remains."""
         started = time.perf_counter()
-        config: TriggerConfig | None = None
-        try:
-            config = self._config(request.scalerMetadata)
-            t = await self._cache.get(config.cluster, config.group, config.max_age_s)
-        except ScalerError as exc:
-            await self._abort("IsActive", context, exc, started, config)
-            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+        _, t = await self._target("IsActive", request.scalerMetadata, context, started)
         self._observe("IsActive", "OK", started)
         return _ACTIVE if t.active else _INACTIVE
 
@@ -166,13 +155,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         """Current state on open, then edges: rising at once, falling after the debounce."""
         method = "StreamIsActive"
         started = time.perf_counter()
-        config: TriggerConfig | None = None
-        try:
-            config = self._config(request.scalerMetadata)
-            t = await self._cache.get(config.cluster, config.group, config.max_age_s)
-        except ScalerError as exc:
-            await self._abort(method, context, exc, started, config)
-            return
+        config, t = await self._target(method, request.scalerMetadata, context, started)
         seen = self._cache.version(config.cluster)
         self._observe(method, "OK", started)
         sent = t.active
@@ -220,6 +203,22 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         await self._stopping.wait()
 
     # --- helpers --------------------------------------------------------------------------
+
+    async def _target(
+        self,
+        method: str,
+        metadata: Mapping[str, str],
+        context: grpc.aio.ServicerContext,
+        started: float,
+    ) -> tuple[TriggerConfig, GroupTarget]:
+        """The trigger's configuration and its group's target; aborts the call on a ScalerError."""
+        config: TriggerConfig | None = None
+        try:
+            config = self._config(metadata)
+            return config, await self._cache.get(config.cluster, config.group, config.max_age_s)
+        except ScalerError as exc:
+            await self._abort(method, context, exc, started, config)
+            raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
 
     def _config(self, metadata: Mapping[str, str]) -> TriggerConfig:
         try:
