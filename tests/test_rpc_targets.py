@@ -336,3 +336,19 @@ async def test_the_refresh_loop_fetches_one_cluster_once_per_interval() -> None:
     with pytest.raises(asyncio.CancelledError):
         await c.run()
     assert (src.fetches, sum(slept)) == (4, pytest.approx(15.0))
+
+
+async def test_a_paced_round_spans_its_pace_with_a_batch_source_and_with_no_cluster() -> None:
+    """A batch source fetches all at once, then the round waits out its 2 s pace; a round with
+    no cluster waits it out too (the refresh loop never spins faster than the interval)."""
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    src = MemoryBatchSource({"a": snapshot("a")})
+    c = TargetCache(src, clock=FakeClock(), sleep=fake_sleep)
+    await c.refresh(pace_s=2.0)  # no cluster asked for yet
+    await c.get("a", "cpu")  # a new cluster's first fetch is its own, not a batch
+    await c.refresh(pace_s=2.0)
+    assert (slept, src.batch_fetches) == ([2.0, 2.0], 1)
