@@ -4,7 +4,7 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install deps-debian test lint bench proto demo e2e clean
+.PHONY: install deps-debian test lint bench proto demo e2e e2e-build e2e-local clean
 
 install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench and dev extras
 
@@ -15,10 +15,17 @@ $(BIN)/keda-ray-scaler: pyproject.toml
 	touch $@
 
 deps-debian: ## Debian packages the tests need: a real Prometheus server (and promtool), shellcheck
-	command -v prometheus >/dev/null && command -v shellcheck >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus shellcheck; }
+	command -v prometheus >/dev/null && command -v shellcheck >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck; }
 
-test: install ## the whole suite: unit, property, real Ray, real Prometheus, real gRPC
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane and KEDA
+	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q $(PYTEST_ARGS)
+
+e2e-build: ## build (or find cached) the real-control-plane test's binaries: Kubernetes, kwok, KEDA
+	@start=$$(date +%s); dir="$$(bash e2e/build.sh)"; \
+	  echo "e2e-build: $$dir ($$(cat "$$dir/.build-seconds") s to build; $$(( $$(date +%s) - start )) s now)"
+
+e2e-local: install e2e-build ## the real-control-plane test alone; ends with one "e2e-local:" line
+	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q tests/test_real_control_plane.py $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench

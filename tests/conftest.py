@@ -11,7 +11,21 @@ from __future__ import annotations
 import os
 import tempfile
 
+# e2e/build.sh (run by the real-control-plane test when make did not) keeps Go's caches and its
+# build cache under the real home.
+os.environ.setdefault("KRS_REAL_HOME", os.environ.get("HOME", ""))
 _HOME = tempfile.mkdtemp(prefix="krs-home-")
 os.environ["HOME"] = _HOME
 for _var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS", "KUBECONFIG"):
     os.environ.pop(_var, None)
+
+
+def pytest_terminal_summary(terminalreporter: object) -> None:
+    """The real-control-plane test's figures as one line that begins ``e2e-local:``."""
+    import sys
+
+    loop = sys.modules.get("real_loop")
+    figures = getattr(loop, "FIGURES", None)
+    if figures:
+        line = "e2e-local: " + "; ".join(f"{k} {v}" for k, v in figures.items())
+        terminalreporter.write_line(line)  # type: ignore[attr-defined]

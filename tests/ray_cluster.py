@@ -149,13 +149,16 @@ class RayCluster:
         num_cpus: int = 10,
         resources: str | None = None,
         labelled: bool = True,
+        ip: str | None = None,
+        temp_dir: Path | None = None,
     ) -> RayProcess:
         """Start one worker raylet standing for pod ``pod`` of worker group ``group``.
 
         ``labelled=False`` leaves out ``RAY_CLOUD_INSTANCE_ID``/``RAY_NODE_TYPE_NAME`` (a node
-        only its IP can map); worker ``n`` (from 0) listens on ``127.0.0.<3 + n>``.
+        only its IP can map); worker ``n`` (from 0) listens on ``127.0.0.<3 + n>`` unless ``ip``
+        says otherwise. A ``temp_dir`` of its own (as a pod has) lets workers start at once.
         """
-        ip = f"127.0.0.{3 + len(self.workers)}"
+        ip = ip or f"127.0.0.{3 + len(self.workers)}"
         args = [
             f"--address={self.gcs_address}",
             f"--node-ip-address={ip}",
@@ -164,6 +167,8 @@ class RayCluster:
         ]
         if resources is not None:
             args.append(f"--resources={resources}")
+        if temp_dir is not None:
+            args.append(f"--temp-dir={temp_dir}")
         labels = {"RAY_CLOUD_INSTANCE_ID": pod, "RAY_NODE_TYPE_NAME": group} if labelled else {}
         proc = self._spawn(pod, group, args, labels)
         proc.ip = ip

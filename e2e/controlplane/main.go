@@ -1,0 +1,105 @@
+// Command controlplane runs one component of a real Kubernetes control plane per process, for the
+// project's real-control-plane test: etcd (embedded), kube-apiserver, kube-controller-manager and
+// kube-scheduler, all built from their Go modules at the versions pinned in go.mod. The first
+// argument names the component; the rest are that component's own flags.
+//
+//	controlplane etcd --data-dir DIR --client-url http://127.0.0.1:2379 --peer-url http://127.0.0.1:2380
+//	controlplane kube-apiserver --etcd-servers=... (the kube-apiserver's flags)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler [flags]")
+		os.Exit(2)
+	}
+	component := os.Args[1]
+	// Each component's cobra command parses os.Args[1:]: drop the component's name.
+	os.Args = append([]string{component}, os.Args[2:]...)
+	switch component {
+	case "etcd":
+		os.Exit(runEtcd(os.Args[1:]))
+	case "kube-apiserver":
+		os.Exit(cli.Run(apiserver.NewAPIServerCommand()))
+	case "kube-controller-manager":
+		os.Exit(cli.Run(controllermanager.NewControllerManagerCommand()))
+	case "kube-scheduler":
+		os.Exit(cli.Run(scheduler.NewSchedulerCommand()))
+	default:
+		fmt.Fprintf(os.Stderr, "controlplane: unknown component %q\n", component)
+		os.Exit(2)
+	}
+}
+
+// runEtcd serves a single-member etcd until SIGTERM or SIGINT, then stops it cleanly.
+func runEtcd(args []string) int {
+	fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", "", "etcd data directory (required)")
+	clientURL := fs.String("client-url", "http://127.0.0.1:2379", "URL to serve clients on")
+	peerURL := fs.String("peer-url", "http://127.0.0.1:2380", "URL to serve peers on")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dataDir == "" {
+		fmt.Fprintln(os.Stderr, "etcd: --data-dir is required")
+		return 2
+	}
+	client, err := url.Parse(*clientURL)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd: --client-url: %v\n", err)
+		return 2
+	}
+	peer, err := url.Parse(*peerURL)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd: --peer-url: %v\n", err)
+		return 2
+	}
+	cfg := embed.NewConfig()
+	cfg.Dir = *dataDir
+	cfg.ListenClientUrls = []url.URL{*client}
+	cfg.AdvertiseClientUrls = []url.URL{*client}
+	cfg.ListenPeerUrls = []url.URL{*peer}
+	cfg.AdvertisePeerUrls = []url.URL{*peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.LogLevel = "warn"
+	server, err := embed.StartEtcd(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd: %v\n", err)
+		return 1
+	}
+	defer server.Close()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-server.Server.ReadyNotify():
+		fmt.Fprintln(os.Stderr, "etcd: ready")
+	case err := <-server.Err():
+		fmt.Fprintf(os.Stderr, "etcd: %v\n", err)
+		return 1
+	case <-signals:
+		return 0
+	}
+	select {
+	case err := <-server.Err():
+		fmt.Fprintf(os.Stderr, "etcd: %v\n", err)
+		return 1
+	case <-signals:
+		return 0
+	}
+}

@@ -1,0 +1,81 @@
+"""A Ray driver for the real-control-plane test: waves of ``{CPU: 5}`` tasks, one JSON line each.
+
+    python tests/ray_workload.py GCS_ADDRESS HEAD_IP WAVES_JSON
+
+``WAVES_JSON`` is a list of ``[start_after_s, [seconds, ...]]``: each wave is submitted
+``start_after_s`` after the driver connected, one task per duration; a negative duration ``-n``
+holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds.
+Tasks never retry
+(``max_retries=0``), so a task whose pod is removed under it fails and says so. Output, one JSON
+object per line, on stdout:
+
+    {"event": "connected", "at": <unix time>}
+    {"event": "submitted", "wave": 0, "tasks": 20, "at": ...}
+    {"event": "done", "task": 3, "pod": "ray-demo-cpu-...", "start": ..., "end": ...}
+    {"event": "failed", "task": 4, "error": "..."}
+    {"event": "finished", "at": ...}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import ray
+
+
+@ray.remote(num_cpus=5, max_retries=0)
+def hold(seconds: float, release: str) -> tuple[str, float, float]:
+    """Occupy 5 CPUs of one worker pod for ``seconds``; return the pod and the wall-clock span."""
+    start = time.time()
+    if seconds >= 0:
+        time.sleep(seconds)
+    else:
+        while not os.path.exists(release) and time.time() - start < -seconds:
+            time.sleep(0.2)
+    return os.environ.get("RAY_CLOUD_INSTANCE_ID", "?"), start, time.time()
+
+
+def emit(**fields: Any) -> None:
+    """One JSON line on stdout, flushed."""
+    print(json.dumps(fields), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    gcs, head_ip, waves_json = argv
+    waves: list[tuple[float, list[float]]] = json.loads(waves_json)
+    release = os.environ.get("RELEASE_FILE", "/nonexistent")
+    ray.init(
+        address=gcs,
+        _node_ip_address=head_ip,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    t0 = time.monotonic()
+    emit(event="connected", at=time.time())
+    refs: dict[ray.ObjectRef, int] = {}
+    for n, (after_s, durations) in enumerate(waves):
+        time.sleep(max(0.0, t0 + after_s - time.monotonic()))
+        for seconds in durations:
+            refs[hold.remote(seconds, release)] = len(refs)
+        emit(event="submitted", wave=n, tasks=len(durations), at=time.time())
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        task = refs[done[0]]
+        try:
+            pod, start, end = ray.get(done[0])
+        except Exception as exc:  # a task killed under its pod: the test counts these
+            emit(event="failed", task=task, error=f"{type(exc).__name__}: {exc}"[:500])
+        else:
+            emit(event="done", task=task, pod=pod, start=start, end=end)
+    emit(event="finished", at=time.time())
+    ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
