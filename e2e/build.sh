@@ -1,73 +1,116 @@
 #!/usr/bin/env bash
-# Build the real-control-plane test's binaries from Go modules, into a cache directory outside the
-# repository keyed by the pinned versions (e2e/versions.env, e2e/controlplane/) and the Go toolchain.
-# A cache hit builds nothing. Prints the directory on the last line of stdout; progress on stderr.
+# Build the real-control-plane test's binaries from Go modules into a cache outside the repository.
+# Each component has its own directory keyed by its pinned version, its build recipe and the Go
+# toolchain, so bumping one rebuilds only that one; a cache hit builds nothing. The last line of
+# stdout is a directory holding bin/ (links to every binary) and the data files the test reads;
+# progress and build times go to stderr.
 #
 #   controlplane   etcd + kube-apiserver + kube-controller-manager + kube-scheduler (k8s.io/kubernetes)
-#   kwok           fake nodes and pod status (sigs.k8s.io/kwok), with its stage configs
-#   keda-operator, keda-adapter, keda-crds/   (github.com/kedacore/keda/v2)
+#   kwok           fake nodes and pod status (sigs.k8s.io/kwok), kwok-stages/ its stage configs
+#   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs
+#
+# Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=e2e/versions.env
 source "$here/versions.env"
+root="${KRS_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-ray-scaler/e2e}"
+export GOFLAGS="-buildvcs=false -trimpath"
+gover="$(go env GOVERSION)"
+log() { echo "build.sh: $*" >&2; }
+total=0
 
 grep -q "k8s.io/kubernetes ${KUBERNETES_VERSION}\$" "$here/controlplane/go.mod" || {
   echo "build.sh: KUBERNETES_VERSION=${KUBERNETES_VERSION} is not the version in controlplane/go.mod" >&2
   exit 2
 }
-key="$( { go version; cat "$here/versions.env" "$here/build.sh" "$here"/controlplane/go.mod "$here"/controlplane/go.sum "$here"/controlplane/*.go; } | sha256sum | cut -c1-16)"
-root="${KRS_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-ray-scaler/e2e}"
-out="$root/$key"
-log() { echo "build.sh: $*" >&2; }
 
-if [[ -f "$out/.complete" ]]; then
-  log "cache hit $out (built in $(cat "$out/.build-seconds") s); nothing to build"
-  echo "$out"
-  exit 0
-fi
+# recipe_of NAME: the body of the function build_NAME (part of the cache key).
+recipe_of() { declare -f "build_$1"; }
+
+# component NAME KEY_INPUT...: build NAME into $root/NAME-<key> unless it is there; sets $dir.
+component() {
+  local name=$1 key
+  shift
+  key="$( { echo "$gover"; recipe_of "$name"; "$@"; } | sha256sum | cut -c1-16)"
+  dir="$root/$name-$key"
+  if [[ -f "$dir/.complete" ]]; then
+    log "$name: cached in $dir (built in $(cat "$dir/.build-seconds") s)"
+    return
+  fi
+  log "$name: building into $dir"
+  local t=$SECONDS
+  rm -rf "$dir.partial"
+  mkdir -p "$dir.partial/bin"
+  "build_$name" "$dir.partial"
+  echo $((SECONDS - t)) >"$dir.partial/.build-seconds"
+  touch "$dir.partial/.complete"
+  rm -rf "$dir"
+  mv "$dir.partial" "$dir"
+  total=$((total + SECONDS - t))
+  log "$name: built in $((SECONDS - t)) s"
+}
+
+module_dir() { go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'; }
+
+build_kwok() {
+  GOBIN="$1/bin" go install "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
+  local src
+  src="$(module_dir "sigs.k8s.io/kwok@${KWOK_VERSION}")"
+  mkdir -p "$1/kwok-stages"
+  for stage in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete; do
+    find "$src/kustomize/stage" -name "${stage}.yaml" -exec cp {} "$1/kwok-stages/" \;
+  done
+}
+
+build_controlplane() {
+  local minor="${KUBERNETES_VERSION#v}" ldflags="-s -w" pkg
+  minor="${minor#*.}"
+  minor="${minor%%.*}"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X ${pkg}.gitVersion=${KUBERNETES_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}"
+    ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
+  done
+  (cd "$here/controlplane" && go build -ldflags "$ldflags" -o "$1/bin/controlplane" .)
+}
+
+build_keda() {
+  # KEDA's go.mod has replace directives, so `go install pkg@version` is refused: build in a
+  # writable copy of the module.
+  local src="$root/src/keda-${KEDA_VERSION}" ldflags
+  if [[ ! -d "$src" ]]; then
+    mkdir -p "$root/src"
+    rm -rf "$src.tmp"
+    cp -r "$(module_dir "github.com/kedacore/keda/v2@${KEDA_VERSION}")" "$src.tmp"
+    chmod -R u+w "$src.tmp"
+    mv "$src.tmp" "$src"
+  fi
+  ldflags="-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}"
+  (cd "$src" && go build -ldflags "$ldflags" -o "$1/bin/keda-operator" ./cmd/operator &&
+    go build -ldflags "$ldflags" -o "$1/bin/keda-adapter" ./cmd/adapter)
+  cp -r "$src/config/crd/bases" "$1/keda-crds"
+}
+
 start=$SECONDS
-rm -rf "$out.partial"
-mkdir -p "$out.partial/bin"
-export GOFLAGS="-buildvcs=false -trimpath"
+component kwok echo "$KWOK_VERSION"
+kwok=$dir
+component controlplane cat "$here"/controlplane/go.mod "$here"/controlplane/go.sum "$here"/controlplane/*.go
+controlplane=$dir
+component keda echo "$KEDA_VERSION"
+keda=$dir
 
-log "kwok ${KWOK_VERSION}"
-t=$SECONDS
-GOBIN="$out.partial/bin" go install "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
-kwok_dir="$(go mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
-mkdir -p "$out.partial/kwok-stages"
-for stage in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete; do
-  find "$kwok_dir/kustomize/stage" -name "${stage}.yaml" -exec cp {} "$out.partial/kwok-stages/" \;
-done
-log "kwok built in $((SECONDS - t)) s"
-
-log "controlplane (Kubernetes ${KUBERNETES_VERSION}, etcd from controlplane/go.mod)"
-t=$SECONDS
-minor="${KUBERNETES_VERSION#v}"; minor="${minor#*.}"; minor="${minor%%.*}"
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X ${pkg}.gitVersion=${KUBERNETES_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}"
-  ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
-done
-(cd "$here/controlplane" && go build -ldflags "$ldflags" -o "$out.partial/bin/controlplane" .)
-log "controlplane built in $((SECONDS - t)) s"
-
-log "KEDA ${KEDA_VERSION}"
-t=$SECONDS
-keda_dir="$(go mod download -json "github.com/kedacore/keda/v2@${KEDA_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
-src="$root/src/keda-${KEDA_VERSION}"
-if [[ ! -d "$src" ]]; then
-  mkdir -p "$root/src"
-  cp -r "$keda_dir" "$src.tmp" && chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src"
+# The set the test uses: links to the components above.
+set_key="$(echo "$kwok $controlplane $keda" | sha256sum | cut -c1-16)"
+out="$root/set-$set_key"
+if [[ ! -d "$out" ]]; then
+  rm -rf "$out.partial"
+  mkdir -p "$out.partial/bin"
+  for component_dir in "$kwok" "$controlplane" "$keda"; do
+    for f in "$component_dir"/bin/*; do ln -s "$f" "$out.partial/bin/"; done
+  done
+  ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"
+  ln -s "$keda/keda-crds" "$out.partial/keda-crds"
+  mv "$out.partial" "$out"
 fi
-keda_ldflags="-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}"
-(cd "$src" && go build -ldflags "$keda_ldflags" -o "$out.partial/bin/keda-operator" ./cmd/operator \
-  && go build -ldflags "$keda_ldflags" -o "$out.partial/bin/keda-adapter" ./cmd/adapter)
-cp -r "$src/config/crd/bases" "$out.partial/keda-crds"
-log "KEDA built in $((SECONDS - t)) s"
-
-echo $((SECONDS - start)) > "$out.partial/.build-seconds"
-touch "$out.partial/.complete"
-rm -rf "$out"
-mv "$out.partial" "$out"
-log "built everything in $((SECONDS - start)) s into $out"
+log "built ${total} s of components now; ready in $((SECONDS - start)) s: $out"
 echo "$out"
