@@ -8,6 +8,7 @@
 #   controlplane   etcd + kube-apiserver + kube-controller-manager + kube-scheduler (k8s.io/kubernetes)
 #   kwok           fake nodes and pod status (sigs.k8s.io/kwok), kwok-stages/ its stage configs
 #   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs
+#   helm           the Helm CLI (helm.sh/helm/v3), for the chart's tests (tests/test_chart.py)
 #
 # Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
 set -euo pipefail
@@ -91,6 +92,11 @@ build_keda() {
   cp -r "$src/config/crd/bases" "$1/keda-crds"
 }
 
+build_helm() {
+  GOBIN="$1/bin" go install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" \
+    "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+}
+
 start=$SECONDS
 component kwok echo "$KWOK_VERSION"
 kwok=$dir
@@ -98,14 +104,16 @@ component controlplane cat "$here"/controlplane/go.mod "$here"/controlplane/go.s
 controlplane=$dir
 component keda echo "$KEDA_VERSION"
 keda=$dir
+component helm echo "$HELM_VERSION"
+helm=$dir
 
 # The set the test uses: links to the components above.
-set_key="$(echo "$kwok $controlplane $keda" | sha256sum | cut -c1-16)"
+set_key="$(echo "$kwok $controlplane $keda $helm" | sha256sum | cut -c1-16)"
 out="$root/set-$set_key"
 if [[ ! -d "$out" ]]; then
   rm -rf "$out.partial"
   mkdir -p "$out.partial/bin"
-  for component_dir in "$kwok" "$controlplane" "$keda"; do
+  for component_dir in "$kwok" "$controlplane" "$keda" "$helm"; do
     for f in "$component_dir"/bin/*; do ln -s "$f" "$out.partial/bin/"; done
   done
   ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"
