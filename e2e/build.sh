@@ -9,6 +9,7 @@
 #   kwok           fake nodes and pod status (sigs.k8s.io/kwok), kwok-stages/ its stage configs
 #   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs
 #   helm           the Helm CLI (helm.sh/helm/v3), for the chart's tests (tests/test_chart.py)
+#   kuberay        the KubeRay operator (github.com/ray-project/kuberay/ray-operator), kuberay-crds/
 #
 # Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
 set -euo pipefail
@@ -97,6 +98,23 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
 }
 
+# kuberay: the KubeRay operator (github.com/ray-project/kuberay/ray-operator, pinned here) for the
+# KubeRay-mode test (tests/test_real_kuberay.py), kuberay-crds/ its CRDs. `go install pkg@version`
+# needs the proxy's version list (refused here), so build in a writable copy of the module.
+KUBERAY_VERSION=v1.5.1
+build_kuberay() {
+  local src="$root/src/kuberay-${KUBERAY_VERSION}"
+  if [[ ! -d "$src" ]]; then
+    mkdir -p "$root/src"
+    rm -rf "$src.tmp"
+    cp -r "$(module_dir "github.com/ray-project/kuberay/ray-operator@${KUBERAY_VERSION}")" "$src.tmp"
+    chmod -R u+w "$src.tmp"
+    mv "$src.tmp" "$src"
+  fi
+  (cd "$src" && go build -ldflags "-s -w" -o "$1/bin/kuberay-operator" .)
+  cp -r "$src/config/crd/bases" "$1/kuberay-crds"
+}
+
 start=$SECONDS
 component kwok echo "$KWOK_VERSION"
 kwok=$dir
@@ -106,18 +124,21 @@ component keda echo "$KEDA_VERSION"
 keda=$dir
 component helm echo "$HELM_VERSION"
 helm=$dir
+component kuberay echo "$KUBERAY_VERSION"
+kuberay=$dir
 
 # The set the test uses: links to the components above.
-set_key="$(echo "$kwok $controlplane $keda $helm" | sha256sum | cut -c1-16)"
+set_key="$(echo "$kwok $controlplane $keda $helm $kuberay" | sha256sum | cut -c1-16)"
 out="$root/set-$set_key"
 if [[ ! -d "$out" ]]; then
   rm -rf "$out.partial"
   mkdir -p "$out.partial/bin"
-  for component_dir in "$kwok" "$controlplane" "$keda" "$helm"; do
+  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay"; do
     for f in "$component_dir"/bin/*; do ln -s "$f" "$out.partial/bin/"; done
   done
   ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"
   ln -s "$keda/keda-crds" "$out.partial/keda-crds"
+  ln -s "$kuberay/kuberay-crds" "$out.partial/kuberay-crds"
   mv "$out.partial" "$out"
 fi
 log "built ${total} s of components now; ready in $((SECONDS - start)) s: $out"
