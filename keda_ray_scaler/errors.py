@@ -17,6 +17,16 @@ class ConfigError(ScalerError):
         super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
 
 
+class BindError(ScalerError):
+    """A listening port could not be bound; ``setting`` names the settings field (``port``)."""
+
+    def __init__(self, setting: str, address: str, problem: str) -> None:
+        self.setting = setting
+        self.address = address
+        self.problem = problem
+        super().__init__(f"cannot listen on {address}: {problem}")
+
+
 class NotFound(ScalerError):
     """A Ray cluster or worker group the scaler does not know."""
 

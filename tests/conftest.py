@@ -8,7 +8,9 @@ Tests that want auth on set it explicitly for the processes they start.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 # e2e/build.sh (run by the real-control-plane test when make did not) keeps Go's caches and its
@@ -16,6 +18,7 @@ import tempfile
 os.environ.setdefault("KRS_REAL_HOME", os.environ.get("HOME", ""))
 _HOME = tempfile.mkdtemp(prefix="krs-home-")
 os.environ["HOME"] = _HOME
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)  # each run's home goes with the run
 for _var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS", "KUBECONFIG"):
     os.environ.pop(_var, None)
 

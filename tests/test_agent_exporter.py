@@ -546,11 +546,11 @@ def _structlog_defaults() -> Iterator[None]:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--max-shapes", "2"], "keda-ray-scaler agent: agent: --max-shapes: must be >= 3, got 2"),
-        (["--interval", "0"], "keda-ray-scaler agent: agent: --interval: must be > 0, got 0"),
+        (["--max-shapes", "2"], "keda-ray-scaler agent: --max-shapes: must be >= 3, got 2"),
+        (["--interval", "0"], "keda-ray-scaler agent: --interval: must be > 0, got 0"),
         (
             ["--gcs-address", "nohost"],
-            "keda-ray-scaler agent: agent: --gcs-address: not host:port: 'nohost'",
+            "keda-ray-scaler agent: --gcs-address: not host:port: 'nohost'",
         ),
     ],
 )
@@ -575,7 +575,7 @@ def test_scale_down_needs_a_namespace(tmp_path: Any, capsys: pytest.CaptureFixtu
     spec.write_text("cluster: demo\nworkerGroups:\n  - {name: cpu, resources: {CPU: 10}}\n")
     assert main(["agent", "--cluster-spec", str(spec)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "keda-ray-scaler agent: agent: --namespace: required unless --no-scale-down"
+        "keda-ray-scaler agent: --namespace: required unless --no-scale-down"
     ]
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
+from shared_ref import KEDA, missing
 
 from keda_ray_scaler.rpc.trigger import TriggerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-KEDA = Path(__file__).resolve().parents[2] / "shared" / "keda"
 KUSTOMIZATIONS = (
     "manifests/base",
     "manifests/agent",
@@ -105,7 +105,7 @@ def test_every_kustomization_renders_named_objects(path: str) -> None:
 def crd_schema(kind: str) -> Obj:
     """The openAPIV3Schema of KEDA's CRD for ``kind`` (served version v1alpha1)."""
     if not (KEDA / "crds").is_dir():
-        pytest.skip(f"KEDA reference CRDs not found at {KEDA / 'crds'}")
+        missing("KEDA's CRDs", KEDA / "crds")
     crd = yaml.safe_load((KEDA / "crds" / KEDA_CRDS[kind]).read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
     schema: Obj = version["schema"]["openAPIV3Schema"]

@@ -12,13 +12,14 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc
 from rpc_builders import FakeClock, meta, snapshot
+from shared_ref import KEDA, missing
 
 from keda_ray_scaler.rpc import protogen
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
 
-KEDA_PROTO_DIR = Path(__file__).resolve().parents[2] / "shared" / "keda"
+KEDA_PROTO_DIR = KEDA
 KEDA_PROTO = KEDA_PROTO_DIR / "externalscaler.proto"
 
 
@@ -61,7 +62,7 @@ class KedaClient:
 @pytest.fixture
 async def keda(tmp_path: Path) -> AsyncIterator[tuple[KedaClient, ScalerServer]]:
     if not KEDA_PROTO.exists():
-        pytest.skip(f"KEDA's proto is not at {KEDA_PROTO}")
+        missing("KEDA's proto", KEDA_PROTO)
     out = tmp_path / "keda.pb"
     code = protoc.main(
         ["protoc", f"-I{KEDA_PROTO_DIR}", f"--descriptor_set_out={out}", str(KEDA_PROTO)]
@@ -107,7 +108,7 @@ async def test_keda_proto_client_calls_every_rpc(keda: tuple[KedaClient, ScalerS
 def test_our_proto_declares_the_same_wire_contract_as_kedas(tmp_path: Path) -> None:
     """Same package, service, methods, streaming flags, messages, field numbers and types."""
     if not KEDA_PROTO.exists():
-        pytest.skip(f"KEDA's proto is not at {KEDA_PROTO}")
+        missing("KEDA's proto", KEDA_PROTO)
 
     def contract(proto_dir: Path, name: str) -> dict[str, Any]:
         out = tmp_path / f"{proto_dir.name}.pb"

@@ -22,19 +22,11 @@ from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 
-#: Runs ``serve`` like the console script does; works before every other subcommand exists.
+#: Runs the console script's entry point.
 RUNNER = """
-import argparse, sys
-from keda_ray_scaler.cli import serve
-from keda_ray_scaler.errors import ConfigError
-parser = argparse.ArgumentParser(prog="keda-ray-scaler")
-serve.add_parser(parser.add_subparsers(dest="command", required=True))
-args = parser.parse_args(sys.argv[1:])
-try:
-    sys.exit(serve.run(args))
-except ConfigError as exc:
-    print(f"keda-ray-scaler serve: {exc}", file=sys.stderr)
-    sys.exit(2)
+import sys
+from keda_ray_scaler.cli import main
+sys.exit(main(sys.argv[1:]))
 """
 
 
@@ -107,7 +99,7 @@ def test_bad_flag_exits_2_with_one_line() -> None:
     done = run_cli("serve", "--source", "scrape")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "keda-ray-scaler serve: serve: --agent-url: at least one required with --source scrape"
+        "keda-ray-scaler serve: --agent-url: at least one required with --source scrape"
     ]
 
 

@@ -1,8 +1,8 @@
 """The composition root: flags and environment are read here, and only here.
 
 Each subcommand lives in its own module (``cli/plan.py``, ``cli/agent.py``, ``cli/serve.py``,
-``cli/demo.py``) exposing ``add_parser(subparsers)`` and ``run(args) -> int``. Bad input exits
-with code 2 and one line on stderr that says what is wrong.
+``cli/status.py``, ``cli/demo.py``) exposing ``add_parser(subparsers)`` and ``run(args) -> int``.
+Bad input exits with code 2 and one line on stderr that says what is wrong.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from keda_ray_scaler.errors import ConfigError
 
 EXIT_BAD_INPUT = 2
 
-_COMMANDS = ("plan", "agent", "serve", "demo")
+_COMMANDS = ("plan", "agent", "serve", "status", "demo")
 
 
 class _Command(Protocol):
@@ -49,8 +49,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return module.run(args)
     except ConfigError as exc:
-        print(f"keda-ray-scaler {args.command}: {exc}", file=sys.stderr)
+        print(error_line(args.command, exc), file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def error_line(command: str, exc: ConfigError) -> str:
+    """``keda-ray-scaler COMMAND: FIELD: PROBLEM``, the command named once.
+
+    A ConfigError raised by the command itself already says where (``serve``); one from deeper
+    down (a file, a library) says its own where, which is kept.
+    """
+    detail = str(exc)
+    if exc.where == command:
+        detail = f"{exc.field}: {exc.problem}" if exc.field else exc.problem
+    return f"keda-ray-scaler {command}: {detail}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,7 @@ import contextlib
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, start_http_server
@@ -138,11 +139,36 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
     validate(args)
     spec = load_spec(args.cluster_spec)
-    asyncio.run(_main(args, spec, GcsConnection(args.gcs_address)))
+    api = None if args.no_scale_down else kube_api(args.kubeconfig, args.context)
+    asyncio.run(_main(args, spec, GcsConnection(args.gcs_address), api))
     return 0
 
 
-async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection) -> None:
+_KUBE_HINT = "give --kubeconfig (and --context), or --no-scale-down to export metrics only"
+
+
+def kube_api(kubeconfig: Path | None, context: str | None) -> Any:
+    """The Kubernetes API client for scale-down; ConfigError naming ``--kubeconfig`` with a hint.
+
+    Without ``--kubeconfig`` the in-cluster service account is used, which exists only in a pod.
+    """
+    from kubernetes.config import ConfigException
+
+    from keda_ray_scaler.agent.kube import load_api
+
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise ConfigError(_WHERE, "--kubeconfig", f"{kubeconfig} is not a file; {_KUBE_HINT}")
+    try:
+        return load_api(str(kubeconfig) if kubeconfig else None, context)
+    except (ConfigException, OSError, ValueError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if kubeconfig is None:
+            problem = f"not in a Kubernetes pod ({problem.rstrip('.')})"
+        field = "--context" if context and "context" in problem.lower() else "--kubeconfig"
+        raise ConfigError(_WHERE, field, f"{problem}; {_KUBE_HINT}") from exc
+
+
+async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
     registry = CollectorRegistry()
     clock = SystemClock()
     pods_by_ip: Callable[[], dict[str, PodRef]] = dict  # the IP fallback, once pods are cached
@@ -153,11 +179,10 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection)
     victims: VictimStep | None = None
     pods: Callable[[], list[PodEntry] | None] | None = None
     if not args.no_scale_down:
-        from keda_ray_scaler.agent.kube import KubeSettings, PodCache, load_api
+        from keda_ray_scaler.agent.kube import KubeSettings, PodCache
         from keda_ray_scaler.agent.victims import VictimController, VictimSettings
 
         selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
-        api = load_api(str(args.kubeconfig) if args.kubeconfig else None, args.context)
         cache = PodCache(
             api,
             KubeSettings(

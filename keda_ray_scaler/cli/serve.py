@@ -18,7 +18,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.errors import BindError, ConfigError
 from keda_ray_scaler.rpc.refresher import SourceFactory
 from keda_ray_scaler.rpc.server import ScalerServer, ServerSettings, TlsFiles
 from keda_ray_scaler.rpc.targets import TargetSettings
@@ -136,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         asyncio.run(_serve(server, args.grace))
+    except BindError as exc:
+        flag = "--" + exc.setting.replace("_", "-")
+        raise ConfigError(_WHERE, flag, f"cannot listen on {exc.address}: {exc.problem}") from exc
     finally:
         _close(source)
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, start_http_server
 
+from keda_ray_scaler.errors import BindError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.refresher import ProcessTargetCache, RelayCollector, SourceFactory
@@ -219,7 +221,11 @@ class ScalerServer:
         self._http: Any = None
 
     async def start(self) -> None:
-        """Bind and serve; sets :attr:`port` (and :attr:`metrics_port`) to the bound ports."""
+        """Bind and serve; sets :attr:`port` (and :attr:`metrics_port`) to the bound ports.
+
+        Every port is bound before anything starts: a port that cannot be bound raises
+        :class:`~keda_ray_scaler.errors.BindError` naming its setting, with nothing left running.
+        """
         s = self.settings
         server = grpc.aio.server(
             options=s.grpc_options(), maximum_concurrent_rpcs=s.max_concurrent_rpcs
@@ -229,27 +235,18 @@ class ScalerServer:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
-        address = f"{s.host}:{s.port}"
-        if s.tls is None:
-            self.port = server.add_insecure_port(address)
-        else:
-            self.reloader = CertificateReloader(s.tls)
-            self.port = server.add_secure_port(address, self.reloader.credentials())
-        if self.port == 0:
-            raise OSError(f"cannot listen on {address}")
-        await server.start()
         self._server = server
+        try:
+            self._bind_all()
+        except BindError:
+            await self._unbind()
+            raise
+        await server.start()
+        if self._health_server is not None:
+            await self._health_server.start()
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        if s.health_port is not None:
-            await self._start_health(s.health_port)
         self._refresh = asyncio.create_task(self.cache.run(), name="scaler-refresh")
-        if s.metrics_port is not None:
-            http, _thread = start_http_server(
-                s.metrics_port, addr=s.metrics_host, registry=self.registry
-            )
-            self._http = http
-            self.metrics_port = int(http.server_port)
         _log.info(
             "scaler serving",
             port=self.port,
@@ -259,17 +256,48 @@ class ScalerServer:
             health_port=self.health_port,
         )
 
-    async def _start_health(self, port: int) -> None:
-        """A second, plaintext server with only the health service (for kubelet probes)."""
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], maximum_concurrent_rpcs=64)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        address = f"{self.settings.host}:{port}"
-        bound = server.add_insecure_port(address)
-        if bound == 0:
-            raise OSError(f"cannot listen on {address}")
-        await server.start()
-        self._health_server = server
-        self.health_port = bound
+    def _bind_all(self) -> None:
+        """Bind gRPC, the plaintext health port and /metrics; BindError names the failed one."""
+        s = self.settings
+        assert self._server is not None
+        if s.tls is None:
+            credentials = None
+        else:
+            self.reloader = CertificateReloader(s.tls)
+            credentials = self.reloader.credentials()
+        self.port = _bind(self._server, "port", f"{s.host}:{s.port}", credentials)
+        if s.health_port is not None:
+            # a second, plaintext server with only the health service (for kubelet probes)
+            health_server = grpc.aio.server(
+                options=[("grpc.so_reuseport", 0)], maximum_concurrent_rpcs=64
+            )
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, health_server)
+            self._health_server = health_server
+            self.health_port = _bind(health_server, "health_port", f"{s.host}:{s.health_port}")
+        if s.metrics_port is not None:
+            try:
+                http, _thread = start_http_server(
+                    s.metrics_port, addr=s.metrics_host, registry=self.registry
+                )
+            except OSError as exc:
+                address = f"{s.metrics_host}:{s.metrics_port}"
+                raise BindError("metrics_port", address, exc.strerror or str(exc)) from exc
+            self._http = http
+            self.metrics_port = int(http.server_port)
+
+    async def _unbind(self) -> None:
+        """Release what :meth:`_bind_all` bound (servers never started)."""
+        for server in (self._server, self._health_server):
+            if server is not None:
+                await server.stop(None)
+        self._server = self._health_server = None
+        self._close_http()
+
+    def _close_http(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful stop: NOT_SERVING, end streams, let calls in flight finish, then close."""
@@ -288,10 +316,7 @@ class ScalerServer:
                 await self._refresh
             self._refresh = None
         await self.cache.aclose()
-        if self._http is not None:
-            self._http.shutdown()
-            self._http.server_close()
-            self._http = None
+        self._close_http()
 
     async def wait(self) -> None:
         """Until the server terminates."""
@@ -304,6 +329,46 @@ class ScalerServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop(grace_s=0)
+
+
+def _bind(
+    server: grpc.aio.Server,
+    setting: str,
+    address: str,
+    credentials: grpc.ServerCredentials | None = None,
+) -> int:
+    """Add a listening port; the bound port number, or BindError naming ``setting``.
+
+    A fixed port is tried with a plain socket first: gRPC's core logs a bind failure on stderr
+    itself, and the caller's one line should be the only one.
+    """
+    _probe(setting, address)
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
+    except RuntimeError as exc:  # grpcio raises for a port it cannot bind (older ones return 0)
+        raise BindError(setting, address, "address in use or not available") from exc
+    if port == 0:
+        raise BindError(setting, address, "address in use or not available")
+    return port
+
+
+def _probe(setting: str, address: str) -> None:
+    """BindError when ``address`` (``host:port``, port not 0) cannot be bound right now."""
+    host, _, port = address.rpartition(":")
+    if int(port) == 0:
+        return
+    try:
+        family, kind, proto, _name, sockaddr = socket.getaddrinfo(
+            host.strip("[]"), int(port), type=socket.SOCK_STREAM
+        )[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            sock.bind(sockaddr)
+    except OSError as exc:
+        raise BindError(setting, address, exc.strerror or str(exc)) from exc
 
 
 def build_server(

@@ -5,7 +5,7 @@ to status codes once, by :data:`STATUS_BY_ERROR`; every call is counted by metho
 
 - ``GetMetricSpec``: from metadata only (never the source): one metric ``ray-<cluster>.<group>``
   with target 1, so with ``metricType: AverageValue`` the HPA lands exactly on the value.
-- ``GetMetrics``: the group's target replicas.
+- ``GetMetrics``: the group's target replicas; the data age in trailing metadata.
 - ``IsActive``: false only when the target is 0 and no pod that is not a victim remains.
 - ``StreamIsActive``: the current state on open; then ``true`` at the first refresh where an
   inactive group becomes active (rising edge, immediately), ``false`` only after the group has
@@ -43,6 +43,11 @@ STATUS_BY_ERROR: Final[tuple[tuple[type[ScalerError], grpc.StatusCode], ...]] = 
 
 #: HPA target per pod: the metric is the replica count itself.
 METRIC_TARGET: Final = 1
+
+#: Trailing metadata of ``GetMetrics``: the age in seconds (server clock) of the agent snapshot
+#: the target is based on. KEDA ignores it; ``keda-ray-scaler status`` prints it. The proto is
+#: KEDA's and stays unchanged.
+DATA_AGE_KEY: Final = "krs-data-age-seconds"
 
 _log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
@@ -135,6 +140,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         started = time.perf_counter()
         metadata = request.scaledObjectRef.scalerMetadata
         config, t = await self._target("GetMetrics", metadata, context, started)
+        context.set_trailing_metadata(((DATA_AGE_KEY, f"{self._clock() - t.snapshot_time_s:.3f}"),))
         self._observe("GetMetrics", "OK", started)
         return self._value(config.metric_name, t.target)
 

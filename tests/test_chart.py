@@ -1,0 +1,341 @@
+"""The Helm chart: lints, renders with several values, mirrors manifests/base, validates.
+
+Helm is the pinned ``helm.sh/helm/v3/cmd/helm`` that ``e2e/build.sh`` builds into the set dir
+(``$KRS_E2E_BIN/bin/helm``), or ``$KRS_HELM``, or a ``helm`` on PATH. Every rendered object is
+validated by a real kube-apiserver of the end-to-end test's version (``kubectl apply
+--dry-run=server --validate=strict``) with KEDA's CRDs installed; cert-manager and Prometheus
+operator objects have no CRDs there and get a structural check only.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_manifests import EXAMPLE, cli_args, crd_schema, named, render, schema_errors
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "charts" / "keda-ray-scaler"
+SIDECAR = CHART / "examples" / "agent-sidecar.yaml"
+KUBE_VERSION = "v1.37.2"  # e2e/versions.env KUBERNETES_VERSION (the test control plane)
+NAMESPACE = "keda-ray-scaler"
+RELEASE = "keda-ray-scaler"  # the release name that keeps manifests/base's object names
+NO_CRDS_HERE = ("cert-manager.io/", "monitoring.coreos.com/")
+
+Obj = dict[str, Any]
+
+#: Values combinations rendered and validated, by name.
+VALUES: dict[str, list[str]] = {
+    "defaults": [],
+    "cert-manager-self-signed": [
+        "certManager.enabled=true",
+        "tls.clientNamespaces={ray,ray-b}",
+        "triggerAuthentication.create=true",
+        "agent.rbac.create=true",
+    ],
+    "cert-manager-existing-issuer": [
+        "certManager.enabled=true",
+        "certManager.issuerRef.name=corp-ca",
+        "tls.clientNamespaces={ray}",
+    ],
+    "prometheus-auth": [
+        "prometheus.url=https://prometheus.example:9090",
+        "prometheus.bearerToken.secretName=prom-token",
+        "prometheus.basicAuth.user=scaler",
+        "prometheus.basicAuth.passwordSecretName=prom-basic",
+        "prometheus.ca.configMapName=prom-ca",
+    ],
+    "monitoring-sized": [
+        "serviceMonitor.enabled=true",
+        "podMonitor.enabled=true",
+        "podMonitor.agent=true",
+        "replicas=3",
+        "resources.requests.cpu=500m",
+        "podDisruptionBudget.enabled=false",
+        "image.tag=0.2.0",
+    ],
+}
+
+
+def find_helm() -> str | None:
+    """The helm binary: $KRS_HELM, the e2e build set's, or one on PATH."""
+    if os.environ.get("KRS_HELM"):
+        return os.environ["KRS_HELM"]
+    built = Path(os.environ.get("KRS_E2E_BIN", "/nonexistent")) / "bin" / "helm"
+    return str(built) if built.exists() else shutil.which("helm")
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    found = find_helm()
+    if found is None:
+        pytest.skip("no helm: `make e2e-build` builds it (e2e/build.sh), or set KRS_HELM")
+    return found
+
+
+def template(helm: str, *sets: str, release: str = RELEASE) -> list[Obj]:
+    """``helm template`` with ``--set`` values; the rendered objects."""
+    out = run_helm(helm, "template", release, str(CHART), *sets)
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def run_helm(helm: str, command: str, *args: str) -> str:
+    argv = [helm, command, *args]
+    if command == "template":
+        argv = [a for s in args for a in (("--set", s) if "=" in s else (s,))]
+        argv = [helm, command, *argv, "-n", NAMESPACE, f"--kube-version={KUBE_VERSION}"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise AssertionError(f"helm {command} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def kinds(objs: list[Obj]) -> list[str]:
+    return sorted(o["kind"] for o in objs)
+
+
+def test_helm_lint_strict(helm: str) -> None:
+    """``helm lint --strict`` passes with the defaults and with every feature on."""
+    run_helm(helm, "lint", "--strict", str(CHART), f"--kube-version={KUBE_VERSION}")
+    everything = [s for sets in VALUES.values() for s in sets if "issuerRef" not in s]
+    run_helm(helm, "lint", "--strict", str(CHART), "--set", ",".join(everything))
+
+
+def test_defaults_render_what_manifests_base_holds(helm: str) -> None:
+    """With the defaults, the chart renders manifests/base's objects (less the Namespace)."""
+    base = [o for o in render("manifests/base") if o["kind"] != "Namespace"]
+    assert kinds(template(helm)) == kinds(base)
+
+
+def test_the_scaler_deployment_mirrors_manifests_base(helm: str) -> None:
+    """Same name, replicas, probes, ports, hardening and flags as the kustomize Deployment."""
+    base = named(render("manifests/base"), "Deployment", "keda-ray-scaler")
+    chart = named(tuple(template(helm)), "Deployment", "keda-ray-scaler")
+    bspec, cspec = base["spec"], chart["spec"]
+    assert cspec["replicas"] == bspec["replicas"] == 2
+    assert cspec["strategy"] == bspec["strategy"]
+    (bc,) = bspec["template"]["spec"]["containers"]
+    (cc,) = cspec["template"]["spec"]["containers"]
+    for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe", "resources"):
+        assert cc[key] == bc[key], key
+    assert cc["securityContext"] == bc["securityContext"]
+    pod_keys = ("securityContext", "automountServiceAccountToken", "volumes")
+    for key in pod_keys:
+        assert cspec["template"]["spec"][key] == bspec["template"]["spec"][key], key
+    assert set(bc["args"]) <= set(cc["args"])
+    assert cli_args(cc).command == "serve"
+
+
+def test_services_keep_the_address_keda_is_given(helm: str) -> None:
+    """The gRPC Service is headless and named as in the README's scalerAddress."""
+    grpc_service = named(tuple(template(helm)), "Service", "keda-ray-scaler")
+    assert grpc_service["spec"]["clusterIP"] == "None"
+    assert grpc_service["spec"]["ports"][0]["port"] == 9090
+
+
+def test_prometheus_auth_values_become_flags_on_mounted_files(helm: str) -> None:
+    """Bearer token, basic auth and CA: each flag points into a volume the pod mounts."""
+    dep = named(tuple(template(helm, *VALUES["prometheus-auth"])), "Deployment", RELEASE)
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    args = cli_args(c)
+    assert args.prometheus_url == "https://prometheus.example:9090"
+    assert args.basic_auth_user == "scaler"
+    mounts = [m["mountPath"] for m in c["volumeMounts"]]
+    for path in (args.bearer_token_file, args.basic_auth_password_file, args.ca_file):
+        assert any(str(path).startswith(m + "/") for m in mounts), path
+    volumes = {v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert {m["name"] for m in c["volumeMounts"]} == volumes
+
+
+@pytest.mark.parametrize(
+    ("sets", "says"),
+    [
+        (["prometheus.url="], "prometheus.url is required"),
+        (["prometheus.basicAuth.user=u"], "prometheus.basicAuth.passwordSecretName"),
+    ],
+    ids=["no-url", "user-without-password"],
+)
+def test_missing_values_fail_naming_the_value(helm: str, sets: list[str], says: str) -> None:
+    """A required value left out fails the render with its name."""
+    with pytest.raises(AssertionError, match=says.replace(".", r"\.")):
+        template(helm, *sets)
+
+
+def test_cert_manager_makes_both_secrets_from_one_ca(helm: str) -> None:
+    """Server Secret in the release namespace, KEDA's client Secret in each Ray namespace."""
+    objs = template(helm, *VALUES["cert-manager-self-signed"])
+    certs = [o for o in objs if o["kind"] == "Certificate"]
+    by_secret = {(c["metadata"]["namespace"], c["spec"]["secretName"]): c for c in certs}
+    server = by_secret[(NAMESPACE, "keda-ray-scaler-tls")]
+    assert "keda-ray-scaler.keda-ray-scaler.svc.cluster.local" in server["spec"]["dnsNames"]
+    assert "*.keda-ray-scaler.keda-ray-scaler.svc.cluster.local" in server["spec"]["dnsNames"]
+    for ns in ("ray", "ray-b"):
+        client = by_secret[(ns, "keda-ray-scaler-client-tls")]
+        assert client["spec"]["usages"][0] == "client auth"
+        assert client["spec"]["issuerRef"] == server["spec"]["issuerRef"]
+    ca_issuer = named(tuple(objs), "ClusterIssuer", server["spec"]["issuerRef"]["name"])
+    assert (
+        ca_issuer["spec"]["ca"]["secretName"]
+        == by_secret[("cert-manager", "keda-ray-scaler-ca")]["spec"]["secretName"]
+    )
+    existing = template(helm, *VALUES["cert-manager-existing-issuer"])
+    assert "ClusterIssuer" not in kinds(existing)
+    assert {c["spec"]["issuerRef"]["name"] for c in existing if c["kind"] == "Certificate"} == {
+        "corp-ca"
+    }
+
+
+def test_trigger_authentication_validates_against_kedas_crd(helm: str) -> None:
+    """The chart's TriggerAuthentications pass KEDA's CRD schema (../shared/keda/crds)."""
+    objs = template(helm, *VALUES["cert-manager-self-signed"])
+    auths = [o for o in objs if o["kind"] == "TriggerAuthentication"]
+    assert [a["metadata"]["namespace"] for a in auths] == ["ray", "ray-b"]
+    for auth in auths:
+        assert schema_errors(auth, crd_schema("TriggerAuthentication")) == []
+        params = {r["parameter"] for r in auth["spec"]["secretTargetRef"]}
+        assert params == {"caCert", "tlsClientCert", "tlsClientKey"}
+
+
+def test_operator_objects_are_well_formed(helm: str) -> None:
+    """cert-manager and Prometheus operator objects (no CRDs to validate with): shape checked."""
+    objs = template(helm, *VALUES["cert-manager-self-signed"], *VALUES["monitoring-sized"])
+    for o in objs:
+        if o["apiVersion"].startswith(NO_CRDS_HERE):
+            assert o["apiVersion"].endswith("/v1"), o["apiVersion"]
+            assert o["metadata"]["name"] and o["spec"], o
+    monitors = [o for o in objs if o["kind"] in ("ServiceMonitor", "PodMonitor")]
+    assert sorted(m["metadata"]["name"] for m in monitors) == [
+        "keda-ray-scaler",
+        "keda-ray-scaler",
+        "keda-ray-scaler-agent",
+    ]
+    agent = named(tuple(objs), "PodMonitor", "keda-ray-scaler-agent")
+    assert agent["spec"]["podMetricsEndpoints"][0]["honorLabels"] is True
+
+
+# --- the agent sidecar snippet -------------------------------------------------------------------
+
+
+def merge_sidecar(template_: Obj) -> Obj:
+    """A head pod template with examples/agent-sidecar.yaml merged in (lists by name)."""
+    snippet: Obj = yaml.safe_load(SIDECAR.read_text())
+    out = copy.deepcopy(template_)
+    meta = out.setdefault("metadata", {})
+    for key in ("labels", "annotations"):
+        meta.setdefault(key, {}).update(snippet["metadata"][key])
+    spec = out["spec"]
+    spec["serviceAccountName"] = snippet["spec"]["serviceAccountName"]
+    for key in ("containers", "volumes"):
+        mine = {c["name"] for c in snippet["spec"][key]}
+        spec[key] = [c for c in spec.get(key, []) if c["name"] not in mine] + snippet["spec"][key]
+    return out
+
+
+def head_deployment() -> Obj:
+    """The example head Deployment with its agent replaced by the snippet's."""
+    head = copy.deepcopy(named(render(EXAMPLE), "Deployment", "ray-demo-head"))
+    head["spec"]["template"] = merge_sidecar(head["spec"]["template"])
+    head["metadata"]["namespace"] = "ray"
+    return head
+
+
+def kuberay_head_pod() -> Obj:
+    """A KubeRay-style head: a bare ray-head container template, the snippet merged in."""
+    base: Obj = {
+        "metadata": {"labels": {"ray.io/cluster": "demo"}},
+        "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.50.0"}]},
+    }
+    merged = merge_sidecar(base)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {**merged["metadata"], "name": "head", "namespace": "ray"},
+        "spec": merged["spec"],
+    }
+
+
+def test_the_sidecar_snippet_is_what_the_example_head_runs() -> None:
+    """The snippet's agent equals the example head's agent: one source for both modes."""
+    example = named(render(EXAMPLE), "Deployment", "ray-demo-head")
+    want = next(
+        c for c in example["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"
+    )
+    got = next(
+        c
+        for c in head_deployment()["spec"]["template"]["spec"]["containers"]
+        if c["name"] == "agent"
+    )
+    assert {k: v for k, v in got.items() if k != "image"} == {
+        k: v for k, v in want.items() if k != "image"
+    }
+    args = cli_args(got)
+    assert args.command == "agent"
+    assert str(args.cluster_spec).startswith(got["volumeMounts"][0]["mountPath"])
+
+
+# --- a real API server validates every object -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """etcd and kube-apiserver of the e2e set ($KRS_E2E_BIN), KEDA's CRDs installed."""
+    bin_dir = os.environ.get("KRS_E2E_BIN")
+    if not bin_dir or not (Path(bin_dir) / "bin" / "controlplane").exists():
+        pytest.skip("no e2e build set: run with KRS_E2E_BIN=$(bash e2e/build.sh)")
+    from control_plane import ControlPlane
+
+    cp = ControlPlane(tmp_path_factory.mktemp("cp"), Path(bin_dir))
+    try:
+        (cp.workdir / "logs").mkdir()
+        cp.pki.mkdir()
+        cp._make_pki()  # only what validation needs: no controllers, kwok or KEDA processes
+        cp._start_etcd()
+        cp._start_apiserver()
+        cp.kubectl("apply", "--server-side", "-f", str(Path(bin_dir) / "keda-crds"))
+        cp.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        for ns in (NAMESPACE, "ray", "ray-b", "cert-manager"):
+            cp.kubectl("create", "namespace", ns)
+        yield cp
+    finally:
+        cp.stop()
+
+
+def dry_run(cp: Any, objs: list[Obj]) -> None:
+    """Server-side dry run with strict field validation: unknown or invalid fields fail."""
+    docs = "\n---\n".join(yaml.safe_dump(o) for o in objs)
+    done = cp.kubectl(
+        "apply", "--dry-run=server", "--validate=strict", "-f", "-", input=docs, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.controlplane
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_every_rendered_object_passes_the_api_server(apiserver: Any, helm: str, name: str) -> None:
+    """Each values combination: every Kubernetes and KEDA object passes the API server."""
+    objs = template(helm, *VALUES[name])
+    checked = [o for o in objs if not o["apiVersion"].startswith(NO_CRDS_HERE)]
+    assert checked
+    dry_run(apiserver, checked)
+
+
+@pytest.mark.controlplane
+def test_the_sidecar_snippet_passes_the_api_server_in_both_head_modes(apiserver: Any) -> None:
+    """The snippet merged into a head Deployment and into a KubeRay-style head pod validates."""
+    dry_run(apiserver, [head_deployment(), kuberay_head_pod()])
+
+
+@pytest.mark.controlplane
+def test_the_api_server_check_catches_a_bad_field(apiserver: Any, helm: str) -> None:
+    """The check can fail: a misspelt container field is refused."""
+    dep = named(tuple(template(helm)), "Deployment", RELEASE)
+    dep["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    with pytest.raises(AssertionError, match="imagePullPolcy"):
+        dry_run(apiserver, [dep])
