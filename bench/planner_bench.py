@@ -35,6 +35,7 @@ from bench.instances import (
     pr64175,
     random_instance,
 )
+from keda_ray_scaler.cli.plan import describe
 from keda_ray_scaler.model import (
     Bundle,
     Demand,
@@ -551,7 +552,9 @@ def explain(seed: int) -> None:
     p = plan(inp)
     print(f"  plan: {_counts(new_pods(p))} ${plan_cost(inp, p):.2f}")
     for g in p.groups.values():
-        print(f"    {g.name}: new {g.new}, target {g.target}: {'; '.join(g.reasons)}")
+        print(
+            f"    {g.name}: new {g.new}, target {g.target}: {'; '.join(map(describe, g.decisions))}"
+        )
     for u in p.unplaceable:
         strategy = f" {u.strategy.value}" if u.strategy else ""
         print(f"    unplaceable {u.count} x {u.resources} ({u.kind.value}{strategy}): {u.reason}")

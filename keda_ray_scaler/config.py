@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes.utils.quantity import parse_quantity
 
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import (
@@ -38,6 +37,21 @@ from keda_ray_scaler.schema import ShapeError, encode_shape
 DEFAULT_UPSCALING_SPEED = 1000.0
 #: KubeRay's default ``idleTimeoutSeconds``.
 DEFAULT_IDLE_TIMEOUT_S = 60.0
+
+#: libyaml's C loader when PyYAML was built with it (~30x faster), else the pure-Python one.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: A Kubernetes quantity: a decimal number, then an exponent or a suffix (``32Gi``, ``500M``).
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$"
+)
+_SUFFIX = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{
+        s: Decimal(10) ** e
+        for s, e in zip("numkMGTPE", (-9, -6, -3, 3, 6, 9, 12, 15, 18), strict=True)
+    },
+}
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # DNS-1123 label
 
@@ -120,9 +134,8 @@ def _amount_units(name: str, value: object, where: str, field: str) -> int:
                 where, field, f"expected bytes or a quantity like 32Gi, got {value!r}"
             )
         try:
-            # kubernetes ships no type hints; parse_quantity returns a Decimal
-            amount = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
-        except (ValueError, InvalidOperation, TypeError) as exc:
+            amount = parse_quantity(value)
+        except (ValueError, InvalidOperation) as exc:
             raise ConfigError(where, field, f"{value!r} is not a quantity like 32Gi") from exc
     elif isinstance(value, int | float):
         amount = Decimal(value) if math.isfinite(value) else Decimal("NaN")
@@ -131,6 +144,23 @@ def _amount_units(name: str, value: object, where: str, field: str) -> int:
     if not amount.is_finite() or amount < 0:
         raise ConfigError(where, field, f"must be a finite non-negative amount, got {value!r}")
     return int((amount * RESOURCE_SCALE).to_integral_value())
+
+
+def parse_quantity(value: int | float | str) -> Decimal:
+    """A Kubernetes quantity (``32Gi``, ``500M``, ``1e3``, ``128974848``) as a Decimal.
+
+    The grammar of ``k8s.io/apimachinery`` ``resource.Quantity``, as the Kubernetes client's
+    ``parse_quantity`` reads it; kept here so parsing a spec imports no Kubernetes client.
+    """
+    if not isinstance(value, str):
+        return Decimal(str(value))
+    m = _QUANTITY.match(value.strip())
+    if m is None:
+        raise ValueError(f"{value!r} is not a quantity")
+    number, exponent, suffix = m.groups()
+    if exponent is not None:
+        return Decimal(number) * Decimal(10) ** int(exponent)
+    return Decimal(number) * _SUFFIX[suffix] if suffix else Decimal(number)
 
 
 def parse_resources(mapping: object, where: str, field: str) -> Resources:
@@ -162,8 +192,6 @@ def _group(data: object, where: str, field: str) -> WorkerGroup:
     resources = parse_resources(
         _required(g, "resources", where, field), where, _path(field, "resources")
     )
-    if not resources:
-        raise ConfigError(where, _path(field, "resources"), "a pod must have some resources")
     min_replicas = _int(g.get("minReplicas", 0), where, _path(field, "minReplicas"))
     max_replicas = _int(g.get("maxReplicas", 2**31 - 1), where, _path(field, "maxReplicas"))
     if max_replicas < min_replicas:
@@ -214,7 +242,7 @@ def _load_yaml(path: str | Path) -> object:
     except UnicodeDecodeError as exc:
         raise ConfigError(where, "", "not UTF-8 text") from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_LOADER)  # a safe loader (C or Python)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -231,6 +231,55 @@ class Unplaceable:
     strategy: Strategy | None = None  # for placement-group bundles
 
 
+class DecisionKind(enum.StrEnum):
+    """What the planner decided about some pods of a group."""
+
+    ADD = "add"  # new pods
+    REMOVE = "remove"  # existing pods that may go (listed, in the order they go)
+    KEEP = "keep"  # pods that would go but stay
+    HOLD = "hold"  # the target held above what is desired
+    IGNORE = "ignore"  # pods the planner does not count
+
+
+class Why(enum.StrEnum):
+    """Why the planner decided it (a log field; the ``plan`` command renders it as text)."""
+
+    MIN_REPLICAS = "min_replicas"
+    CONSTRAINTS = "constraints"  # request_resources()
+    PLACEMENT_GROUPS = "placement_groups"
+    TASKS = "tasks"
+    DEMAND = "demand"  # placement groups and tasks placed in one queue
+    IDLE_TIMEOUT = "idle_timeout"  # idle at least idleTimeoutSeconds
+    MAX_REPLICAS = "max_replicas"  # the group is above maxReplicas
+    MAX_WORKERS = "max_workers"  # the cluster is above maxWorkers
+    BUSY_ABOVE_CAP = "busy_above_cap"  # busy pods alone exceed a cap: they stay
+    NEW_PODS = "new_pods"  # idle pods stay while the group gets new pods
+    NOT_VICTIMS = "not_victims"  # the target never goes below pods that are not victims
+    UNKNOWN_GROUP = "unknown_group"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One typed decision: ``count`` pods (``pods`` named when known), what and why."""
+
+    kind: DecisionKind
+    count: int
+    reason: Why
+    pods: tuple[str, ...] = ()
+    limit: int | None = None  # the bound involved (minReplicas, maxReplicas, maxWorkers)
+
+
+def clamp_target(planned: int, group: WorkerGroup, *, floor: int, hold_at: int = 0) -> int:
+    """The replicas to report: ``planned`` within ``[minReplicas, maxReplicas]``, then at
+    least ``hold_at`` and ``floor`` (pods that are not victims).
+
+    The one place of this rule (the planner and the scaler's safety rules both use it). The
+    floor wins over maxReplicas: reporting fewer would let the ReplicaSet pick a pod that may
+    be busy; pods above a cap leave by the victim protocol, which lowers the floor.
+    """
+    return max(min(max(planned, group.min_replicas), group.max_replicas), hold_at, floor)
+
+
 @dataclass(frozen=True, slots=True)
 class GroupPlan:
     """The decision for one worker group."""
@@ -242,8 +291,11 @@ class GroupPlan:
     current: int  # pods now, victims included
     busy: int  # existing pods kept because demand or use needs them
     new: int  # pods to add
-    removable: tuple[str, ...] = ()  # idle pods that may go, longest idle first
-    reasons: tuple[str, ...] = ()  # one line per decision, for logs and `plan`
+    removable: tuple[str, ...] = ()  # pods that may go, in the order they go
+    #: the removable pods that go because the group or cluster is above a cap: not protected
+    #: by the idle timeout, to be removed at once (pending pods among them have no Ray node)
+    over_cap: tuple[str, ...] = ()
+    decisions: tuple[Decision, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +304,7 @@ class Plan:
 
     groups: Mapping[str, GroupPlan]
     unplaceable: tuple[Unplaceable, ...] = ()
-    reasons: tuple[str, ...] = field(default=())
+    decisions: tuple[Decision, ...] = field(default=())  # about no group (unknown groups)
 
 
 def total_count(bundles: Iterable[Bundle]) -> int:

@@ -70,6 +70,7 @@ def test_json_output_is_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["plan", *files(tmp_path), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {
+        "decisions": [],
         "groups": {
             "cpu": {
                 "target": 3,
@@ -79,7 +80,8 @@ def test_json_output_is_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                 "busy": 3,
                 "new": 0,
                 "removable": [],
-                "reasons": [],
+                "over_cap": [],
+                "decisions": [],
             },
             "gpu": {
                 "target": 0,
@@ -89,7 +91,8 @@ def test_json_output_is_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                 "busy": 0,
                 "new": 0,
                 "removable": [],
-                "reasons": [],
+                "over_cap": [],
+                "decisions": [],
             },
         },
         "unplaceable": [
@@ -132,9 +135,8 @@ def test_table_output_lists_targets_and_removable_pods(
         "GROUP  TARGET  DESIRED  FLOOR  CURRENT  BUSY  NEW  REMOVABLE\n"
         "cpu         2        0      2        2     0    0  c,b\n"
         "gpu         0        0      0        0     0    0  -\n"
-        "  cpu: pod c removable: idle 500s >= 60s\n"
-        "  cpu: pod b removable: idle 300s >= 60s\n"
-        "  cpu: target held at 2 pods that are not victims (desired 0)\n"
+        "  cpu: 2 pod(s) removable (idle past idleTimeoutSeconds): c,b\n"
+        "  cpu: target held 2 above desired (2 pods are not victims)\n"
         "unplaceable: none\n"
     )
 

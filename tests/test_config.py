@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+
+from keda_ray_scaler import config
 
 from keda_ray_scaler.config import (
     DEFAULT_UPSCALING_SPEED,
     load_cluster_spec,
     load_snapshot,
     parse_cluster_spec,
+    parse_quantity,
     parse_resources,
     parse_snapshot,
 )
@@ -155,11 +162,6 @@ def test_bad_resource_amounts_name_the_field(
             "'x' is not a quantity like 32Gi",
         ),
         (spec(workerGroups=[{"name": "cpu"}]), "workerGroups[0].resources", "required"),
-        (
-            spec(workerGroups=[{"name": "cpu", "resources": {}}]),
-            "workerGroups[0].resources",
-            "a pod must have some resources",
-        ),
         (
             spec(workerGroups=[{"name": "cpu", "resources": {"CPU": 1}, "minReplicas": -1}]),
             "workerGroups[0].minReplicas",
@@ -345,3 +347,36 @@ def test_the_example_files_parse() -> None:
     inp = load_snapshot(EXAMPLES / "snapshot.yaml", cluster)
     assert [g.name for g in cluster.worker_groups] == ["cpu", "gpu"]
     assert inp.demand.bundles == (Bundle(Resources.of(CPU=5), 20),)
+
+
+def test_a_group_whose_pods_have_no_logical_resources_is_valid() -> None:
+    """``resources: {}`` (``num-cpus: 0`` and nothing else) parses as an empty vector."""
+    doc = spec(
+        workerGroups=[
+            {"name": "cpu", "resources": {"CPU": 1}},
+            {"name": "zero", "resources": {}, "minReplicas": 2},
+        ]
+    )
+    zero = parse_cluster_spec(doc, "c.yaml").worker_groups[1]
+    assert (zero.resources, zero.min_replicas) == (Resources(), 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("32Gi", 32 * GI), ("500M", 500 * 10**6), ("1e3", 1000), ("0.5Ki", 512), ("100m", 0.1)],
+)
+def test_quantities_read_as_kubernetes_reads_them(text: str, expected: float) -> None:
+    """Binary and decimal suffixes and exponents, without the Kubernetes client."""
+    assert parse_quantity(text) == Decimal(str(expected))
+
+
+def test_parsing_a_spec_imports_no_kubernetes_client() -> None:
+    """config.py parses quantities itself: ``plan`` never loads the Kubernetes client."""
+    code = "import sys, keda_ray_scaler.config; print('kubernetes' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_spec_files_are_read_with_libyaml_when_present() -> None:
+    """The C loader (PyYAML's libyaml binding) parses files: the CLI's parse time."""
+    assert config._LOADER is yaml.CSafeLoader

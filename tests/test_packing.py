@@ -8,12 +8,16 @@ from keda_ray_scaler.packing import (
     Candidate,
     GroupSpec,
     NewPods,
+    Limits,
     Packer,
     ResourceFirstOrderer,
+    Strategies,
     Vec,
     dominant_share_orderer,
     fit_count,
     need_of,
+    place_spread,
+    place_spread_copies,
     ray_scorer,
     scarcity_orderer,
 )
@@ -29,8 +33,8 @@ def packer(
     *groups: GroupSpec, existing: Sequence[tuple[int, Vec, Vec, str]] = (), **kw: object
 ) -> Packer:
     """A packer over ``groups`` with no bounds."""
-    new = NewPods(groups, [BIG] * len(groups), BIG)
-    return Packer(groups, existing, new, gpu_index=1, **kw)  # type: ignore[arg-type]
+    new = NewPods(groups, Limits([BIG] * len(groups), BIG))
+    return Packer(groups=groups, existing=existing, new=new, gpu_index=1, **kw)  # type: ignore[arg-type]
 
 
 def test_copies_that_fit_are_the_minimum_over_resources() -> None:
@@ -119,23 +123,23 @@ def test_the_remainder_goes_to_the_cheaper_group_by_lookahead() -> None:
 
 def test_headroom_limits_new_pods_and_the_rest_is_returned() -> None:
     """maxReplicas headroom 2: 4 of 6 {CPU: 5} placed, 2 returned."""
-    new = NewPods([CPU10], [2], BIG)
-    p = Packer([CPU10], [], new)
+    new = NewPods([CPU10], Limits([2], BIG))
+    p = Packer(groups=[CPU10], existing=[], new=new)
     assert p.place([((5, 0), 6)]) == [((5, 0), 2)]
 
 
 def test_a_strict_spread_gang_uses_distinct_pods() -> None:
     """Three {CPU: 1} bundles of one STRICT_SPREAD gang open three pods."""
     p = packer(CPU10)
-    assert p.place_spread([(1, 0)] * 3)
+    assert place_spread(p, [(1, 0)] * 3)
     assert p.new.count == [3]
 
 
 def test_a_strict_spread_gang_that_does_not_fit_leaves_no_trace() -> None:
     """All or nothing: a failed gang restores the state."""
-    new = NewPods([CPU10], [2], BIG)
-    p = Packer([CPU10], [], new)
-    assert not p.place_spread([(1, 0)] * 3)
+    new = NewPods([CPU10], Limits([2], BIG))
+    p = Packer(groups=[CPU10], existing=[], new=new)
+    assert not place_spread(p, [(1, 0)] * 3)
     assert (p.new.count, p.new.open) == ([0], {})
 
 
@@ -151,7 +155,7 @@ def test_an_injected_scorer_changes_the_group_choice() -> None:
     def prefer_gpu(c: Candidate) -> tuple[int, float, float]:
         return (0 if c.group == "gpu" else 1, 0.0, 0.0)
 
-    p = packer(CPU10, GPU, scorer=prefer_gpu)
+    p = packer(CPU10, GPU, strategies=Strategies(scorer=prefer_gpu))
     p.place([((4, 0), 2)])
     assert p.new.count == [0, 1]
 
@@ -184,14 +188,14 @@ def test_pattern_mode_repeats_a_pattern_arithmetically() -> None:
 def test_identical_strict_spread_copies_are_placed_at_once() -> None:
     """1,000 STRICT_SPREAD gangs of 4 x {CPU: 1}: 4,000 bundles, at most 1,000 a pod, 400 pods."""
     p = packer(CPU10)
-    assert p.place_spread_copies((1, 0), 4, 1000)
+    assert place_spread_copies(p, (1, 0), 4, 1000)
     assert p.new.count == [400]
 
 
 def test_few_identical_strict_spread_copies_still_need_distinct_pods() -> None:
     """2 gangs of 3 x {CPU: 1}: at most 2 bundles a pod, so 3 pods, not 1."""
     p = packer(CPU10)
-    assert p.place_spread_copies((1, 0), 3, 2)
+    assert place_spread_copies(p, (1, 0), 3, 2)
     assert p.new.count == [3]
 
 
@@ -204,7 +208,7 @@ def test_resource_first_orderer_puts_the_biggest_user_of_one_resource_first() ->
 
 def test_a_gpu_pod_opened_for_cpu_demand_is_not_wasted_once_it_holds_gpu_demand() -> None:
     """Opened for CPU demand (avoidable), it counts as wasted until GPU demand lands on it."""
-    new = NewPods([CPU10, GPU], [BIG, BIG], BIG)
+    new = NewPods([CPU10, GPU], Limits([BIG, BIG], BIG))
     new.add(1, 2, (4, 1), avoidable=True)
     assert new.wasted(1) == 2
     assert new.fill((1, 1), need_of((1, 1)), 1, {0: 0.0, 1: 1.0}) == 0

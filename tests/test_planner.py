@@ -5,12 +5,15 @@ from __future__ import annotations
 from builders import cluster, group, inp, node, pg, res
 
 from keda_ray_scaler.model import (
+    Decision,
+    DecisionKind,
     DemandKind,
     NodeStatus,
     Strategy,
     UnplaceableReason,
+    Why,
 )
-from keda_ray_scaler.planner import plan
+from keda_ray_scaler.planner import SearchLimits, plan
 
 CPU = group("cpu", cpu=10, max=50)
 GPU = group("gpu", cpu=8, gpu=1, max=8, cost=4.0)
@@ -328,12 +331,15 @@ def test_placement_group_pods_are_exempt_from_upscaling_speed() -> None:
     assert (p.groups["cpu"].new, p.unplaceable) == (2, ())
 
 
-def test_reasons_say_why_pods_are_added() -> None:
-    """Each group's reasons name the step that added pods."""
+def test_decisions_say_why_pods_are_added() -> None:
+    """Each group's decisions name the rule that added pods, typed."""
     g2 = group("cpu", cpu=10, min=1)
     p = plan(inp(cluster(g2, GPU), bundles=[(res(cpu=5), 4), (res(gpu=1), 1)]))
-    assert p.groups["cpu"].reasons == ("1 new pod(s) for minReplicas 1", "1 new pod(s) for tasks")
-    assert p.groups["gpu"].reasons == ("1 new pod(s) for tasks",)
+    assert p.groups["cpu"].decisions == (
+        Decision(DecisionKind.ADD, 1, Why.MIN_REPLICAS, limit=1),
+        Decision(DecisionKind.ADD, 1, Why.TASKS),
+    )
+    assert p.groups["gpu"].decisions == (Decision(DecisionKind.ADD, 1, Why.TASKS),)
 
 
 def test_a_pending_pod_counts_as_full_capacity_whatever_it_reports() -> None:
@@ -393,7 +399,7 @@ def test_a_pod_whose_demand_fits_the_pods_bought_later_is_dropped() -> None:
     )
     p = plan(i)
     assert [p.groups[n].new for n in ("custom", "small", "gpu")] == [0, 0, 2]
-    assert p.groups["gpu"].reasons == ("2 new pod(s) for tasks",)
+    assert p.groups["gpu"].decisions == (Decision(DecisionKind.ADD, 2, Why.TASKS),)
 
 
 def test_lookahead_shrinks_to_its_budget_over_shapes_times_groups() -> None:
@@ -415,7 +421,7 @@ def test_lookahead_shrinks_to_its_budget_over_shapes_times_groups() -> None:
     )
 
     def targets(**kw: int) -> dict[str, int]:
-        return {g: p.target for g, p in plan(demand, improve_max_runs=0, **kw).groups.items()}
+        return {g: p.target for g, p in plan(demand, limits=SearchLimits(runs=0), **kw).groups.items()}
 
     assert targets(lookahead_budget=9) == {"cpu-small": 3, "cpu-large": 0, "custom": 1}
     assert targets(lookahead_budget=9) == targets(lookahead=1)

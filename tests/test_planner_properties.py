@@ -125,19 +125,25 @@ def test_target_never_below_pods_that_are_not_victims(inp: PlanningInput) -> Non
 @given(inputs())
 @settings(max_examples=100, deadline=None)
 def test_no_busy_pod_is_removable(inp: PlanningInput) -> None:
-    """Removable pods are running, unused, idle past the timeout, and leave minReplicas."""
+    """Removable pods are pending or unused; those below every cap also idle past the timeout,
+    longest idle first; minReplicas stays."""
     p = plan(inp)
     by_pod = {n.pod: n for n in inp.nodes}
     for g in inp.cluster.worker_groups:
         gp = p.groups[g.name]
+        assert gp.removable[: len(gp.over_cap)] == gp.over_cap
         for pod in gp.removable:
             node = by_pod[pod]
             assert node.group == g.name
-            assert node.status is NodeStatus.RUNNING
-            assert node.available == node.total
-            assert node.idle_s >= g.idle_timeout_s
+            assert node.status is NodeStatus.PENDING or (
+                node.status is NodeStatus.RUNNING and node.available == node.total
+            )
+        idle_removal = gp.removable[len(gp.over_cap) :]
+        for pod in idle_removal:
+            assert by_pod[pod].status is NodeStatus.RUNNING
+            assert by_pod[pod].idle_s >= g.idle_timeout_s
         assert len(gp.removable) <= max(0, gp.floor - g.min_replicas)
-        idle = [by_pod[pod].idle_s for pod in gp.removable]
+        idle = [by_pod[pod].idle_s for pod in idle_removal]
         assert idle == sorted(idle, reverse=True)
 
 

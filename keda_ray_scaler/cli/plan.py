@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
-from keda_ray_scaler.model import Plan, Resources
+from keda_ray_scaler.model import Decision, DecisionKind, Plan, Resources, Why
 from keda_ray_scaler.planner import plan
 
 
@@ -59,10 +59,12 @@ def plan_to_json(p: Plan) -> dict[str, Any]:
                 "busy": g.busy,
                 "new": g.new,
                 "removable": list(g.removable),
-                "reasons": list(g.reasons),
+                "over_cap": list(g.over_cap),
+                "decisions": [decision_to_json(d) for d in g.decisions],
             }
             for name, g in p.groups.items()
         },
+        "decisions": [decision_to_json(d) for d in p.decisions],
         "unplaceable": [
             {
                 "resources": _resources(u.resources),
@@ -109,7 +111,8 @@ def plan_to_table(p: Plan) -> str:
         ]
         lines.append("  ".join(cells))
     for name, g in p.groups.items():
-        lines.extend(f"  {name}: {reason}" for reason in g.reasons)
+        lines.extend(f"  {name}: {describe(d)}" for d in g.decisions)
+    lines.extend(f"  cluster: {describe(d)}" for d in p.decisions)
     if p.unplaceable:
         lines.append("unplaceable:")
         for u in p.unplaceable:
@@ -119,3 +122,44 @@ def plan_to_table(p: Plan) -> str:
     else:
         lines.append("unplaceable: none")
     return "\n".join(lines)
+
+
+def decision_to_json(d: Decision) -> dict[str, Any]:
+    """One typed decision as plain JSON values."""
+    return {
+        "kind": d.kind.value,
+        "count": d.count,
+        "reason": d.reason.value,
+        "pods": list(d.pods),
+        "limit": d.limit,
+    }
+
+
+_WHY = {
+    Why.MIN_REPLICAS: "minReplicas {limit}",
+    Why.CONSTRAINTS: "request_resources",
+    Why.PLACEMENT_GROUPS: "placement groups",
+    Why.TASKS: "tasks",
+    Why.DEMAND: "placement groups and tasks",
+    Why.IDLE_TIMEOUT: "idle past idleTimeoutSeconds",
+    Why.MAX_REPLICAS: "above maxReplicas {limit}",
+    Why.MAX_WORKERS: "above maxWorkers {limit}",
+    Why.BUSY_ABOVE_CAP: "busy above a cap of {limit}, kept",
+    Why.NEW_PODS: "the group gets new pods",
+    Why.NOT_VICTIMS: "{limit} pods are not victims",
+    Why.UNKNOWN_GROUP: "unknown worker group",
+}
+
+_KIND = {
+    DecisionKind.ADD: "{count} new pod(s) for {why}",
+    DecisionKind.REMOVE: "{count} pod(s) removable ({why}): {pods}",
+    DecisionKind.KEEP: "{count} pod(s) kept ({why})",
+    DecisionKind.HOLD: "target held {count} above desired ({why})",
+    DecisionKind.IGNORE: "pod(s) {pods} ignored ({why})",
+}
+
+
+def describe(d: Decision) -> str:
+    """One decision as a line of text (the only place decisions become text)."""
+    why = _WHY[d.reason].format(limit=d.limit)
+    return _KIND[d.kind].format(count=d.count, why=why, pods=",".join(d.pods))

@@ -1,0 +1,190 @@
+"""Pods planned but not yet existing, as classes of identical free space; pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from keda_ray_scaler.packing.limits import Limits
+from keda_ray_scaler.packing.shapes import (
+    UNBOUNDED,
+    GroupSpec,
+    Need,
+    Vec,
+    fit_count,
+    minus,
+    size,
+)
+
+
+class NewPods:
+    """Pods planned but not yet existing: open classes ``(group index, free) -> count``.
+
+    Small and cheap to copy, so the packer can try a choice and roll it back.
+    """
+
+    __slots__ = ("avoidable", "biggest", "count", "groups", "limits", "open", "rank")
+
+    def __init__(self, groups: Sequence[GroupSpec], limits: Limits) -> None:
+        self.groups = groups
+        self.limits = limits  # what may still be opened; every pod opened is taken from it
+        self.count = [0] * len(groups)  # new pods per group so far
+        self.open: dict[tuple[int, Vec], int] = {}
+        #: GPU pods opened for demand asking no GPU that a non-GPU group could hold (Ray avoids)
+        self.avoidable = 0
+        #: best-fit order of open classes; a pure function of the key, so copies share it
+        self.rank: dict[tuple[int, Vec], tuple[float, float, tuple[int, Vec]]] = {}
+        #: the largest pod of any group, per resource (which need a class most likely fails)
+        self.biggest = [max(c) or 1 for c in zip(*(g.capacity for g in groups), strict=True)]
+
+    def copy(self) -> NewPods:
+        """An independent copy."""
+        other = NewPods(self.groups, self.limits.copy())
+        other.count = list(self.count)
+        other.avoidable = self.avoidable
+        other.open = dict(self.open)
+        other.rank = self.rank
+        return other
+
+    def blank(self) -> NewPods:
+        """A copy whose planned pods are all wholly free (request_resources counts totals)."""
+        other = self.copy()
+        other.open = {
+            (g, spec.capacity): n
+            for g, (spec, n) in enumerate(zip(self.groups, self.count, strict=True))
+            if n
+        }
+        return other
+
+    def grown(self, other: NewPods) -> NewPods:
+        """This plan with the pods ``other`` added beyond it, wholly free, and its limits."""
+        out = self.copy()
+        out.limits = other.limits.copy()
+        out.avoidable = other.avoidable
+        for g, spec in enumerate(self.groups):
+            added = other.count[g] - self.count[g]
+            if added > 0:
+                out.count[g] += added
+                key = (g, spec.capacity)
+                out.open[key] = out.open.get(key, 0) + added
+        return out
+
+    def unused(self) -> float:
+        """Free space of the new pods, as shares of the largest pod of any group, summed."""
+        big = self.biggest
+        return sum(
+            n * sum(f / b for f, b in zip(free, big, strict=True))
+            for (_, free), n in self.open.items()
+        )
+
+    def cost(self) -> float:
+        """Total price of the new pods."""
+        return sum(n * g.cost for n, g in zip(self.count, self.groups, strict=True))
+
+    def wasted(self, gpu: int) -> int:
+        """GPU pods opened for demand a non-GPU group could hold that still hold no GPU demand.
+
+        A pod opened for such demand that later received GPU demand (a placement group or a
+        GPU task placed after it) was needed anyway and is not counted.
+        """
+        if gpu < 0 or not self.avoidable:
+            return 0
+        untouched = sum(
+            n
+            for (g, free), n in self.open.items()
+            if self.groups[g].capacity[gpu] and free[gpu] == self.groups[g].capacity[gpu]
+        )
+        return min(self.avoidable, untouched)
+
+    def room(self, g: int) -> int:
+        """New pods group ``g`` may still get."""
+        return self.limits.room(g)
+
+    def reserve(self, g: int, n: int) -> None:
+        """Count ``n`` pods of group ``g`` that the caller places demand on itself."""
+        if n > 0:
+            self.count[g] += n
+            self.limits.take(g, n)
+        self.open.pop((g, self.groups[g].capacity), None)  # wholly free pods are reserved alike
+
+    def add(self, g: int, n: int, free: Vec | None = None, avoidable: bool = False) -> None:
+        """Open ``n`` pods of group ``g`` with ``free`` left (default: empty pods)."""
+        if n <= 0:
+            return
+        if avoidable:
+            self.avoidable += n
+        key = (g, self.groups[g].capacity if free is None else free)
+        self.open[key] = self.open.get(key, 0) + n
+        self.count[g] += n
+        self.limits.take(g, n)
+
+    def fill(
+        self, shape: Vec, need: Need, count: int, order: Mapping[int, float], most: int = UNBOUNDED
+    ) -> int:
+        """Put up to ``count`` copies (at most ``most`` per pod) on the free space of open pods;
+        returns what is left."""
+        if not self.open or count <= 0:
+            return count
+        rank = self.rank
+        fitting = []
+        # the shape's largest need first: most classes fail there, without a call
+        biggest = self.biggest
+        i0, a0 = max(need, key=lambda t: t[1] / biggest[t[0]])
+        for key in self.open:
+            if key[1][i0] < a0:
+                continue
+            per = fit_count(key[1], need)
+            if per > most:
+                per = most
+            if per:
+                r = rank.get(key)
+                if r is None:
+                    r = rank[key] = (order[key[0]], size(key[1], self.groups[key[0]]), key)
+                fitting.append((r, per))
+        fitting.sort()
+        for (_, _, key), per in fitting:
+            count = self._take(key, per, shape, count)
+            if count == 0:
+                break
+        return count
+
+    def open_for(
+        self,
+        g: int,
+        shape: Vec,
+        need: Need,
+        count: int,
+        whole_only: bool,
+        avoidable: bool = False,
+        most: int = UNBOUNDED,
+    ) -> int:
+        """Open pods of group ``g`` for ``count`` copies (only full pods if ``whole_only``), at
+        most ``most`` copies per pod."""
+        cap = self.groups[g].capacity
+        per = min(fit_count(cap, need), most)
+        full, rem = divmod(count, per)
+        room = self.room(g)
+        if full >= room:
+            self.add(g, room, minus(cap, shape, per), avoidable)
+            return count - room * per
+        self.add(g, full, minus(cap, shape, per), avoidable)
+        count = rem
+        if rem and not whole_only:
+            self.add(g, 1, minus(cap, shape, rem), avoidable)
+            count = 0
+        return count
+
+    def _take(self, key: tuple[int, Vec], per: int, shape: Vec, count: int) -> int:
+        pods = self.open.pop(key)
+        full, rem = divmod(min(count, per * pods), per)
+        g, free = key
+        moved: list[tuple[tuple[int, Vec], int]] = [((g, minus(free, shape, per)), full)]
+        left = pods - full
+        if rem:
+            moved.append(((g, minus(free, shape, rem)), 1))
+            left -= 1
+        if left:
+            moved.append((key, left))
+        for k, n in moved:
+            if n:
+                self.open[k] = self.open.get(k, 0) + n
+        return count - full * per - rem

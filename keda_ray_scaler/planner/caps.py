@@ -1,0 +1,95 @@
+"""Caps lowered below what runs: which pods go, in Ray's order; pure.
+
+Ray autoscaler v2 (``_enforce_max_workers_per_type``, then ``_enforce_max_workers_global``,
+ordered by ``_sort_nodes_for_termination``): pods that are not yet Ray nodes go first, then
+idle pods, longest idle first. The idle timeout does not protect a pod above a cap. Unlike Ray,
+a pod with a resource in use never goes: when busy pods alone exceed a cap they stay, and the
+plan says so (``Why.BUSY_ABOVE_CAP``). The cluster-wide cut never takes a group below its
+``minReplicas``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from keda_ray_scaler.model import (
+    ClusterSpec,
+    Decision,
+    DecisionKind,
+    NodeStatus,
+    Why,
+    WorkerNode,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CapCut:
+    """Pods that go because a cap is below what runs, and the decisions that say so."""
+
+    leaving: tuple[tuple[str, ...], ...]  # per group, in the order they go
+    decisions: tuple[tuple[Decision, ...], ...]  # per group
+    cluster: tuple[Decision, ...] = ()  # busy pods alone above maxWorkers
+
+
+def removable_now(node: WorkerNode) -> bool:
+    """Not yet a Ray node, or a running Ray node with nothing in use."""
+    if node.status is NodeStatus.PENDING:
+        return True
+    return node.status is NodeStatus.RUNNING and node.available == node.total
+
+
+def cap_order(node: WorkerNode) -> tuple[int, float, str]:
+    """Ray's termination order: not yet a Ray node first, then longest idle first."""
+    return (0 if node.status is NodeStatus.PENDING else 1, -node.idle_s, node.pod)
+
+
+def cut_to_caps(cluster: ClusterSpec, pods: Sequence[Sequence[WorkerNode]]) -> CapCut:
+    """The pods (``pods[i]``: group ``i``'s pods that are not victims) that go to meet
+    maxReplicas, then maxWorkers; see the module docstring."""
+    groups = cluster.worker_groups
+    leaving: list[list[str]] = [[] for _ in groups]
+    decisions: list[list[Decision]] = [[] for _ in groups]
+    spare: list[tuple[tuple[int, float, str], int]] = []
+    for i, g in enumerate(groups):
+        candidates = sorted((n for n in pods[i] if removable_now(n)), key=cap_order)
+        excess = len(pods[i]) - g.max_replicas
+        if excess > 0:
+            leaving[i] = [n.pod for n in candidates[:excess]]
+            _record(decisions[i], leaving[i], excess, Why.MAX_REPLICAS, g.max_replicas)
+        spare += [(cap_order(n), i) for n in candidates[len(leaving[i]) :]]
+    out: list[Decision] = []
+    if cluster.max_workers is not None:
+        left = [len(p) - len(gone) for p, gone in zip(pods, leaving, strict=True)]
+        excess = sum(left) - cluster.max_workers
+        taken: list[list[str]] = [[] for _ in groups]
+        for (_, _, pod), i in sorted(spare):
+            if excess <= sum(map(len, taken)):
+                break
+            if left[i] - len(taken[i]) > groups[i].min_replicas:
+                taken[i].append(pod)
+        for i, pods_i in enumerate(taken):
+            if pods_i:
+                leaving[i] += pods_i
+                decisions[i].append(
+                    Decision(
+                        DecisionKind.REMOVE,
+                        len(pods_i),
+                        Why.MAX_WORKERS,
+                        tuple(pods_i),
+                        cluster.max_workers,
+                    )
+                )
+        short = excess - sum(map(len, taken))
+        if short > 0:
+            out.append(
+                Decision(DecisionKind.KEEP, short, Why.BUSY_ABOVE_CAP, (), cluster.max_workers)
+            )
+    return CapCut(tuple(tuple(p) for p in leaving), tuple(tuple(d) for d in decisions), tuple(out))
+
+
+def _record(into: list[Decision], gone: list[str], excess: int, why: Why, limit: int) -> None:
+    if gone:
+        into.append(Decision(DecisionKind.REMOVE, len(gone), why, tuple(gone), limit))
+    if excess > len(gone):
+        into.append(Decision(DecisionKind.KEEP, excess - len(gone), Why.BUSY_ABOVE_CAP, (), limit))

@@ -1,0 +1,249 @@
+"""The rules, one module-level function each, in the order a plan applies them; pure.
+
+Like Ray v2's ``ResourceDemandScheduler.schedule()`` steps (``_enforce_min_workers_per_type``,
+``_enforce_resource_constraints``, ``_sched_gang_resource_requests``,
+``_sched_resource_requests``): each rule reads the :class:`Run`, places what it can on its
+packer and records what it could not in ``run.unplaceable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from keda_ray_scaler.model import (
+    DemandKind,
+    PlacementGroup,
+    Strategy,
+    Unplaceable,
+    UnplaceableReason,
+    Why,
+)
+from keda_ray_scaler.packing import (
+    Limits,
+    NewPods,
+    Packer,
+    Strategies,
+    Vec,
+    place_spread,
+    place_spread_copies,
+)
+from keda_ray_scaler.planner.context import Context, Index, gang_shapes
+
+#: Ray's AUTOSCALER_UPSCALING_INITIAL_NUM_NODES: pods a group may have pending at any speed.
+UPSCALING_INITIAL_PODS = 5
+
+
+@dataclass(slots=True)
+class Run:
+    """The state of one run of the rules."""
+
+    ctx: Context
+    strategies: Strategies
+    patterns: bool
+    new: NewPods  # the new pods so far (the packer's, once it exists)
+    unplaceable: list[Unplaceable] = field(default_factory=list)
+    by_step: dict[Why, list[int]] = field(default_factory=dict)  # new pods each rule added
+    needed: set[str] = field(default_factory=set)  # existing pods request_resources needs
+    speed_left: list[int] = field(default_factory=list)  # pods upscalingSpeed still allows
+    hidden: int = 0  # bundles of unplaced STRICT_PACK groups beyond the one combined entry
+    valid: bool = True  # False: the run broke a rule it cannot check up front (flat order)
+
+
+def start(ctx: Context, caps: Sequence[int], strategies: Strategies, patterns: bool) -> Run:
+    """A run with at most ``caps[g]`` new pods per group (and the cluster's budget)."""
+    return Run(ctx, strategies, patterns, NewPods(ctx.specs, Limits(caps, ctx.budget)))
+
+
+def speed_room(ctx: Context, planned: Sequence[int]) -> list[int]:
+    """New pods upscalingSpeed still allows per group with ``planned`` new pods already.
+
+    Ray: pending pods per group at most ``max(5, int(speed * max(running, 1)))``.
+    """
+    speed = ctx.inp.cluster.upscaling_speed
+    return [
+        max(
+            0, max(UPSCALING_INITIAL_PODS, int(speed * max(ctx.running[i], 1))) - ctx.pending[i] - n
+        )
+        for i, n in enumerate(planned)
+    ]
+
+
+def min_replicas(run: Run) -> None:
+    """New pods for every group below its minReplicas (not held back by any limit)."""
+    ctx = run.ctx
+    for i, g in enumerate(ctx.groups):
+        run.new.add(i, g.min_replicas - ctx.staying[i])
+    run.by_step[Why.MIN_REPLICAS] = list(run.new.count)
+
+
+def constraints(run: Run) -> None:
+    """request_resources(): packed against the TOTAL capacity of the pods and the new pods so
+    far, adding pods if needed; all or nothing (a floor that cannot be met adds no pod)."""
+    ctx = run.ctx
+    before = list(run.new.count)
+    totals = Packer(
+        groups=ctx.specs,
+        existing=[
+            (g, ctx.index.vec(n.total), ctx.index.vec(n.total), n.pod) for g, n in ctx.usable
+        ],
+        new=run.new.blank(),
+        strategies=run.strategies,
+        gpu_index=ctx.gpu_index,
+        patterns=run.patterns,
+    )
+    if totals.place(ctx.constraints):
+        for shape, count in ctx.constraints:
+            run.unplaceable.append(_raw(ctx.index, shape, count, DemandKind.CONSTRAINT, None))
+    else:
+        run.new = run.new.grown(totals.new)
+        run.needed = totals.busy_pods()
+    run.by_step[Why.CONSTRAINTS] = [a - b for a, b in zip(run.new.count, before, strict=True)]
+
+
+def gangs(run: Run, packer: Packer, which: Sequence[PlacementGroup]) -> None:
+    """Placement groups, one at a time, all or nothing (as many whole copies as fit)."""
+    ctx = run.ctx
+    for pg in which:
+        shapes = gang_shapes(pg)
+        too_big = [r for r in shapes if not ctx.fits_a_group(r)]
+        if too_big:
+            detail = f"placement group with a bundle no worker group can hold: {too_big[0]}"
+            run.unplaceable += [
+                Unplaceable(
+                    r,
+                    pg.count,
+                    UnplaceableReason.NO_GROUP_FITS,
+                    detail,
+                    DemandKind.PLACEMENT_GROUP,
+                    pg.strategy,
+                )
+                for r in shapes
+            ]
+            continue
+        missing = pg.count - _place_gang(packer, ctx.index, pg)
+        if missing and pg.strategy is Strategy.STRICT_PACK:
+            run.hidden += (len(pg.bundles) - 1) * missing  # counted as bundles
+        for r in shapes if missing else ():
+            vec = ctx.index.vec(r)
+            run.unplaceable.append(
+                _raw(ctx.index, vec, missing, DemandKind.PLACEMENT_GROUP, pg.strategy)
+            )
+
+
+def tasks(run: Run, packer: Packer) -> None:
+    """Tasks and actors: free capacity first, then new pods, under upscalingSpeed.
+
+    The rate limit defers, it never buys other pods (Ray's launcher rate-limits the pods the
+    scheduler chose): demand is placed without it first, then each group keeps at most what
+    the limit allows of the pods it got, and what they cannot hold waits for the next round
+    (``UnplaceableReason.UPSCALING_SPEED``). minReplicas, constraint and placement-group pods
+    are exempt, as in Ray's ``_get_concurrent_resource_demand_to_launch``.
+    """
+    ctx = run.ctx
+    before = list(packer.new.count)
+    room = speed_room(ctx, before)
+    trial = packer.fork()
+    eager = dict(trial.place(ctx.tasks))
+    added = [a - b for a, b in zip(trial.new.count, before, strict=True)]
+    if all(a <= r for a, r in zip(added, room, strict=True)):
+        packer.adopt(trial)
+        left = list(eager.items())
+    else:
+        packer.paced([min(a, r) for a, r in zip(added, room, strict=True)])
+        left = packer.place(ctx.tasks)
+        packer.paced(None)
+    for shape, count in left:
+        deferred = min(count, max(0, count - eager.get(shape, 0)))
+        if deferred:
+            run.unplaceable.append(_deferred(ctx.index, shape, deferred))
+        if count > deferred:
+            run.unplaceable.append(_raw(ctx.index, shape, count - deferred, DemandKind.TASK, None))
+    added = [a - b for a, b in zip(packer.new.count, before, strict=True)]
+    run.by_step[Why.TASKS] = added
+    run.speed_left = [r - a for r, a in zip(room, added, strict=True)]
+
+
+def demand_in_one_queue(run: Run, packer: Packer) -> None:
+    """STRICT_SPREAD groups, then every other bundle and task in one first-fit-decreasing
+    queue; the run is valid only if every placement group is placed whole and upscalingSpeed
+    holds."""
+    ctx = run.ctx
+    gangs(run, packer, [pg for pg in ctx.gangs if pg.strategy is Strategy.STRICT_SPREAD])
+    before = list(packer.new.count)
+    room = speed_room(ctx, before)
+    queue = list(ctx.tasks)
+    gang_vecs: set[Vec] = set()
+    for pg in ctx.gangs:
+        if pg.strategy is Strategy.STRICT_SPREAD:
+            continue
+        shapes = gang_shapes(pg)
+        if not all(ctx.fits_a_group(r) for r in shapes):
+            gangs(run, packer, [pg])  # reported whole as no_group_fits
+            continue
+        for r in shapes:
+            gang_vecs.add(ctx.index.vec(r))
+            queue.append((ctx.index.vec(r), pg.count))
+    for shape, count in packer.place(queue):
+        run.valid = run.valid and shape not in gang_vecs
+        run.unplaceable.append(_raw(ctx.index, shape, count, DemandKind.TASK, None))
+    added = [a - b for a, b in zip(packer.new.count, before, strict=True)]
+    run.valid = run.valid and all(a <= r for a, r in zip(added, room, strict=True))
+    run.by_step[Why.DEMAND] = added
+    run.speed_left = [r - a for r, a in zip(room, added, strict=True)]
+
+
+def _place_gang(packer: Packer, index: Index, pg: PlacementGroup) -> int:
+    """Place as many whole copies of one placement group as fit; returns how many."""
+    count = pg.count
+    if pg.strategy is Strategy.STRICT_SPREAD:
+        vecs = [index.vec(b) for b in pg.bundles if b]
+        if (
+            count > 1
+            and len(set(vecs)) == 1
+            and place_spread_copies(packer, vecs[0], len(vecs), count)
+        ):
+            return count
+        for done in range(count):
+            if not place_spread(packer, vecs):
+                return done
+        return count
+    shape = [(index.vec(r), 1) for r in gang_shapes(pg)]
+
+    def fits(n: int) -> Packer | None:
+        trial = packer.fork()
+        return None if trial.place([(v, c * n) for v, c in shape]) else trial
+
+    whole = fits(count)
+    if whole is not None:
+        packer.adopt(whole)
+        return count
+    lo, hi, best = 0, count - 1, None  # the largest n in [lo, hi] that fits, each on a fork
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        trial = fits(mid)
+        if trial is not None:
+            lo, best = mid, trial
+        else:
+            hi = mid - 1
+    if best is not None:
+        packer.adopt(best)
+    return lo
+
+
+def _raw(
+    index: Index, shape: Vec, count: int, kind: DemandKind, strategy: Strategy | None
+) -> Unplaceable:
+    """Unplaced demand, its reason decided later (:func:`.outcome.explain`)."""
+    return Unplaceable(index.res(shape), count, UnplaceableReason.NO_GROUP_FITS, "", kind, strategy)
+
+
+def _deferred(index: Index, shape: Vec, count: int) -> Unplaceable:
+    return Unplaceable(
+        index.res(shape),
+        count,
+        UnplaceableReason.UPSCALING_SPEED,
+        "deferred to the next round: upscalingSpeed",
+        DemandKind.TASK,
+        None,
+    )

@@ -1,0 +1,97 @@
+"""Per-group answers: pods above a cap, idle removal, targets and their decisions; pure.
+
+Like Ray v2's ``_enforce_idle_termination``: idle pods nothing needs become removable, longest
+idle first, while the group keeps its minReplicas and gets no new pods. Pods above a cap
+(:mod:`.caps`) go first, whatever their idle time. Draining and victim pods never receive
+demand; victims are not counted toward ``desired``. The target is :func:`clamp_target`.
+"""
+
+from __future__ import annotations
+
+from keda_ray_scaler.model import (
+    Decision,
+    DecisionKind,
+    GroupPlan,
+    NodeStatus,
+    Why,
+    WorkerGroup,
+    WorkerNode,
+    clamp_target,
+)
+from keda_ray_scaler.planner.context import Context
+from keda_ray_scaler.planner.outcome import Outcome
+
+#: The order new-pod decisions are listed in.
+STEPS = (Why.MIN_REPLICAS, Why.CONSTRAINTS, Why.PLACEMENT_GROUPS, Why.DEMAND, Why.TASKS)
+
+
+def group_plans(ctx: Context, out: Outcome) -> dict[str, GroupPlan]:
+    """Every group's plan from the chosen outcome."""
+    by_group: list[list[WorkerNode]] = [[] for _ in ctx.groups]
+    gidx = {g.name: i for i, g in enumerate(ctx.groups)}
+    for node in ctx.inp.nodes:
+        gi = gidx.get(node.group)
+        if gi is not None and node.status is not NodeStatus.VICTIM:
+            by_group[gi].append(node)
+    return {g.name: group_plan(ctx, out, i, by_group[i]) for i, g in enumerate(ctx.groups)}
+
+
+def group_plan(ctx: Context, out: Outcome, i: int, nodes: list[WorkerNode]) -> GroupPlan:
+    """One group's plan."""
+    g = ctx.groups[i]
+    decisions = [
+        Decision(DecisionKind.ADD, out.by_step[step][i], step, limit=_limit(step, g))
+        for step in STEPS
+        if out.by_step.get(step) and out.by_step[step][i]
+    ]
+    decisions += ctx.caps.decisions[i]
+    leaving = ctx.caps.leaving[i]
+    idle = idle_pods(g, nodes, out.busy, set(leaving))
+    room = max(0, ctx.staying[i] - g.min_replicas) if out.new[i] == 0 else 0
+    removable = tuple(n.pod for n in idle[:room])
+    if len(idle) > room:
+        why = Why.MIN_REPLICAS if out.new[i] == 0 else Why.NEW_PODS
+        decisions.append(Decision(DecisionKind.KEEP, len(idle) - room, why, limit=g.min_replicas))
+    if removable:
+        decisions.append(Decision(DecisionKind.REMOVE, len(removable), Why.IDLE_TIMEOUT, removable))
+    kept = ctx.floor[i] - len(leaving) - len(removable)
+    desired = clamp_target(kept + out.new[i], g, floor=0)
+    target = clamp_target(kept + out.new[i], g, floor=ctx.floor[i])
+    if target > desired:
+        decisions.append(
+            Decision(DecisionKind.HOLD, target - desired, Why.NOT_VICTIMS, limit=ctx.floor[i])
+        )
+    return GroupPlan(
+        name=g.name,
+        target=target,
+        desired=desired,
+        floor=ctx.floor[i],
+        current=ctx.current[i],
+        busy=sum(1 for n in nodes if n.pod in out.busy),
+        new=out.new[i],
+        removable=leaving + removable,
+        over_cap=leaving,
+        decisions=tuple(decisions),
+    )
+
+
+def idle_pods(
+    g: WorkerGroup, nodes: list[WorkerNode], busy: set[str], leaving: set[str]
+) -> list[WorkerNode]:
+    """Running pods with nothing in use or needed, idle at least the timeout, longest first."""
+    return sorted(
+        (
+            n
+            for n in nodes
+            if n.status is NodeStatus.RUNNING
+            and n.pod not in busy
+            and n.pod not in leaving
+            and n.available == n.total
+            and n.idle_s >= g.idle_timeout_s
+        ),
+        key=lambda n: (-n.idle_s, n.pod),
+    )
+
+
+def _limit(step: Why, g: WorkerGroup) -> int | None:
+    return g.min_replicas if step is Why.MIN_REPLICAS else None
