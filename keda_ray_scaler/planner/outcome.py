@@ -153,7 +153,7 @@ def _outcome(run: rules.Run, packer: Packer) -> Outcome:
         valid=run.valid,
         unplaceable=[],
         busy={p for p in packer.busy_pods() | run.needed if not p.startswith(RESERVED)},
-        cost=final.cost(),
+        cost=final.cost() + run.deferred_cost,
         gpu_waste=final.wasted(ctx.gpu_index) + _reserved_waste(ctx, packer),
         unused=final.unused(),
     )
@@ -163,7 +163,7 @@ def _outcome(run: rules.Run, packer: Packer) -> Outcome:
         out.unplaceable.append(explained)
         if explained.reason is not UnplaceableReason.NO_GROUP_FITS:
             out.unplaced += explained.count
-    out.unplaced += run.hidden
+    out.unplaced += run.hidden - run.deferred
     return out
 
 

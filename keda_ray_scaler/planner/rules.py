@@ -47,6 +47,10 @@ class Run:
     needed: set[str] = field(default_factory=set)  # existing pods request_resources needs
     speed_left: list[int] = field(default_factory=list)  # pods upscalingSpeed still allows
     hidden: int = 0  # bundles of unplaced STRICT_PACK groups beyond the one combined entry
+    #: task bundles upscalingSpeed defers, and the price of the pods they wait for: a run is
+    #: judged by the pods it chose, not by what the rate limit lets it buy this round
+    deferred: int = 0
+    deferred_cost: float = 0.0
     valid: bool = True  # False: the run broke a rule it cannot check up front (flat order)
 
 
@@ -153,9 +157,11 @@ def tasks(run: Run, packer: Packer) -> None:
         packer.paced([min(a, r) for a, r in zip(added, room, strict=True)])
         left = packer.place(ctx.tasks)
         packer.paced(None)
+        run.deferred_cost += trial.new.cost() - packer.new.cost()
     for shape, count in left:
         deferred = min(count, max(0, count - eager.get(shape, 0)))
         if deferred:
+            run.deferred += deferred
             run.unplaceable.append(_deferred(ctx.index, shape, deferred))
         if count > deferred:
             run.unplaceable.append(_raw(ctx.index, shape, count - deferred, DemandKind.TASK, None))
