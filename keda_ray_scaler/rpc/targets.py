@@ -32,7 +32,14 @@ from typing import Any, Protocol
 import structlog
 
 from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError
-from keda_ray_scaler.model import ClusterSpec, NodeStatus, Plan, PlanningInput, WorkerNode
+from keda_ray_scaler.model import (
+    ClusterSpec,
+    NodeStatus,
+    Plan,
+    PlanningInput,
+    WorkerNode,
+    clamp_target,
+)
 from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics
@@ -148,11 +155,8 @@ def group_targets(
         floor = sum(1 for n in nodes if n.status is not NodeStatus.VICTIM)
         gp = plan.groups.get(g.name)
         planned = gp.target if gp is not None else current  # no decision: keep what runs
-        target = min(max(planned, g.min_replicas), g.max_replicas)
-        held = hold_scale_down and target < current
-        if held:
-            target = current
-        target = max(target, floor)
+        held = hold_scale_down and clamp_target(planned, g, floor=0) < current
+        target = clamp_target(planned, g, floor=floor, hold_at=current if held else 0)
         out[g.name] = GroupTarget(
             cluster=spec.name,
             group=g.name,
