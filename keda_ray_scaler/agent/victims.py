@@ -36,6 +36,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.apply import Applier
 from keda_ray_scaler.agent.kube import PodCache
 from keda_ray_scaler.agent.ports import Clock, Drainer, RayView
 from keda_ray_scaler.agent.ranking import (
@@ -72,6 +73,7 @@ class Outcome(enum.StrEnum):
     RESURRECTED = "resurrected"  # a victim's pod runs a new Ray node: unpublished, restored
     DELETED = "deleted"  # a published victim's pod is gone: the scale-down took it
     WRONG_VICTIM = "wrong_victim"  # a pod that was not a victim went: group frozen
+    REFUSED = "refused"  # the applier refuses scale-down of the group (e.g. in-tree autoscaler)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,8 @@ class VictimController:
         clock: Clock,
         registry: CollectorRegistry,
         settings: VictimSettings | None = None,
+        *,
+        applier: Applier | None = None,
     ) -> None:
         self._cluster = cluster
         self._pods = pods
@@ -170,6 +174,7 @@ class VictimController:
         self._drainer = drainer
         self._clock = clock
         self._settings = settings or VictimSettings()
+        self._applier = applier  # None: Deployment mode (mark, confirm, then drain)
         self._victims: dict[str, tuple[str, str]] = {}  # pod -> (group, drained node id)
         self._frozen: set[str] = set()
         self._seen: dict[str, set[str]] = {}  # group -> active pods at the last step
@@ -326,6 +331,8 @@ class VictimController:
             return []
         if name in self._frozen:
             return [Verdict(name, p, Outcome.FROZEN, "scale-down frozen") for p in candidates]
+        if self._applier is not None and (refusal := self._applier.refusal(name)):
+            return [Verdict(name, p, Outcome.REFUSED, refusal) for p in candidates]
         spec = self._cluster.group(name)
         idle_timeout_s = spec.idle_timeout_s if spec else 0.0
         by_pod = {n.pod: n for n in nodes}
@@ -348,6 +355,11 @@ class VictimController:
             else:
                 chosen.append(pod)
         if not chosen:
+            return verdicts
+        if self._applier is not None and self._applier.deletes_by_name:
+            # Pods are deleted by name (KubeRay workersToDelete): no costs, no ranking check.
+            for pod in chosen:
+                verdicts.append(await self._drain(name, pod, by_pod[pod.name]))
             return verdicts
         chosen_names = {p.name for p in chosen}
         busy = [

@@ -43,8 +43,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     g.add_argument(
         "--cluster-spec",
         type=Path,
-        required=True,
-        help="worker groups file (the format of `plan --cluster`)",
+        help="worker groups file (the format of `plan --cluster`); Deployment mode",
+    )
+    g.add_argument(
+        "--raycluster",
+        help="KubeRay mode: the RayCluster (in --namespace) whose worker groups, resources and "
+        "bounds are read, and whose RayWorkerGroups are reconciled (instead of --cluster-spec)",
     )
     g.add_argument(
         "--gcs-address", default="127.0.0.1:6379", help="Ray GCS host:port (127.0.0.1:6379)"
@@ -121,6 +125,13 @@ def validate(args: argparse.Namespace) -> None:
     )
     if not args.no_scale_down:
         _check(bool(args.namespace), "--namespace", "required unless --no-scale-down")
+    _check(
+        (args.cluster_spec is None) != (args.raycluster is None),
+        "--cluster-spec",
+        "give exactly one of --cluster-spec (Deployment mode) and --raycluster (KubeRay mode)",
+    )
+    if args.raycluster is not None:
+        _check(bool(args.namespace), "--namespace", "required with --raycluster")
 
 
 def load_spec(path: Path) -> ClusterSpec:
@@ -131,6 +142,22 @@ def load_spec(path: Path) -> ClusterSpec:
     return spec
 
 
+def load_raycluster_spec(api: Any, namespace: str, name: str) -> ClusterSpec:
+    """KubeRay mode: the worker groups as Ray's KubeRay integration reads them from the CR."""
+    from kubernetes import client
+
+    from keda_ray_scaler.agent.kuberay import read_raycluster
+    from keda_ray_scaler.agent.raycluster import cluster_spec
+    from keda_ray_scaler.errors import KubernetesError
+
+    try:
+        raw = read_raycluster(client.CustomObjectsApi(api.api_client), namespace, name)
+    except KubernetesError as exc:
+        raise ConfigError(_WHERE, "--raycluster", str(exc)) from exc
+    spec: ClusterSpec = cluster_spec(raw)
+    return spec
+
+
 def run(args: argparse.Namespace) -> int:
     """Build everything from flags, then poll until SIGTERM/SIGINT."""
     try:
@@ -138,8 +165,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
     validate(args)
-    spec = load_spec(args.cluster_spec)
-    api = None if args.no_scale_down else kube_api(args.kubeconfig, args.context)
+    if args.raycluster is not None:
+        api = kube_api(args.kubeconfig, args.context)
+        spec = load_raycluster_spec(api, args.namespace, args.raycluster)
+    else:
+        spec = load_spec(args.cluster_spec)
+        api = None if args.no_scale_down else kube_api(args.kubeconfig, args.context)
     asyncio.run(_main(args, spec, GcsConnection(args.gcs_address), api))
     return 0
 
@@ -193,7 +224,24 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
             ),
             registry,
         )
-        victims = VictimController(
+        applier = None
+        if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
+            from kubernetes import client
+
+            from keda_ray_scaler.agent.apply import run_applier
+            from keda_ray_scaler.agent.kuberay import KubeRayApplier, KubeRaySettings
+
+            applier = KubeRayApplier(
+                client.CustomObjectsApi(api.api_client),
+                KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
+                cache,
+                lambda: cache.synced,
+                lambda: controller.victims(),
+                clock,
+                registry,
+            )
+            tasks.append(asyncio.create_task(run_applier(applier, clock, args.interval)))
+        controller = VictimController(
             spec,
             cache,
             reader,
@@ -201,7 +249,9 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
             clock,
             registry,
             VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
+            applier=applier,
         )
+        victims = controller
         tasks.append(asyncio.create_task(cache.run()))
 
         def active_pods(cache: PodCache = cache) -> list[PodEntry] | None:
