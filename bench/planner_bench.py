@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench import ray_compare
 from bench.instances import (
@@ -35,7 +39,7 @@ from bench.instances import (
     pr64175,
     random_instance,
 )
-from keda_ray_scaler.cli.plan import describe
+from keda_ray_scaler.cli.plan import describe as describe_decision
 from keda_ray_scaler.model import (
     Bundle,
     Demand,
@@ -161,6 +165,83 @@ def speed(plan: PlanFn) -> None:
     print(f"    peak memory of one plan (tracemalloc, input excluded): {peak / 2**20:.1f} MiB")
 
     scaling(plan)
+    cli_speed()
+
+
+def write_files(inp: PlanningInput, where: Path) -> tuple[Path, Path]:
+    """``inp`` as the ``plan`` command's cluster spec and snapshot files (JSON is YAML)."""
+    spec = {
+        "cluster": inp.cluster.name,
+        "upscalingSpeed": inp.cluster.upscaling_speed,
+        "workerGroups": [
+            {
+                "name": g.name,
+                "resources": g.resources.to_float_dict(),
+                "minReplicas": g.min_replicas,
+                "maxReplicas": g.max_replicas,
+                "idleTimeoutSeconds": g.idle_timeout_s,
+                "cost": g.cost,
+            }
+            for g in inp.cluster.worker_groups
+        ],
+    }
+    if inp.cluster.max_workers is not None:
+        spec["maxWorkers"] = inp.cluster.max_workers
+    d = inp.demand
+    snapshot = {
+        "bundles": [
+            {"resources": b.resources.to_float_dict(), "count": b.count} for b in d.bundles
+        ],
+        "constraints": [
+            {"resources": b.resources.to_float_dict(), "count": b.count} for b in d.constraints
+        ],
+        "placementGroups": [
+            {
+                "strategy": pg.strategy.value,
+                "bundles": [r.to_float_dict() for r in pg.bundles],
+                "count": pg.count,
+            }
+            for pg in d.placement_groups
+        ],
+        "nodes": [
+            {
+                "group": n.group,
+                "pod": n.pod,
+                "total": n.total.to_float_dict(),
+                "available": n.available.to_float_dict(),
+                "idleSeconds": n.idle_s,
+                "state": n.status.value,
+            }
+            for n in inp.nodes
+        ],
+    }
+    cluster, snap = where / "cluster.json", where / "snapshot.json"
+    cluster.write_text(json.dumps(spec))
+    snap.write_text(json.dumps(snapshot))
+    return cluster, snap
+
+
+def cli_speed() -> None:
+    """Section 1(e): the ``plan`` command end to end (process start, parsing, plan, output)."""
+    print("    (e) `keda-ray-scaler plan` end to end, best of 3 (process start included):")
+    exe = [sys.executable, "-m", "keda_ray_scaler", "plan", "--format", "json"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, inp in (
+            ("(a) PR #64175", pr64175()),
+            ("(b) free capacity", free_capacity(1000, 2000)),
+            ("(c) 10,000 pods", many_shapes(10_000, 100_000, 50)),
+        ):
+            cluster, snap = write_files(inp, Path(tmp))
+            best = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                subprocess.run(
+                    [*exe, "--cluster", str(cluster), "--snapshot", str(snap)],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+                best = min(best, time.perf_counter() - started)
+            print(f"    {label}: {_ms(best)}")
 
 
 def scaling(plan: PlanFn) -> None:
@@ -552,9 +633,8 @@ def explain(seed: int) -> None:
     p = plan(inp)
     print(f"  plan: {_counts(new_pods(p))} ${plan_cost(inp, p):.2f}")
     for g in p.groups.values():
-        print(
-            f"    {g.name}: new {g.new}, target {g.target}: {'; '.join(map(describe, g.decisions))}"
-        )
+        said = "; ".join(map(describe_decision, g.decisions))
+        print(f"    {g.name}: new {g.new}, target {g.target}: {said}")
     for u in p.unplaceable:
         strategy = f" {u.strategy.value}" if u.strategy else ""
         print(f"    unplaceable {u.count} x {u.resources} ({u.kind.value}{strategy}): {u.reason}")
