@@ -4,18 +4,27 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install deps-debian test lint bench proto demo e2e e2e-build e2e-local clean
+.PHONY: install deps-debian test lint bench bench-quick proto demo e2e e2e-build e2e-local clean
 
-install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench and dev extras
+install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench, dev and demo extras
 
 $(BIN)/keda-ray-scaler: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[agent,bench,dev]'
+	$(BIN)/pip install --quiet -e '.[agent,bench,dev,demo]'
 	touch $@
 
-deps-debian: ## Debian packages the tests need: a real Prometheus server (and promtool), shellcheck
-	command -v prometheus >/dev/null && command -v shellcheck >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck; }
+# Debian's prometheus package starts (and enables) a system-wide service on 9090, the scaler's
+# own default port: a policy-rc.d that refuses service starts is in place during the install
+# (only when the machine has none), and on a systemd host the unit is disabled and stopped.
+deps-debian: ## Debian packages the tests need: a real Prometheus server (and promtool), shellcheck; starts nothing
+	command -v prometheus >/dev/null && command -v shellcheck >/dev/null || { \
+	  apt-get update -qq; \
+	  own_policy=; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; own_policy=1; }; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck; rc=$$?; \
+	  [ -z "$$own_policy" ] || rm -f /usr/sbin/policy-rc.d; \
+	  [ ! -d /run/systemd/system ] || systemctl disable --now prometheus >/dev/null 2>&1 || true; \
+	  exit $$rc; }
 
 test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane and KEDA
 	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q $(PYTEST_ARGS)
@@ -34,6 +43,9 @@ lint: install
 
 bench: install ## benchmarks: print figures against the targets
 	$(BIN)/python -m bench
+
+bench-quick: install ## a smoke run of the benchmarks, under a minute (figures are not the reference)
+	$(BIN)/python -m bench --quick
 
 proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/
 	$(BIN)/python -m keda_ray_scaler.rpc.protogen

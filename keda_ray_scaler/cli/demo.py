@@ -9,10 +9,14 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from keda_ray_scaler.agent.ports import SystemClock
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.telemetry import configure_logging
+
+if TYPE_CHECKING:
+    from keda_ray_scaler.demo.run import DemoResult
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +40,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--idle-timeout", type=float, default=10.0, help="idleTimeoutSeconds of the group"
     )
-    p.add_argument("--deadline", type=float, default=115.0, help="stop after this many seconds")
+    p.add_argument(
+        "--stall",
+        type=float,
+        default=60.0,
+        help="fail when nothing changed for this many seconds (default 60)",
+    )
+    p.add_argument(
+        "--deadline", type=float, default=600.0, help="hard cap on the whole run, s (600)"
+    )
+    p.add_argument(
+        "--png",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "keda-ray-scaler-demo.png",
+        help="where to draw the timeline (default: keda-ray-scaler-demo.png in the temp dir)",
+    )
     p.add_argument("--keep-logs", action="store_true", help="keep the Ray logs directory")
     p.add_argument("--log-level", default="warning", help="agent/scaler log level")
 
@@ -45,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; exit 0 when it went back to zero with every task done."""
     from keda_ray_scaler.demo.run import DemoSettings, run_demo
 
-    for name in ("tasks", "task_seconds", "long_seconds", "idle_timeout", "deadline"):
+    for name in ("tasks", "task_seconds", "long_seconds", "idle_timeout", "stall", "deadline"):
         if getattr(args, name) <= 0:
             raise ConfigError("demo", "--" + name.replace("_", "-"), "must be positive")
     if not 0 <= args.long_tasks <= args.tasks:
@@ -67,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         long_tasks=args.long_tasks,
         long_seconds=args.long_seconds,
         idle_timeout_s=args.idle_timeout,
+        stall_s=args.stall,
         deadline_s=args.deadline,
     )
     try:
@@ -76,13 +95,43 @@ def run(args: argparse.Namespace) -> int:
             print(f"logs kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    ok = result.finished and result.workload_ok
+    failure = verdict(result, settings.tasks)
+    print(_draw(result, args.png, failure))
     wrong = [pod for pod, victim in result.victim_when_deleted.items() if not victim]
     print(
         f"summary: GetMetrics with all {settings.tasks} tasks pending: "
         f"{result.metric_at_full_demand}, peak {result.peak_replicas} pods, "
         f"{len(result.deletions)} deleted ({len(wrong)} not drained victims), "
         f"tasks done {len(result.tasks_done)}/{settings.tasks}, "
-        f"{'OK' if ok and not wrong else 'FAILED'}"
+        + (f"FAILED: {failure}" if failure else "OK")
     )
-    return 0 if ok and not wrong else 1
+    return 1 if failure else 0
+
+
+def verdict(result: DemoResult, tasks: int) -> str:
+    """Empty when the demo went back to zero with every task done; else the failed condition."""
+    wrong = sorted(pod for pod, victim in result.victim_when_deleted.items() if not victim)
+    if wrong:
+        return f"pods deleted that were not drained victims: {', '.join(wrong)}"
+    if result.failed:
+        return result.failed
+    if not result.workload_ok:
+        return f"the driver did not report every task finished ({len(result.tasks_done)}/{tasks})"
+    if not result.finished:
+        return f"stopped while waiting for {result.waiting_for}"
+    return ""
+
+
+def _draw(result: DemoResult, path: Path, failure: str) -> str:
+    """Draw the timeline PNG; the line that says where it is (or why there is none)."""
+    from keda_ray_scaler.demo.timeline_png import PlotUnavailable, draw
+
+    if not result.samples:
+        return "timeline: no samples to draw"
+    title = "keda-ray-scaler demo: " + (f"FAILED: {failure}" if failure else "OK")
+    try:
+        return f"timeline: {draw(result.samples, path, title)}"
+    except PlotUnavailable as exc:
+        return f"timeline: not drawn ({exc})"
+    except OSError as exc:
+        return f"timeline: not drawn ({path}: {exc.strerror})"

@@ -151,7 +151,7 @@ def render(rows: Sequence[GroupStatus], out: TextIO, output: str) -> None:
         for row in rows:
             print(json.dumps(asdict(row)), file=out)
         return
-    table = [("CLUSTER", "GROUP", "TARGET", "ACTIVE", "DATA AGE")]
+    table: list[tuple[str, ...]] = [("CLUSTER", "GROUP", "TARGET", "ACTIVE", "DATA AGE")]
     for r in rows:
         if r.error is not None:
             table.append((r.cluster, r.group, "-", "-", r.error))
@@ -159,9 +159,9 @@ def render(rows: Sequence[GroupStatus], out: TextIO, output: str) -> None:
         age = "?" if r.data_age_s is None else f"{r.data_age_s:.1f} s"
         table.append((r.cluster, r.group, str(r.target), str(r.active).lower(), age))
     widths = [max(len(row[i]) for row in table) for i in range(4)]
-    for row in table:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[4]]), file=out)
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        print("  ".join([*cells, line[4]]), file=out)
 
 
 def run(args: argparse.Namespace) -> int:

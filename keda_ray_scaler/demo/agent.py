@@ -124,16 +124,21 @@ class DemoAgent:
             if n.status is not NodeStatus.PENDING and n.available != n.total
         }
 
-    def describe_nodes(self) -> str:
-        """The group's pods by state at the last poll, as one timeline line."""
+    def pod_states(self) -> tuple[int, ...]:
+        """The group's pods by state at the last poll, in ``progress.POD_STATES`` order."""
         nodes = self._nodes()
         busy = len(self.busy_pods())
         by_status = {s: sum(1 for n in nodes if n.status is s) for s in NodeStatus}
         idle = by_status[NodeStatus.RUNNING] - busy
+        starting, draining = by_status[NodeStatus.PENDING], by_status[NodeStatus.DRAINING]
+        return (starting, busy, idle, draining, by_status[NodeStatus.VICTIM])
+
+    def describe_nodes(self) -> str:
+        """The group's pods by state at the last poll, as one timeline line."""
+        starting, busy, idle, draining, victims = self.pod_states()
         return (
-            f"pods: {len(nodes)} ({by_status[NodeStatus.PENDING]} starting, {busy} busy, "
-            f"{idle} idle, {by_status[NodeStatus.DRAINING]} draining, "
-            f"{by_status[NodeStatus.VICTIM]} drained victims)"
+            f"pods: {len(self._nodes())} ({starting} starting, {busy} busy, "
+            f"{idle} idle, {draining} draining, {victims} drained victims)"
         )
 
     async def stop(self) -> None:

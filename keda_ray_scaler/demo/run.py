@@ -31,6 +31,7 @@ from keda_ray_scaler.demo.agent import DemoAgent, start_agent
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
 from keda_ray_scaler.demo.keda import Decision, ScaledObject
 from keda_ray_scaler.demo.pods import DemoPods
+from keda_ray_scaler.demo.progress import DemoState, Progress, Sample, waiting_for
 from keda_ray_scaler.demo.raylets import RayProcesses
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.rpc.server import build_server
@@ -69,7 +70,10 @@ class DemoSettings:
     #: HPA scaleDown.stabilizationWindowSeconds: longer than agent poll + scaler refresh, the
     #: time it takes a new pod to show in the scaler's view (the manifests use 60 s)
     scale_down_window_s: float = 5.0
-    deadline_s: float = 115.0  # the whole run, processes started and stopped
+    #: the demo fails when nothing it watches (demand, target, replicas, pods by state, tasks
+    #: done) changed for this long: longer than the idle timeout and the longest task
+    stall_s: float = 60.0
+    deadline_s: float = 600.0  # a hard cap on the whole run, however it progresses
 
     def cluster_spec(self) -> ClusterSpec:
         """The demo's Ray cluster: one group of ``pod_cpus``-CPU pods."""
@@ -111,6 +115,9 @@ class DemoResult:
     workload_ok: bool = False
     final_replicas: int = -1
     finished: bool = False  # back to zero before the deadline
+    samples: list[Sample] = field(default_factory=list)  # one per poll, for the PNG
+    waiting_for: str = "the Ray head and the agent to start"  # the condition not met yet
+    failed: str = ""  # why the demo stopped before the end (names the condition)
 
 
 class Timeline:
@@ -155,7 +162,10 @@ async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> 
             say(f"agent exporting {agent.metrics_url}")
             await _scale(settings, clock, say, ray, pods, agent, result, drivers)
     except TimeoutError:
-        say(f"deadline of {settings.deadline_s:g}s reached")
+        result.failed = (
+            f"deadline of {settings.deadline_s:g} s reached while waiting for {result.waiting_for}"
+        )
+        say(result.failed)
     finally:
         for driver in drivers:
             if driver.returncode is None:
@@ -232,6 +242,7 @@ async def _loop(
     last: Decision | None = None
     last_nodes = ""
     submitted = False
+    progress = Progress(settings.stall_s, say.elapsed())
     try:
         while True:
             await agent.step()
@@ -269,6 +280,8 @@ async def _loop(
             last = decision
             if decision.replicas != controller.replicas:
                 await _apply(decision.replicas, controller, agent, say, result)
+            if _stalled(settings, say, agent, controller, decision, result, progress, driver):
+                return
             if submitted and driver is not None and driver.returncode is not None:
                 if reader is not None:
                     await reader
@@ -276,6 +289,7 @@ async def _loop(
                 if controller.replicas == 0 and not controller.current():
                     result.final_replicas = 0
                     result.finished = True
+                    result.waiting_for = "nothing (done)"
                     say("back to 0 pods: done")
                     return
             await asyncio.sleep(settings.poll_interval_s)
@@ -285,6 +299,42 @@ async def _loop(
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+
+
+def _stalled(
+    settings: DemoSettings,
+    say: Timeline,
+    agent: DemoAgent,
+    controller: DeploymentController,
+    decision: Decision,
+    result: DemoResult,
+    progress: Progress,
+    driver: asyncio.subprocess.Process | None,
+) -> bool:
+    """Record this poll (sample, condition); True, with the reason said, when progress stopped."""
+    now = say.elapsed()
+    pods = agent.pod_states()
+    sample = Sample(now, agent.pending_bundles(), decision.metric, controller.replicas, pods)
+    result.samples.append(sample)
+    result.waiting_for = waiting_for(
+        DemoState(
+            agent_ready=agent.ready(),
+            submitted=driver is not None,
+            answered=result.first_metric is not None,
+            tasks=settings.tasks,
+            tasks_done=len(result.tasks_done),
+            driver_running=driver is not None and driver.returncode is None,
+            replicas=controller.replicas,
+            pods_left=len(controller.current()),
+        )
+    )
+    watched = (sample.pending, sample.target, sample.replicas, pods, len(result.tasks_done))
+    progress.observe((watched, len(controller.current()), result.waiting_for), now)
+    if not progress.stalled(now):
+        return False
+    result.failed = f"no progress for {settings.stall_s:g} s while waiting for {result.waiting_for}"
+    say(result.failed)
+    return True
 
 
 def _describe(decision: Decision, agent: DemoAgent) -> str:

@@ -345,9 +345,9 @@ def _bind(
     _probe(setting, address)
     try:
         if credentials is None:
-            port = server.add_insecure_port(address)
+            port = int(server.add_insecure_port(address))
         else:
-            port = server.add_secure_port(address, credentials)
+            port = int(server.add_secure_port(address, credentials))
     except RuntimeError as exc:  # grpcio raises for a port it cannot bind (older ones return 0)
         raise BindError(setting, address, "address in use or not available") from exc
     if port == 0:
