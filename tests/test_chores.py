@@ -12,28 +12,23 @@ from bench.__main__ import QUICK, bench_modules, build_parser
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def bench(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bench ARGV`` from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_bench_help_prints_usage_and_exits_0() -> None:
     """``python -m bench --help`` prints the usage with --quick (it used to be a filter)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = bench("--help")
     assert done.returncode == 0
     assert done.stdout.startswith("usage: python -m bench [-h] [--quick] [FILTER ...]")
 
 
 def test_bench_filter_matching_nothing_exits_2() -> None:
     """A filter that selects no benchmark is bad input: exit 2 and one line."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "nosuchbench"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = bench("nosuchbench")
     assert done.returncode == 2
     assert done.stderr.splitlines() == ["python -m bench: no benchmark matches ['nosuchbench']"]
 
