@@ -603,3 +603,44 @@ async def test_a_stopped_cache_is_not_synced(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert not cache.synced
+
+
+# --- pods above a cap ---------------------------------------------------------------------
+def over_cap(*pods: str) -> Plan:
+    """A plan removing ``pods`` from group cpu because it is above maxReplicas."""
+    gp = GroupPlan(
+        "cpu", target=1, desired=1, floor=3, current=3, busy=1, new=0, removable=pods, over_cap=pods
+    )
+    return Plan(groups={"cpu": gp})
+
+
+async def test_a_pod_above_a_cap_goes_at_once_whatever_its_idle_time(
+    synced: None, make_controller: Callable[..., VictimController], ray: FakeRay
+) -> None:
+    """Idle 1 s (timeout 60 s): refused as idle removal, taken at once above a cap."""
+    ray.idle("w-1", idle_s=1.0)
+    controller = make_controller()
+    assert outcomes(await controller.step(plan("w-1"))) == [("w-1", "not_idle")]
+    assert outcomes(await controller.step(over_cap("w-1"))) == [("w-1", "victim")]
+    assert dict(controller.victims()) == {"w-1": "cpu"}
+
+
+async def test_a_pod_above_a_cap_without_a_ray_node_is_published_without_a_drain(
+    synced: None,
+    make_controller: Callable[..., VictimController],
+    ray: FakeRay,
+    drainer: FakeDrainer,
+) -> None:
+    """A pending pod (no Ray node) above a cap: marked, confirmed, published, no drain call."""
+    del ray.by_pod["w-1"]
+    controller = make_controller()
+    assert outcomes(await controller.step(over_cap("w-1"))) == [("w-1", "victim")]
+    assert drainer.calls == []
+
+
+async def test_a_busy_pod_above_a_cap_is_never_taken(
+    synced: None, make_controller: Callable[..., VictimController]
+) -> None:
+    """w-3 uses 5 CPUs: above a cap or not, the re-check refuses it."""
+    verdicts = await make_controller().step(over_cap("w-3"))
+    assert outcomes(verdicts) == [("w-3", "not_idle")]

@@ -6,7 +6,9 @@ pod is published as a victim (``NodeStatus.VICTIM``, the scaler lowers the targe
 number of victims) only after every step below succeeded for it:
 
 1. **choose**: the planner's ``GroupPlan.removable``, re-checked against a fresh
-   :class:`RayView` read (running, idle at least ``idleTimeoutSeconds``, nothing used);
+   :class:`RayView` read (running, idle at least ``idleTimeoutSeconds``, nothing used); pods
+   in ``GroupPlan.over_cap`` (above maxReplicas or maxWorkers) are taken at once, the idle
+   timeout aside, and one not yet a Ray node is published without a drain;
 2. **mark**: ``controller.kubernetes.io/pod-deletion-cost`` = ``victim_cost`` on victims and
    ``busy_cost`` on busy pods, each with the marker annotation ``owner_annotation`` = the value
    written; a cost the agent does not own (no marker, or marker != cost) is never written;
@@ -339,13 +341,16 @@ class VictimController:
         pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
         verdicts: list[Verdict] = []
         chosen: list[PodInfo] = []
+        over_cap = set(gp.over_cap)
         for pod_name in candidates:
             pod, node = pods.get(pod_name), by_pod.get(pod_name)
+            # above a cap the idle timeout does not protect; a pod not yet in Ray has no node
+            timeout_s = 0.0 if pod_name in over_cap else idle_timeout_s
             if pod is None:
                 verdicts.append(Verdict(name, pod_name, Outcome.POD_GONE, "no active pod"))
-            elif node is None:
+            elif node is None and pod_name not in over_cap:
                 verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
-            elif problem := _idle_problem(node, idle_timeout_s):
+            elif node is not None and (problem := _idle_problem(node, timeout_s)):
                 verdicts.append(Verdict(name, pod_name, Outcome.NOT_IDLE, problem))
             elif not owns_cost(pod, self._settings):
                 cost = pod.annotations.get(DELETION_COST)
@@ -380,7 +385,12 @@ class VictimController:
                 verdicts.append(await self._restore(pod, Outcome.NOT_CONFIRMED, problem))
             return verdicts
         for pod in marked:
-            verdicts.append(await self._drain(name, pod, by_pod[pod.name]))
+            node = by_pod.get(pod.name)
+            if node is None:  # above a cap and not yet a Ray node: nothing to drain
+                self._victims[pod.name] = (name, "")
+                verdicts.append(Verdict(name, pod.name, Outcome.VICTIM, "above a cap, no Ray node"))
+            else:
+                verdicts.append(await self._drain(name, pod, node))
         return verdicts
 
     async def _mark(
