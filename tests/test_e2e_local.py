@@ -88,3 +88,8 @@ def test_the_group_goes_back_to_zero_and_every_pod_is_accounted_for(demo: DemoRe
     assert demo.final_replicas == 0
     assert demo.peak_replicas >= 10
     assert sorted(d.pod for d in demo.deletions) == sorted(demo.created)
+
+
+def test_the_group_never_exceeds_the_ten_pods_the_demand_needs(demo: DemoResult) -> None:
+    """No transient over-provisioning: 20 x {CPU: 5} on 10-CPU pods never asks an 11th pod."""
+    assert demo.peak_replicas == 10
