@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from keda_ray_scaler import config
-
 from keda_ray_scaler.config import (
     DEFAULT_UPSCALING_SPEED,
     load_cluster_spec,

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from keda_ray_scaler.packing import (
     Candidate,
     GroupSpec,
-    NewPods,
     Limits,
+    NewPods,
     Packer,
     ResourceFirstOrderer,
     Strategies,

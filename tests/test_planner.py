@@ -421,7 +421,8 @@ def test_lookahead_shrinks_to_its_budget_over_shapes_times_groups() -> None:
     )
 
     def targets(**kw: int) -> dict[str, int]:
-        return {g: p.target for g, p in plan(demand, limits=SearchLimits(runs=0), **kw).groups.items()}
+        plans = plan(demand, limits=SearchLimits(runs=0), **kw).groups
+        return {g: p.target for g, p in plans.items()}
 
     assert targets(lookahead_budget=9) == {"cpu-small": 3, "cpu-large": 0, "custom": 1}
     assert targets(lookahead_budget=9) == targets(lookahead=1)

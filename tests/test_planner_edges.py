@@ -15,8 +15,8 @@ from keda_ray_scaler.model import (
     Resources,
     Strategy,
     UnplaceableReason,
-    WorkerGroup,
     Why,
+    WorkerGroup,
 )
 from keda_ray_scaler.planner import plan
 
