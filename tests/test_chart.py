@@ -285,7 +285,7 @@ def test_the_sidecar_snippet_is_what_the_example_head_runs() -> None:
 
 @pytest.fixture(scope="module")
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """etcd and kube-apiserver of the e2e set ($KRS_E2E_BIN), KEDA's CRDs installed."""
+    """etcd and kube-apiserver of the e2e set ($KRS_E2E_BIN), KEDA's (and KubeRay's) CRDs."""
     bin_dir = os.environ.get("KRS_E2E_BIN")
     if not bin_dir or not (Path(bin_dir) / "bin" / "controlplane").exists():
         pytest.skip("no e2e build set: run with KRS_E2E_BIN=$(bash e2e/build.sh)")
@@ -298,7 +298,9 @@ def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         cp._make_pki()  # only what validation needs: no controllers, kwok or KEDA processes
         cp._start_etcd()
         cp._start_apiserver()
-        cp.kubectl("apply", "--server-side", "-f", str(Path(bin_dir) / "keda-crds"))
+        for crds in ("keda-crds", "kuberay-crds"):  # links to directories: resolved for -f
+            if (Path(bin_dir) / crds).exists():
+                cp.kubectl("apply", "--server-side", "-f", str((Path(bin_dir) / crds).resolve()))
         cp.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         for ns in (NAMESPACE, "ray", "ray-b", "cert-manager"):
             cp.kubectl("create", "namespace", ns)
@@ -327,9 +329,39 @@ def test_every_rendered_object_passes_the_api_server(apiserver: Any, helm: str, 
 
 
 @pytest.mark.controlplane
-def test_the_sidecar_snippet_passes_the_api_server_in_both_head_modes(apiserver: Any) -> None:
-    """The snippet merged into a head Deployment and into a KubeRay-style head pod validates."""
+def test_the_sidecar_snippet_passes_the_api_server_in_both_head_modes(
+    apiserver: Any, helm: str
+) -> None:
+    """With the chart's agent RBAC applied, the snippet in a head Deployment and pod validates."""
+    rbac = template(helm, "agent.rbac.create=true", "tls.clientNamespaces={ray}")
+    agent_objs = [o for o in rbac if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+    agent_objs = [o for o in agent_objs if o["metadata"]["namespace"] == "ray"]
+    assert len(agent_objs) == 3
+    docs = "\n---\n".join(yaml.safe_dump(o) for o in agent_objs)
+    apiserver.kubectl("apply", "-f", "-", input=docs)  # the pods' service account must exist
     dry_run(apiserver, [head_deployment(), kuberay_head_pod()])
+
+
+@pytest.mark.controlplane
+def test_the_sidecar_snippet_passes_kuberays_raycluster_schema(apiserver: Any) -> None:
+    """KubeRay mode: a RayCluster whose headGroupSpec.template has the snippet merged in."""
+    if apiserver.kubectl("get", "crd", "rayclusters.ray.io", check=False).returncode != 0:
+        pytest.skip("KubeRay's CRDs are not in the e2e build set")
+    head = kuberay_head_pod()
+    cluster = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "demo", "namespace": "ray"},
+        "spec": {
+            "headGroupSpec": {
+                "rayStartParams": {"num-cpus": "0"},
+                "template": {"metadata": head["metadata"] | {"name": None}, "spec": head["spec"]},
+            },
+        },
+    }
+    del cluster["spec"]["headGroupSpec"]["template"]["metadata"]["name"]
+    del cluster["spec"]["headGroupSpec"]["template"]["metadata"]["namespace"]
+    dry_run(apiserver, [cluster])
 
 
 @pytest.mark.controlplane
