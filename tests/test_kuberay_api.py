@@ -1,0 +1,246 @@
+"""The KubeRay applier against a real kube-apiserver with KubeRay's own RayCluster CRD.
+
+No operator runs here: the tests read what the applier wrote to the RayCluster and the
+RayWorkerGroup (status subresource, /scale) and race it with edits of their own. Pods come from
+a hand-filled pod store, victims from a dict: exactly the inputs the agent gives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tenacity
+from control_plane import ControlPlane, build_binaries
+from prometheus_client import CollectorRegistry
+from real_kuberay import RC, RWG, api_server, custom_api
+from test_kuberay_spec import example
+
+from keda_ray_scaler.agent.kube import PodStore
+from keda_ray_scaler.agent.kuberay import KubeRayApplier, KubeRaySettings
+from keda_ray_scaler.agent.ranking import PodInfo
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
+_names = itertools.count()
+
+
+class Clock:
+    """A clock that stands still."""
+
+    def now(self) -> float:
+        """A fixed unix time."""
+        return 1_790_000_000.0
+
+    async def sleep(self, s: float) -> None:
+        """Return at once."""
+
+
+@pytest.fixture(scope="module")
+def cp() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver with the KubeRay and RayWorkerGroup CRDs (about 15 s)."""
+    bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
+    with api_server(bin_dir) as started:
+        yield started
+
+
+class Pods(PodStore):
+    """A pod store filled by the test."""
+
+    def set(self, group: str, names: list[str]) -> None:
+        """The active pods of ``group``."""
+        for name in names:
+            self._pods[name] = PodInfo(name, group=group, owner="RayCluster/demo")
+
+
+class Env:
+    """One namespace with the example RayCluster (cpu at ``replicas``) and its RayWorkerGroup."""
+
+    def __init__(self, cp: ControlPlane, replicas: int, *, in_tree: bool = False) -> None:
+        self.ns = f"t{next(_names)}"
+        cp.kubectl("create", "namespace", self.ns)
+        self.api = custom_api(cp)
+        rc = example()
+        rc["metadata"] = {"name": "demo", "namespace": self.ns}
+        rc["spec"]["workerGroupSpecs"][0]["replicas"] = replicas
+        rc["spec"]["enableInTreeAutoscaling"] = in_tree
+        self.api.create_namespaced_custom_object(*RC[:2], self.ns, RC[2], rc)
+        rwg = {
+            "apiVersion": "keda-ray-scaler.io/v1alpha1",
+            "kind": "RayWorkerGroup",
+            "metadata": {"name": "ray-demo-cpu"},
+            "spec": {"rayCluster": "demo", "groupName": "cpu"},
+        }
+        self.api.create_namespaced_custom_object(*RWG[:2], self.ns, RWG[2], rwg)
+        self.pods = Pods()
+        self.pods.set("cpu", [f"cpu-{i}" for i in range(replicas)])
+        self.victims: dict[str, str] = {}
+        self.applier = KubeRayApplier(
+            self.api,
+            KubeRaySettings(namespace=self.ns, raycluster="demo"),
+            self.pods,
+            lambda: True,
+            lambda: dict(self.victims),
+            Clock(),
+            CollectorRegistry(),
+            wait=tenacity.wait_none(),
+        )
+
+    def scale(self, replicas: int) -> None:
+        """What KEDA's HPA does: write spec.replicas through /scale."""
+        body = {"spec": {"replicas": replicas}}
+        self.api.patch_namespaced_custom_object_scale(
+            *RWG[:2], self.ns, RWG[2], "ray-demo-cpu", body
+        )
+
+    def group(self) -> dict[str, Any]:
+        """The cpu group of the RayCluster as stored."""
+        rc = self.api.get_namespaced_custom_object(*RC[:2], self.ns, RC[2], "demo")
+        return dict(rc["spec"]["workerGroupSpecs"][0])
+
+    def rwg(self) -> dict[str, Any]:
+        """The RayWorkerGroup as stored."""
+        return dict(
+            self.api.get_namespaced_custom_object(*RWG[:2], self.ns, RWG[2], "ray-demo-cpu")
+        )
+
+    def apply(self) -> Any:
+        """One applier round."""
+        return asyncio.run(self.applier.apply())
+
+
+def test_status_and_scale_subresource_read_the_truth(cp: ControlPlane) -> None:
+    """status.replicas = the group's pods, status.selector = KubeRay's labels; /scale shows them."""
+    env = Env(cp, 3)
+    env.apply()
+    status = env.rwg()["status"]
+    assert (status["replicas"], status["selector"]) == (
+        3,
+        "ray.io/cluster=demo,ray.io/group=cpu,ray.io/node-type=worker",
+    )
+    scale = env.api.get_namespaced_custom_object_scale(*RWG[:2], env.ns, RWG[2], "ray-demo-cpu")
+    assert scale["status"] == {"replicas": 3, "selector": status["selector"]}
+
+
+def test_up_patches_replicas_bounded_by_max(cp: ControlPlane) -> None:
+    """/scale to 70 raises the group's replicas to its maxReplicas 50, nothing named."""
+    env = Env(cp, 2)
+    env.scale(70)
+    (verdict,) = env.apply()
+    assert (verdict.action, verdict.replicas) == ("scale_up", 50)
+    group = env.group()
+    assert (group["replicas"], group["scaleStrategy"]["workersToDelete"]) == (50, [])
+
+
+def test_down_names_drained_victims_in_the_same_patch(cp: ControlPlane) -> None:
+    """10 pods, /scale to 8, victims cpu-3 and cpu-7: replicas 8 and exactly them, one write."""
+    env = Env(cp, 10)
+    env.victims = {"cpu-3": "cpu", "cpu-7": "cpu"}
+    env.scale(8)
+    before = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
+    (verdict,) = env.apply()
+    after = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
+    assert verdict.action == "scale_down"
+    group = after["spec"]["workerGroupSpecs"][0]
+    assert (group["replicas"], group["scaleStrategy"]["workersToDelete"]) == (8, ["cpu-3", "cpu-7"])
+    assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
+
+
+def test_never_lowers_replicas_without_victims(cp: ControlPlane) -> None:
+    """/scale to 5 with no drained victim: the RayCluster is not written."""
+    env = Env(cp, 6)
+    env.scale(5)
+    before = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
+    (verdict,) = env.apply()
+    after = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
+    assert verdict.action == "wait_victims"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+class EditBeforePatch:
+    """The real API, but the first RayCluster patch is preceded by someone else's edit."""
+
+    def __init__(self, api: Any, edit: Any) -> None:
+        self._api = api
+        self._edit = edit
+        self.patches = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._api, name)
+
+    def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Any:
+        """Someone edits the RayCluster between the applier's read and its patch (once)."""
+        self.patches += 1
+        if self.patches == 1:
+            self._edit()
+        return self._api.patch_namespaced_custom_object(*args, **kwargs)
+
+
+def test_conflicting_edit_between_read_and_patch_loses_nothing(cp: ControlPlane) -> None:
+    """An edit after the read fails the patch's precondition; the applier re-reads, decides
+    again (the victim unpublished meanwhile is not named) and keeps the other edit."""
+    env = Env(cp, 10)
+    env.victims = {"cpu-1": "cpu", "cpu-2": "cpu"}
+    env.scale(8)
+
+    def edit() -> None:
+        body = {"metadata": {"labels": {"edited": "yes"}}, "spec": {"workerGroupSpecs": None}}
+        del body["spec"]
+        env.api.patch_namespaced_custom_object(
+            *RC[:2], env.ns, RC[2], "demo", body, _content_type="application/merge-patch+json"
+        )
+        env.victims.pop("cpu-2")  # its Ray node took work again: no longer a victim
+
+    wrapped = EditBeforePatch(env.api, edit)
+    env.applier._api = wrapped  # the same applier, its API wrapped
+    (verdict,) = env.apply()
+    rc = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
+    group = rc["spec"]["workerGroupSpecs"][0]
+    assert wrapped.patches == 2
+    assert (verdict.action, verdict.named) == ("scale_down", ("cpu-1",))
+    assert (group["replicas"], group["scaleStrategy"]["workersToDelete"]) == (9, ["cpu-1"])
+    assert rc["metadata"]["labels"] == {"edited": "yes"}
+
+
+def test_group_moved_to_another_index_is_found_again(cp: ControlPlane) -> None:
+    """A group inserted before cpu between read and patch: the index test fails, the re-read
+    patches cpu at its new index and the new group is untouched."""
+    env = Env(cp, 4)
+    env.scale(6)
+
+    def edit() -> None:
+        rc = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
+        first = dict(rc["spec"]["workerGroupSpecs"][1], groupName="extra", replicas=0)
+        rc["spec"]["workerGroupSpecs"].insert(0, first)
+        env.api.replace_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo", rc)
+
+    env.applier._api = EditBeforePatch(env.api, edit)
+    (verdict,) = env.apply()
+    groups = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")["spec"][
+        "workerGroupSpecs"
+    ]
+    assert verdict.action == "scale_up"
+    assert [(g["groupName"], g["replicas"]) for g in groups] == [
+        ("extra", 0),
+        ("cpu", 6),
+        ("gpu", 0),
+    ]
+
+
+def test_in_tree_autoscaling_is_refused_with_a_condition(cp: ControlPlane) -> None:
+    """enableInTreeAutoscaling: no patch, Ready=False InTreeAutoscaling naming the fix; the
+    victim protocol is told to drain nothing."""
+    env = Env(cp, 4, in_tree=True)
+    env.victims = {"cpu-0": "cpu"}
+    env.scale(3)
+    (verdict,) = env.apply()
+    assert verdict.action == "refused"
+    assert env.group()["replicas"] == 4
+    (ready,) = [c for c in env.rwg()["status"]["conditions"] if c["type"] == "Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "InTreeAutoscaling")
+    assert "enableInTreeAutoscaling: false" in ready["message"]
+    assert "enableInTreeAutoscaling: false" in env.applier.refusal("cpu")
