@@ -32,3 +32,7 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     if figures:
         line = "e2e-local: " + "; ".join(f"{k} {v}" for k, v in figures.items())
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
+    kuberay = getattr(sys.modules.get("real_kuberay"), "FIGURES", None)  # KubeRay mode's test
+    if kuberay:
+        line = "e2e-kuberay: " + "; ".join(f"{k} {v}" for k, v in kuberay.items())
+        terminalreporter.write_line(line)  # type: ignore[attr-defined]
