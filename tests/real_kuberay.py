@@ -22,6 +22,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -303,3 +304,75 @@ def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
         )
         base.start_scaler()
         yield KubeRayLoop(base, operator, ray, kubelet, client.CustomObjectsApi(api), core)
+
+
+class GroupRecorder:
+    """Samples the cpu group of the RayCluster every ``interval_s`` in a thread: every name ever
+    in ``workersToDelete`` (with the time first seen) and the largest ``replicas``."""
+
+    def __init__(self, loop: KubeRayLoop, interval_s: float = 0.2) -> None:
+        self._loop = loop
+        self._interval_s = interval_s
+        self.named: dict[str, float] = {}  # pod -> time.monotonic() first seen
+        self.max_replicas = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="group-recorder", daemon=True)
+
+    def start(self) -> GroupRecorder:
+        """Start sampling."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop sampling."""
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            with contextlib.suppress(Exception):  # the API server busy: the next sample counts
+                group = self._loop.group_spec()
+                now = time.monotonic()
+                self.max_replicas = max(self.max_replicas, int(group.get("replicas", 0)))
+                for pod in (group.get("scaleStrategy") or {}).get("workersToDelete") or ():
+                    self.named.setdefault(pod, now)
+
+
+class Editor:
+    """Someone else editing the RayCluster every ``interval_s`` (an annotation counter) while
+    the agent patches it: each edit bumps its resourceVersion under the agent's feet."""
+
+    KEY = "e2e.keda-ray-scaler.io/edit"
+
+    def __init__(self, loop: KubeRayLoop, interval_s: float = 0.05) -> None:
+        self._loop = loop
+        self._interval_s = interval_s
+        self.written = 0  # the last value the API server accepted
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="editor", daemon=True)
+
+    def start(self) -> Editor:
+        """Start editing."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop editing."""
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.wait(self._interval_s):
+            n += 1
+            body = {"metadata": {"annotations": {self.KEY: str(n)}}}
+            with contextlib.suppress(Exception):
+                self._loop.custom.patch_namespaced_custom_object(
+                    *RC[:2],
+                    NAMESPACE,
+                    RC[2],
+                    CLUSTER,
+                    body,
+                    _content_type="application/merge-patch+json",
+                )
+                self.written = n

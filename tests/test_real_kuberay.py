@@ -1,0 +1,221 @@
+"""KubeRay mode, the whole loop against a real control plane, real KEDA and the real KubeRay
+operator (see ``real_kuberay``): KEDA's HPA scales a RayWorkerGroup, the agent applies it to the
+RayCluster, KubeRay creates and deletes the worker pods. The steps run in file order on one loop
+and one workload; the suite's summary ends with one ``e2e-kuberay:`` line.
+
+Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its Go module).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from control_plane import build_binaries, wait_until
+from kubernetes import client
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_server import requires_prometheus
+from real_kuberay import (
+    CLUSTER,
+    FIGURES,
+    NAMESPACE,
+    RC,
+    WORKER_GROUP,
+    Editor,
+    GroupRecorder,
+    KubeRayLoop,
+    kuberay_loop,
+)
+from real_loop import Timeline, Workload
+
+pytestmark = [
+    pytest.mark.controlplane,
+    pytest.mark.ray,
+    pytest.mark.prometheus,
+    pytest.mark.timeout(900),
+    requires_prometheus,
+]
+
+SEED_TASKS = 20
+SEED_SHORT = 16
+SHORT_S = 20.0
+HOLD_S = 600.0
+EXPECTED_PODS = 10
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[KubeRayLoop]:
+    """The KubeRay loop, once for the module; the RayWorkerGroup reconciled at 0 pods."""
+    bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
+    with kuberay_loop(bin_dir) as started:
+        wait_until(
+            lambda: (started.worker_group().get("status") or {}).get("selector"),
+            timeout_s=120,
+            what="the RayWorkerGroup's status.selector",
+        )
+        yield started
+
+
+@pytest.fixture(scope="module")
+def timeline(loop: KubeRayLoop) -> Iterator[Timeline]:
+    """The agent's /metrics sampled in the background (victims and busy pods)."""
+    started = Timeline(loop.base.apps, loop.base.agent_url).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def recorder(loop: KubeRayLoop) -> Iterator[GroupRecorder]:
+    """Every name KubeRay is told to delete, and the largest replicas."""
+    started = GroupRecorder(loop).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def seed(loop: KubeRayLoop, timeline: Timeline, recorder: GroupRecorder) -> Iterator[Workload]:
+    """20 tasks of {CPU: 5}: 16 of SHORT_S seconds, 4 held until released."""
+    workload = loop.base.submit(
+        [(0.0, [SHORT_S] * SEED_SHORT + [-HOLD_S] * (SEED_TASKS - SEED_SHORT))]
+    )
+    yield workload
+    workload.release()
+    workload.stop()
+
+
+def _deleted_since(loop: KubeRayLoop, since: float) -> list[tuple[str, float]]:
+    return [
+        (e.pod, e.at) for e in list(loop.kubelet.events) if e.what == "stopped" and e.at >= since
+    ]
+
+
+def _agent_counter(loop: KubeRayLoop, name: str) -> float:
+    import requests
+
+    text = requests.get(loop.base.agent_url, timeout=5).text
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    )
+
+
+def test_seed_reaches_exactly_ten_pods_through_the_hpa_on_the_rayworkergroup(
+    loop: KubeRayLoop, seed: Workload, recorder: GroupRecorder
+) -> None:
+    """20 pending {CPU: 5} tasks on 10-CPU pods: KEDA's HPA on the RayWorkerGroup, the agent's
+    patch and KubeRay's operator make exactly 10 worker pods."""
+    started = time.monotonic()
+    loop.wait_pods(EXPECTED_PODS, 300)
+    FIGURES["demand to 10 pods"] = f"{time.monotonic() - started:.1f} s"
+    time.sleep(5)  # a target above 10 would show within an HPA sync or two
+    assert len(loop.pods()) == EXPECTED_PODS
+    assert loop.group_spec()["replicas"] == EXPECTED_PODS
+    assert recorder.max_replicas == EXPECTED_PODS
+    hpas = client.AutoscalingV2Api(
+        loop.base.core.api_client
+    ).list_namespaced_horizontal_pod_autoscaler(NAMESPACE)
+    refs = {(h.spec.scale_target_ref.kind, h.spec.scale_target_ref.name) for h in hpas.items}
+    assert ("RayWorkerGroup", WORKER_GROUP) in refs
+    wait_until(
+        lambda: loop.worker_group()["status"]["replicas"] == EXPECTED_PODS,
+        timeout_s=30,
+        what="status.replicas 10",
+    )
+
+
+def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
+    loop: KubeRayLoop, seed: Workload, timeline: Timeline, recorder: GroupRecorder
+) -> None:
+    """After the short tasks: KubeRay deletes exactly the drained victims named in
+    workersToDelete, no pod with a task; another writer's edits (every 50 ms) all survive."""
+    editor = Editor(loop).start()
+    try:
+        wait_until(
+            lambda: seed.count("done") >= SEED_SHORT, timeout_s=SHORT_S + 180, what="short tasks"
+        )
+        assert seed.count("failed") == 0
+
+        def busy_pods() -> frozenset[str] | None:
+            last = timeline.last_agent()
+            return last.busy if last is not None and last.busy else None
+
+        busy = wait_until(busy_pods, timeout_s=30, what="busy pods in the agent's export")
+        assert 2 <= len(busy) <= 4, busy
+        idle_at = time.monotonic()
+        wait_until(
+            lambda: set(loop.pods()) == set(busy),
+            timeout_s=180,
+            what="only the busy pods left",
+            interval_s=0.2,
+        )
+        FIGURES["idle to deletion"] = f"{time.monotonic() - idle_at:.1f} s"
+    finally:
+        editor.stop()
+    deleted = _deleted_since(loop, 0.0)
+    not_named = [pod for pod, at in deleted if recorder.named.get(pod, at + 1) > at]
+    FIGURES["non-victim pods deleted"] = str(len(not_named))
+    FIGURES["conflicts re-decided"] = (
+        f"{_agent_counter(loop, 'ray_scaler_kuberay_conflicts_total'):g}"
+    )
+    assert len(deleted) == EXPECTED_PODS - len(busy)
+    assert not_named == []
+    for pod, at in deleted:
+        assert pod not in busy
+        assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
+    annotations = loop.raycluster()["metadata"].get("annotations") or {}
+    assert editor.written > 0 and annotations[Editor.KEY] == str(editor.written)
+    assert loop.group_spec()["replicas"] == len(busy)
+    assert _agent_counter(loop, "ray_scaler_wrong_victims_total") == 0
+    wait_until(
+        lambda: loop.worker_group()["status"]["replicas"] == len(busy),
+        timeout_s=30,
+        what="status.replicas = busy pods",
+    )
+
+
+def test_held_tasks_end_and_the_group_goes_to_zero(
+    loop: KubeRayLoop, seed: Workload, recorder: GroupRecorder
+) -> None:
+    """The held tasks end: their pods are drained and named; KEDA takes the group to 0."""
+    seed.release()
+    events = seed.wait(120)
+    assert sum(e["event"] == "done" for e in events) == SEED_TASKS
+    released = time.monotonic()
+    loop.wait_pods(0, 180)
+    FIGURES["to zero after the last task"] = f"{time.monotonic() - released:.1f} s"
+    for pod, at in _deleted_since(loop, 0.0):
+        assert recorder.named.get(pod, at + 1) <= at, f"{pod} deleted without being named"
+
+
+def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:
+    """enableInTreeAutoscaling true: Ready=False InTreeAutoscaling naming the fix, a log line,
+    and the group's replicas untouched while new demand arrives."""
+    loop.custom.patch_namespaced_custom_object(
+        *RC[:2],
+        NAMESPACE,
+        RC[2],
+        CLUSTER,
+        {"spec": {"enableInTreeAutoscaling": True}},
+        _content_type="application/merge-patch+json",
+    )
+    ready = wait_until(
+        lambda: (c := loop.condition("Ready")).get("reason") == "InTreeAutoscaling" and c,
+        timeout_s=30,
+        what="the refusal condition",
+    )
+    assert ready["status"] == "False"
+    assert "enableInTreeAutoscaling: false" in ready["message"]
+    log = (loop.base.workdir / "logs" / "agent.log").read_text(errors="replace")
+    assert "RayCluster refused" in log and "enableInTreeAutoscaling: false" in log
+    work = loop.base.submit([(0.0, [5.0])])
+    try:
+        time.sleep(15)  # KEDA would have asked for a pod by now
+        assert loop.group_spec()["replicas"] == 0
+        assert loop.pods() == {}
+    finally:
+        work.stop()
