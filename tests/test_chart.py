@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from chart_install import E2E_VALUES, install, local_serve_args
 from test_manifests import EXAMPLE, cli_args, crd_schema, named, render, schema_errors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,13 +334,16 @@ def test_the_sidecar_snippet_passes_the_api_server_in_both_head_modes(
     apiserver: Any, helm: str
 ) -> None:
     """With the chart's agent RBAC applied, the snippet in a head Deployment and pod validates."""
-    rbac = template(helm, "agent.rbac.create=true", "tls.clientNamespaces={ray}")
-    agent_objs = [o for o in rbac if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
-    agent_objs = [o for o in agent_objs if o["metadata"]["namespace"] == "ray"]
-    assert len(agent_objs) == 3
+    ns = "ray-b"  # not the namespace the helm install test's release owns
+    rbac = template(helm, "agent.rbac.create=true", f"tls.clientNamespaces={{{ns}}}")
+    agent_objs = [o for o in rbac if o["metadata"].get("namespace") == ns]
+    assert kinds(agent_objs) == ["Role", "RoleBinding", "ServiceAccount"]
     docs = "\n---\n".join(yaml.safe_dump(o) for o in agent_objs)
     apiserver.kubectl("apply", "-f", "-", input=docs)  # the pods' service account must exist
-    dry_run(apiserver, [head_deployment(), kuberay_head_pod()])
+    heads = [head_deployment(), kuberay_head_pod()]
+    for head in heads:
+        head["metadata"]["namespace"] = ns
+    dry_run(apiserver, heads)
 
 
 @pytest.mark.controlplane
@@ -371,3 +375,58 @@ def test_the_api_server_check_catches_a_bad_field(apiserver: Any, helm: str) -> 
     dep["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
     with pytest.raises(AssertionError, match="imagePullPolcy"):
         dry_run(apiserver, [dep])
+
+
+# --- what the real-control-plane test uses -------------------------------------------------------
+
+
+def test_the_charts_serve_args_run_as_a_local_process(helm: str, tmp_path: Path) -> None:
+    """local_serve_args: the chart's flags with loopback ports and TLS files from a directory;
+    the process starts serving mTLS and `status` reaches it (UNAVAILABLE: no Prometheus)."""
+    import sys
+
+    from tls_certs import make_certs
+
+    from keda_ray_scaler.demo.raylets import free_port
+
+    certs = make_certs()
+    certs.server.write(tmp_path, "tls")
+    (tmp_path / "ca.crt").write_bytes(certs.ca.cert)
+    client_cert, client_key = certs.client.write(tmp_path, "client")
+    port = free_port()
+    argv = local_serve_args(
+        helm, E2E_VALUES, tls_dir=tmp_path, prometheus_url="http://127.0.0.1:9", port=port
+    )
+    args = cli_args({"args": argv})
+    assert (args.port, args.refresh_interval, args.tls_cert) == (port, 1.0, tmp_path / "tls.crt")
+    krs = str(Path(sys.executable).with_name("keda-ray-scaler"))
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([krs, *argv], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        status = [krs, "status", f"--address=localhost:{port}", "--cluster=ray", "--group=cpu"]
+        status += [f"--ca-cert={tmp_path / 'ca.crt'}", f"--tls-client-cert={client_cert}"]
+        status += [f"--tls-client-key={client_key}", "--timeout=5"]
+        for _ in range(50):
+            done = subprocess.run(status, capture_output=True, text=True, timeout=30)
+            if "UNAVAILABLE: failed to connect" not in done.stdout:
+                break
+        assert done.returncode == 1, done.stdout + done.stderr
+        (row,) = done.stdout.splitlines()[1:]
+        assert row.split()[:5] == ["ray", "cpu", "-", "-", "UNAVAILABLE:"]
+        assert "failed to connect" not in row  # the scaler answered: its data is unavailable
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.mark.controlplane
+def test_helm_install_on_the_api_server(apiserver: Any, helm: str) -> None:
+    """`helm upgrade --install` with the e2e values makes the scaler and the Ray namespace's
+    TriggerAuthentication and agent RBAC."""
+    install(helm, apiserver.admin_kubeconfig, E2E_VALUES)
+    dep = apiserver.get_json("deployment", RELEASE, "-n", NAMESPACE)
+    assert dep["spec"]["replicas"] == 1
+    auth = apiserver.get_json("triggerauthentication", "keda-ray-scaler-client", "-n", "ray")
+    assert auth["spec"]["secretTargetRef"][0]["name"] == "keda-ray-scaler-client-tls"
+    apiserver.get_json("role", "keda-ray-scaler-agent", "-n", "ray")
