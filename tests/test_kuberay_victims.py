@@ -1,0 +1,140 @@
+"""The victim protocol in KubeRay mode: the same choose, drain, publish, verify, but no
+deletion-cost marks and no ReplicaSet ranking (KubeRay deletes the pods it is told, by name)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from test_kube import VersionedEmulator, api, cache, calls, emulator, registry, running
+from test_victims import (
+    CLUSTER,
+    FakeClock,
+    FakeDrainer,
+    FakeRay,
+    annotations,
+    clock,
+    drainer,
+    outcomes,
+    plan,
+    ray,
+    synced,
+)
+
+from keda_ray_scaler.agent.apply import Applier, DeploymentApplier
+from keda_ray_scaler.agent.kube import PodCache
+from keda_ray_scaler.agent.victims import VictimController, VictimSettings
+
+__all__ = ["api", "cache", "clock", "drainer", "emulator", "ray", "registry", "running", "synced"]
+
+
+class ByName:
+    """An applier whose workload deletes by name; refuses when told."""
+
+    def __init__(self, refusal: str = "") -> None:
+        self._refusal = refusal
+
+    @property
+    def deletes_by_name(self) -> bool:
+        """Pods go by name."""
+        return True
+
+    def refusal(self, group: str) -> str:
+        """The configured refusal."""
+        return self._refusal
+
+    async def apply(self) -> tuple[object, ...]:
+        """Nothing (the controller never calls it)."""
+        return ()
+
+
+def controller(
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+    applier: Any,
+) -> VictimController:
+    """A controller on the test's cache and fakes with ``applier``."""
+    return VictimController(
+        CLUSTER, cache, ray, drainer, clock, registry, VictimSettings(), applier=applier
+    )
+
+
+def test_both_appliers_satisfy_the_protocol() -> None:
+    """The Deployment and KubeRay appliers are Appliers."""
+    assert isinstance(DeploymentApplier(), Applier)
+    assert isinstance(ByName(), Applier)
+
+
+async def test_kuberay_mode_drains_and_publishes_without_marks(
+    emulator: VersionedEmulator,
+    synced: None,
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+) -> None:
+    """Idle w-1, w-2: drained and published; no pod written, no settle wait."""
+    c = controller(cache, ray, drainer, clock, registry, ByName())
+    verdicts = await c.step(plan("w-1", "w-2"))
+    assert outcomes(verdicts) == [("w-1", "victim"), ("w-2", "victim")]
+    assert calls(emulator) == [("LIST", ""), ("WATCH", "")]
+    assert clock.sleeps == []
+    assert [call[0] for call in drainer.calls] == ["n-w-1", "n-w-2"]
+    assert c.victims() == {"w-1": "cpu", "w-2": "cpu"}
+    assert annotations(emulator, "w-1") == {}
+
+
+async def test_rejected_drain_is_not_published_and_the_pod_is_untouched(
+    emulator: VersionedEmulator,
+    synced: None,
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+) -> None:
+    """Ray refuses w-1's drain: only w-2 is published (the applier can name only it)."""
+    drainer.reject["n-w-1"] = "The node to be idle terminated is no longer idle."
+    c = controller(cache, ray, drainer, clock, registry, ByName())
+    verdicts = await c.step(plan("w-1", "w-2"))
+    assert outcomes(verdicts)[0] == ("w-1", "drain_rejected")
+    assert c.victims() == {"w-2": "cpu"}
+    assert annotations(emulator, "w-1") == {}
+
+
+async def test_refused_cluster_drains_nothing(
+    emulator: VersionedEmulator,
+    synced: None,
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+) -> None:
+    """While the applier refuses (in-tree autoscaling), candidates are REFUSED, not drained."""
+    c = controller(cache, ray, drainer, clock, registry, ByName("in-tree autoscaling is on"))
+    verdicts = await c.step(plan("w-1"))
+    assert outcomes(verdicts) == [("w-1", "refused")]
+    assert verdicts[0].reason == "in-tree autoscaling is on"
+    assert drainer.calls == [] and c.victims() == {}
+
+
+async def test_deployment_applier_keeps_the_marking_protocol(
+    emulator: VersionedEmulator,
+    synced: None,
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+) -> None:
+    """With the Deployment applier the pods are marked and the settle waited, as before."""
+    c = controller(cache, ray, drainer, clock, registry, DeploymentApplier())
+    await c.step(plan("w-1"))
+    assert ("UPDATE", "w-1") in calls(emulator)
+    assert clock.sleeps == [5.0]
+    assert c.victims() == {"w-1": "cpu"}
