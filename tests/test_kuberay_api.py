@@ -244,3 +244,34 @@ def test_in_tree_autoscaling_is_refused_with_a_condition(cp: ControlPlane) -> No
     assert (ready["status"], ready["reason"]) == ("False", "InTreeAutoscaling")
     assert "enableInTreeAutoscaling: false" in ready["message"]
     assert "enableInTreeAutoscaling: false" in env.applier.refusal("cpu")
+
+
+def test_agent_cli_reads_the_worker_groups_from_the_raycluster(cp: ControlPlane) -> None:
+    """``agent --raycluster``: the spec comes from the RayCluster through the API server."""
+    from keda_ray_scaler.cli.agent import kube_api, load_raycluster_spec
+
+    env = Env(cp, 1)
+    spec = load_raycluster_spec(kube_api(cp.admin_kubeconfig, None), env.ns, "demo")
+    assert [(g.name, g.resources.to_float_dict()) for g in spec.worker_groups] == [
+        ("cpu", {"CPU": 10, "memory": 40 * 2**30}),
+        ("gpu", {"CPU": 8, "GPU": 1, "memory": 32 * 2**30}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (["--namespace=ray"], "give exactly one of --cluster-spec"),
+        (["--namespace=ray", "--raycluster=demo", "--cluster-spec=x.yaml"], "exactly one"),
+        (["--raycluster=demo", "--no-scale-down"], "--namespace: required with --raycluster"),
+    ],
+)
+def test_agent_mode_flags(argv: list[str], problem: str) -> None:
+    """Exactly one of --cluster-spec and --raycluster; --raycluster needs --namespace."""
+    from keda_ray_scaler.cli import build_parser
+    from keda_ray_scaler.cli.agent import validate
+    from keda_ray_scaler.errors import ConfigError
+
+    args = build_parser().parse_args(["agent", *argv])
+    with pytest.raises(ConfigError, match=problem):
+        validate(args)
