@@ -55,7 +55,7 @@ def draw(samples: Sequence[Sample], path: Path, title: str) -> Path:
         )
         bottom.set_ylabel("pods")
         bottom.set_xlabel("seconds since start")
-        bottom.legend(loc="upper right", fontsize="small")
+        bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
             ax.set_ylim(bottom=0)
