@@ -22,7 +22,8 @@ from real_kuberay import RC, RWG, api_server, custom_api
 from test_kuberay_spec import example
 
 from keda_ray_scaler.agent.kube import PodStore
-from keda_ray_scaler.agent.kuberay import KubeRayApplier, KubeRaySettings
+from keda_ray_scaler.agent.kuberay import KubeRayApplier
+from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
 from keda_ray_scaler.agent.ranking import PodInfo
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
@@ -79,15 +80,19 @@ class Env:
         self.pods = Pods()
         self.pods.set("cpu", [f"cpu-{i}" for i in range(replicas)])
         self.victims: dict[str, str] = {}
-        self.applier = KubeRayApplier(
-            self.api,
-            KubeRaySettings(namespace=self.ns, raycluster="demo"),
+        self.applier = self.make_applier(self.api)
+
+    def make_applier(self, api: Any) -> KubeRayApplier:
+        """The applier on ``api`` (the real client, or a wrapper of it)."""
+        settings = KubeRaySettings(namespace=self.ns, raycluster="demo")
+        return KubeRayApplier(
+            KubeRayApi(api, settings, wait=tenacity.wait_none()),
             self.pods,
             lambda: True,
             lambda: dict(self.victims),
             Clock(),
             CollectorRegistry(),
-            wait=tenacity.wait_none(),
+            cluster="demo",
         )
 
     def scale(self, replicas: int) -> None:
@@ -196,7 +201,7 @@ def test_conflicting_edit_between_read_and_patch_loses_nothing(cp: ControlPlane)
         env.victims.pop("cpu-2")  # its Ray node took work again: no longer a victim
 
     wrapped = EditBeforePatch(env.api, edit)
-    env.applier._api = wrapped  # the same applier, its API wrapped
+    env.applier = env.make_applier(wrapped)
     (verdict,) = env.apply()
     rc = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")
     group = rc["spec"]["workerGroupSpecs"][0]
@@ -218,7 +223,7 @@ def test_group_moved_to_another_index_is_found_again(cp: ControlPlane) -> None:
         rc["spec"]["workerGroupSpecs"].insert(0, first)
         env.api.replace_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo", rc)
 
-    env.applier._api = EditBeforePatch(env.api, edit)
+    env.applier = env.make_applier(EditBeforePatch(env.api, edit))
     (verdict,) = env.apply()
     groups = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")["spec"][
         "workerGroupSpecs"

@@ -22,25 +22,19 @@ RBAC: ``rayclusters`` get/list/watch/patch; ``rayworkergroups`` get/list/watch a
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
-import tenacity
-import urllib3
-from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry, Counter
 
-from keda_ray_scaler.agent.kube import PodStore, is_retryable, status_of
+from keda_ray_scaler.agent.kube import PodStore
+from keda_ray_scaler.agent.kuberay_api import KubeRayApi, PreconditionFailed
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.raycluster import (
     IN_TREE_FIX,
-    RAYCLUSTER_API,
-    WORKER_GROUP_API,
     Action,
     GroupState,
     ScaleDecision,
@@ -52,38 +46,12 @@ from keda_ray_scaler.agent.raycluster import (
 from keda_ray_scaler.errors import KubernetesError
 
 log = structlog.get_logger(__name__)
-T = TypeVar("T")
 
 #: counter {cluster, group, action}: KubeRay scale decisions applied or waited on
 KUBERAY_DECISIONS = "ray_scaler_kuberay_decisions_total"
 #: counter {cluster}: RayCluster patches refused by a precondition (then re-decided)
 KUBERAY_CONFLICTS = "ray_scaler_kuberay_conflicts_total"
-_JSON_PATCH = "application/json-patch+json"
-_MERGE_PATCH = "application/merge-patch+json"
-_CONFLICT = frozenset({409, 422})
-_SCALED_OBJECT_API = ("keda.sh", "v1alpha1", "scaledobjects")
 _KEDA_DEFAULT_MAX = 100
-
-
-@dataclass(frozen=True, slots=True)
-class KubeRaySettings:
-    """Where the RayCluster is and how hard to try.
-
-    - ``namespace`` / ``raycluster``: the RayCluster (its RayWorkerGroups live beside it).
-    - ``conflict_attempts``: decisions per group and round when patches conflict (each on a
-      fresh read); the next round starts over.
-    - ``retry_attempts`` / ``retry_initial_s`` / ``retry_max_s``: transient errors (429, 5xx,
-      transport) of one call, exponential backoff with jitter.
-    - ``request_timeout_s``: client read timeout per call.
-    """
-
-    namespace: str
-    raycluster: str
-    conflict_attempts: int = 5
-    retry_attempts: int = 3
-    retry_initial_s: float = 0.2
-    retry_max_s: float = 2.0
-    request_timeout_s: float = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,45 +91,33 @@ def bounds_problem(scaled_object: Mapping[str, Any], low: int, high: int) -> str
     return f"ScaledObject {name}: " + "; ".join(problems) if problems else ""
 
 
-def read_raycluster(api: k8s.CustomObjectsApi, namespace: str, name: str) -> dict[str, Any]:
-    """One RayCluster as JSON (blocking; the CLI's start-up read); KubernetesError on failure."""
-    group, version, plural = RAYCLUSTER_API
-    try:
-        obj = api.get_namespaced_custom_object(group, version, namespace, plural, name)
-    except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubernetesError(
-            f"read RayCluster {namespace}/{name}: {status_of(exc)} {exc}"
-        ) from exc
-    return _obj(obj)
-
-
 class KubeRayApplier:
     """KubeRay mode's :class:`~keda_ray_scaler.agent.apply.Applier`; see the module doc."""
 
     def __init__(
         self,
-        api: k8s.CustomObjectsApi,
-        settings: KubeRaySettings,
+        api: KubeRayApi,
         pods: PodStore,
         synced: Callable[[], bool],
         victims: Callable[[], Mapping[str, str]],
         clock: Clock,
         registry: CollectorRegistry,
         *,
-        wait: tenacity.wait.wait_base | None = None,
+        cluster: str,
+        conflict_attempts: int = 5,
     ) -> None:
+        """``conflict_attempts``: decisions per group and round when patches keep meeting a
+        changed RayCluster (each on a fresh read); the next round starts over."""
         self._api = api
-        self._settings = settings
+        self._cluster = cluster
+        self._attempts = conflict_attempts
         self._pods = pods
         self._synced = synced
         self._victims = victims
         self._clock = clock
-        self._wait = wait or tenacity.wait_exponential_jitter(
-            multiplier=settings.retry_initial_s, max=settings.retry_max_s
-        )
         self._refused = ""
         self._logged: dict[str, str] = {}  # group -> last condition message logged
-        self._log = log.bind(cluster=settings.raycluster, namespace=settings.namespace)
+        self._log = log.bind(cluster=cluster)
         self._decisions = Counter(
             KUBERAY_DECISIONS,
             "KubeRay scale decisions by action.",
@@ -188,17 +144,18 @@ class KubeRayApplier:
     async def apply(self) -> tuple[GroupVerdict, ...]:
         """One round over the RayCluster's RayWorkerGroups; never raises KubernetesError."""
         try:
-            rc = await self._get_raycluster()
-            groups = await self._call("list", self._list_worker_groups)
-            scaled = await self._scaled_objects()
+            rc = await self._api.raycluster()
+            groups = await self._api.worker_groups()
+            scaled = await self._api.scaled_objects()
         except KubernetesError as exc:
             self._log.warning("kuberay round failed", error=str(exc))
             return ()
-        self._refused = (
-            f"in-tree autoscaling is on: {IN_TREE_FIX}" if in_tree_autoscaling(rc) else ""
-        )
-        if self._refused:
+        refused = f"in-tree autoscaling is on: {IN_TREE_FIX}" if in_tree_autoscaling(rc) else ""
+        if refused and not self._refused:  # logged when it starts, not every round
             self._log.error("RayCluster refused", reason="InTreeAutoscaling", fix=IN_TREE_FIX)
+        elif self._refused and not refused:
+            self._log.warning("RayCluster no longer refused: in-tree autoscaling is off")
+        self._refused = refused
         verdicts: list[GroupVerdict] = []
         for rwg in groups:
             try:
@@ -207,14 +164,14 @@ class KubeRayApplier:
                 name = (rwg.get("spec") or {}).get("groupName", "")
                 verdict = GroupVerdict(str(name), "kube_error", str(exc))
             verdicts.append(verdict)
-            self._decisions.labels(self._settings.raycluster, verdict.group, verdict.action).inc()
+            self._decisions.labels(self._cluster, verdict.group, verdict.action).inc()
         return tuple(verdicts)
 
     # --- one group ---------------------------------------------------------------------------
     async def _reconcile(
         self, rwg: Mapping[str, Any], rc: dict[str, Any], scaled: Sequence[Mapping[str, Any]]
     ) -> tuple[GroupVerdict, dict[str, Any]]:
-        cluster = self._settings.raycluster
+        cluster = self._cluster
         spec = rwg.get("spec") or {}
         group = str(spec.get("groupName") or "")
         name = str((rwg.get("metadata") or {}).get("name") or "")
@@ -247,7 +204,7 @@ class KubeRayApplier:
         self, group: str, desired: int, rc: dict[str, Any]
     ) -> tuple[GroupVerdict, dict[str, Any]]:
         """Decide and patch; on a precondition failure re-read and decide again."""
-        attempts = self._settings.conflict_attempts
+        attempts = self._attempts
         for attempt in range(1, attempts + 1):
             state = group_state(rc, group)
             if state is None:
@@ -258,13 +215,15 @@ class KubeRayApplier:
                 return self._verdict(group, decision), rc
             version = str((rc.get("metadata") or {}).get("resourceVersion") or "")
             try:
-                rc = await self._patch(state, decision, version)
-            except k8s.ApiException as exc:
-                if exc.status not in _CONFLICT or attempt == attempts:
-                    raise KubernetesError(f"patch RayCluster: {status_of(exc)} {exc}") from exc
-                self._conflicts.labels(self._settings.raycluster).inc()
-                self._log.info("RayCluster changed since read, deciding again", attempt=attempt)
-                rc = await self._get_raycluster()
+                rc = await self._api.patch_raycluster(scale_patch(version, state, decision))
+            except PreconditionFailed as exc:
+                if attempt == attempts:
+                    raise
+                self._conflicts.labels(self._cluster).inc()
+                self._log.info(
+                    "RayCluster changed since read, deciding again", attempt=attempt, error=str(exc)
+                )
+                rc = await self._api.raycluster()
                 continue
             self._log.info(
                 "RayCluster group patched",
@@ -327,157 +286,33 @@ class KubeRayApplier:
             self._logged.pop(state.name, None)
             self._condition(status, "BoundsMatch", True, "Match", "ScaledObject min/max match")
 
-    # --- API calls ---------------------------------------------------------------------------
-    async def _get_raycluster(self) -> dict[str, Any]:
-        s = self._settings
-        group, version, plural = RAYCLUSTER_API
-
-        def get() -> dict[str, Any]:
-            obj = self._api.get_namespaced_custom_object(
-                group,
-                version,
-                s.namespace,
-                plural,
-                s.raycluster,
-                _request_timeout=s.request_timeout_s,
-            )
-            return _obj(obj)
-
-        return await self._call("get", get)
-
-    def _list_worker_groups(self) -> list[dict[str, Any]]:
-        s = self._settings
-        group, version, plural = WORKER_GROUP_API
-        body = self._api.list_namespaced_custom_object(
-            group, version, s.namespace, plural, _request_timeout=s.request_timeout_s
-        )
-        items = _obj(body).get("items") or []
-        return [i for i in items if (i.get("spec") or {}).get("rayCluster") == s.raycluster]
-
-    async def _scaled_objects(self) -> list[dict[str, Any]]:
-        """ScaledObjects of the namespace; empty when they cannot be read (no KEDA, no RBAC)."""
-        s = self._settings
-        group, version, plural = _SCALED_OBJECT_API
-
-        def get() -> list[dict[str, Any]]:
-            body = self._api.list_namespaced_custom_object(
-                group, version, s.namespace, plural, _request_timeout=s.request_timeout_s
-            )
-            return list(_obj(body).get("items") or [])
-
-        try:
-            return await asyncio.to_thread(get)
-        except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            self._log.debug("ScaledObjects not readable", status=status_of(exc))
-            return []
-
-    async def _patch(
-        self, state: GroupState, decision: ScaleDecision, version: str
-    ) -> dict[str, Any]:
-        s = self._settings
-        group, version_, plural = RAYCLUSTER_API
-        body = scale_patch(version, state, decision)
-
-        def patch() -> dict[str, Any]:
-            obj = self._api.patch_namespaced_custom_object(
-                group,
-                version_,
-                s.namespace,
-                plural,
-                s.raycluster,
-                body,
-                _content_type=_JSON_PATCH,
-                _request_timeout=s.request_timeout_s,
-            )
-            return _obj(obj)
-
-        return await self._retrying("patch", lambda: asyncio.to_thread(patch), conflicts=False)
-
     async def _write_status(self, rwg: Mapping[str, Any], status: _Status) -> None:
-        old = rwg.get("status") or {}
-        now = datetime.datetime.fromtimestamp(self._clock.now(), datetime.UTC)
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        previous = {c.get("type"): c for c in old.get("conditions") or ()}
-        conditions = []
-        for c in status.conditions:
-            before = previous.get(c["type"]) or {}
-            same = before.get("status") == c["status"]
-            conditions.append(
-                {
-                    **c,
-                    "lastTransitionTime": before.get("lastTransitionTime", stamp)
-                    if same
-                    else stamp,
-                }
-            )
-        new = {"replicas": status.replicas, "selector": status.selector, "conditions": conditions}
-        if {k: old.get(k) for k in new} == new:
-            return
-        s = self._settings
-        group, version, plural = WORKER_GROUP_API
         name = str((rwg.get("metadata") or {}).get("name") or "")
-        changed = [c["message"] for c in conditions if c["status"] == "False"]
-        for message in changed:
-            if message != self._logged.get(f"ready/{name}"):
-                self._log.warning("RayWorkerGroup not ready", rayworkergroup=name, message=message)
-                self._logged[f"ready/{name}"] = message
+        now = datetime.datetime.fromtimestamp(self._clock.now(), datetime.UTC)
+        new = status_body(rwg.get("status") or {}, status, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if new is None:
+            return
+        for c in new["conditions"]:
+            if c["status"] == "False" and c["message"] != self._logged.get(f"ready/{name}"):
+                self._log.warning(
+                    "RayWorkerGroup not ready", rayworkergroup=name, message=c["message"]
+                )
+                self._logged[f"ready/{name}"] = c["message"]
+        await self._api.patch_status(name, new)
 
-        def patch() -> object:
-            return self._api.patch_namespaced_custom_object_status(
-                group,
-                version,
-                s.namespace,
-                plural,
-                name,
-                {"status": new},
-                _content_type=_MERGE_PATCH,
-                _request_timeout=s.request_timeout_s,
-            )
 
-        await self._call("status", patch)
-
-    async def _call(self, operation: str, blocking: Callable[[], T]) -> T:
-        return await self._retrying(operation, lambda: asyncio.to_thread(blocking))
-
-    async def _retrying(
-        self, operation: str, attempt: Callable[[], Awaitable[T]], *, conflicts: bool = True
-    ) -> T:
-        """Transient errors retried; with ``conflicts`` False a 409/422 is raised at once as
-        :class:`k8s.ApiException` (the caller re-decides); else errors become KubernetesError."""
-
-        def retryable(exc: BaseException) -> bool:
-            if isinstance(exc, k8s.ApiException) and exc.status in _CONFLICT:
-                return conflicts and exc.status == 409
-            return is_retryable(exc)
-
-        retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self._settings.retry_attempts),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(retryable),
-            reraise=True,
+def status_body(old: Mapping[str, Any], status: _Status, stamp: str) -> dict[str, Any] | None:
+    """The new status (a condition keeps its lastTransitionTime while its status holds); None
+    when nothing changed, so an unchanged group costs no write."""
+    previous = {c.get("type"): c for c in old.get("conditions") or ()}
+    conditions = []
+    for c in status.conditions:
+        before = previous.get(c["type"]) or {}
+        since = (
+            before.get("lastTransitionTime", stamp)
+            if before.get("status") == c["status"]
+            else stamp
         )
-        try:
-            async for state in retrying:
-                with state:
-                    return await attempt()
-        except k8s.ApiException as exc:
-            if not conflicts and exc.status in _CONFLICT:
-                raise
-            raise KubernetesError(f"{operation}: {status_of(exc)} {_reason(exc)}") from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubernetesError(f"{operation}: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _obj(value: object) -> dict[str, Any]:
-    """A custom object call's JSON body (the client annotates it as ``object``)."""
-    if not isinstance(value, dict):
-        raise KubernetesError(f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _reason(exc: k8s.ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
-    except (ValueError, AttributeError):
-        return str(exc.reason)
+        conditions.append({**c, "lastTransitionTime": since})
+    new = {"replicas": status.replicas, "selector": status.selector, "conditions": conditions}
+    return None if {k: old.get(k) for k in new} == new else new

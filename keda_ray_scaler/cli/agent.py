@@ -146,7 +146,7 @@ def load_raycluster_spec(api: Any, namespace: str, name: str) -> ClusterSpec:
     """KubeRay mode: the worker groups as Ray's KubeRay integration reads them from the CR."""
     from kubernetes import client
 
-    from keda_ray_scaler.agent.kuberay import read_raycluster
+    from keda_ray_scaler.agent.kuberay_api import read_raycluster
     from keda_ray_scaler.agent.raycluster import cluster_spec
     from keda_ray_scaler.errors import KubernetesError
 
@@ -229,16 +229,20 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
             from kubernetes import client
 
             from keda_ray_scaler.agent.apply import run_applier
-            from keda_ray_scaler.agent.kuberay import KubeRayApplier, KubeRaySettings
+            from keda_ray_scaler.agent.kuberay import KubeRayApplier
+            from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
 
             applier = KubeRayApplier(
-                client.CustomObjectsApi(api.api_client),
-                KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
+                KubeRayApi(
+                    client.CustomObjectsApi(api.api_client),
+                    KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
+                ),
                 cache,
                 lambda: cache.synced,
                 lambda: controller.victims(),
                 clock,
                 registry,
+                cluster=args.raycluster,
             )
             tasks.append(asyncio.create_task(run_applier(applier, clock, args.interval)))
         controller = VictimController(
