@@ -270,7 +270,9 @@ def wait_until(
     while True:
         for process in alive:
             if not process.alive():
-                raise RuntimeError(f"{process.name} exited while waiting for {what}:\n{process.tail()}")
+                raise RuntimeError(
+                    f"{process.name} exited while waiting for {what}:\n{process.tail()}"
+                )
         with contextlib.suppress(subprocess.CalledProcessError, OSError):
             value = check()
             if value:
@@ -338,7 +340,9 @@ class ControlPlane:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, workdir: Path, bin_dir: Path, *, hpa_sync_s: float = 2.0) -> Iterator[ControlPlane]:
+    def start(
+        cls, workdir: Path, bin_dir: Path, *, hpa_sync_s: float = 2.0
+    ) -> Iterator[ControlPlane]:
         """Start everything; stop every process (by PID) on exit."""
         cp = cls(workdir, bin_dir, hpa_sync_s)
         try:
@@ -371,7 +375,9 @@ class ControlPlane:
         keda = self.pki / "keda"
         keda.mkdir(exist_ok=True)
         (keda / "ca.crt").write_bytes(ca.pair.cert)
-        pair = ca.issue("keda", server=True, client=True, hosts=["127.0.0.1", "localhost"])
+        # The aggregator checks the adapter's certificate for the Service's DNS name.
+        hosts = ["127.0.0.1", "localhost", "keda-metrics-apiserver.keda.svc"]
+        pair = ca.issue("keda", server=True, client=True, hosts=hosts)
         (keda / "tls.crt").write_bytes(pair.cert)
         (keda / "tls.key").write_bytes(pair.key)
 
@@ -525,11 +531,14 @@ class ControlPlane:
             }
             return set(names) <= ok
 
-        wait_until(ready, timeout_s=timeout_s, what="kwok nodes Ready", alive=[self.processes["kwok"]])
+        wait_until(
+            ready, timeout_s=timeout_s, what="kwok nodes Ready", alive=[self.processes["kwok"]]
+        )
 
     def _start_keda(self) -> None:
         crds = sorted((self.bin_dir / "keda-crds").glob("*.yaml"))
         self.kubectl("apply", "--server-side", *[f"--filename={c}" for c in crds])
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
         self.kubectl("create", "namespace", "keda")
         keda_dir = self.pki / "keda"
         env = {
@@ -567,7 +576,7 @@ class ControlPlane:
                 f"--lister-kubeconfig={self.admin_kubeconfig}",
                 f"--authentication-kubeconfig={self.admin_kubeconfig}",
                 f"--authorization-kubeconfig={self.admin_kubeconfig}",
-                f"--metrics-port={free_port()}",
+                f"--port={free_port()}",  # its own /metrics, :8080 by default
                 "--v=1",
             ],
             env,
@@ -604,7 +613,11 @@ class ControlPlane:
                     "version": "v1beta1",
                     "groupPriorityMinimum": 100,
                     "versionPriority": 100,
-                    "service": {"name": "keda-metrics-apiserver", "namespace": "keda", "port": port},
+                    "service": {
+                        "name": "keda-metrics-apiserver",
+                        "namespace": "keda",
+                        "port": port,
+                    },
                     "caBundle": _b64(self.ca_file.read_bytes()),
                 },
             },
@@ -656,7 +669,7 @@ class ControlPlane:
         self.kubectl("apply", "-f", "-", input="\n---\n".join(yaml.safe_dump(d) for d in docs))
 
     def token_kubeconfig(self, namespace: str, service_account: str) -> Path:
-        """A kubeconfig authenticating with a token of ``namespace/service_account`` (TokenRequest)."""
+        """A kubeconfig with a token of ``namespace/service_account`` (TokenRequest API)."""
         token = self.kubectl(
             "create", "token", service_account, f"--namespace={namespace}", "--duration=2h"
         ).stdout.strip()

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client, config, watch
-
 from control_plane import ControlPlane, wait_until
+from kubernetes import client, config, watch
 
 NAMESPACE = "race"
 NAME = "race"

@@ -11,7 +11,8 @@ watches the worker pods of one namespace through the real API server and
 - when the pod gets a deletion timestamp (or is gone), stops that process as a kubelet would:
   SIGTERM, the pod's grace period (capped), SIGKILL.
 
-Every start and stop is recorded with its monotonic time, for the test's figures.
+Every start (raylet launched), deletion (seen) and stop (process gone) is recorded with its
+wall-clock time, for the test's figures.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client, watch
-
 from ray_cluster import RayCluster, RayProcess
 
 _MAX_GRACE_S = 10.0
@@ -43,10 +43,10 @@ class GroupShape:
 class PodEvent:
     """A container started or stopped."""
 
-    at: float  # time.monotonic()
+    at: float  # time.time()
     pod: str
     group: str
-    what: str  # "started" | "stopped"
+    what: str  # "started" | "deleted" (deletion seen) | "stopped" (process gone)
 
 
 @dataclass
@@ -61,9 +61,11 @@ class RayKubelet:
     group_label: str = "ray.io/group"
     events: list[PodEvent] = field(default_factory=list)
     running: dict[str, RayProcess] = field(default_factory=dict)
-    _free_ips: list[str] = field(default_factory=lambda: [f"127.0.0.{n}" for n in range(250, 2, -1)])
+    _free_ips: list[str] = field(
+        default_factory=lambda: [f"127.0.0.{n}" for n in range(250, 2, -1)]
+    )
     _ip_of: dict[str, str] = field(default_factory=dict)
-    _gone: set[str] = field(default_factory=set)
+    _gone: dict[str, float] = field(default_factory=dict)  # pod -> when its deletion was seen
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -142,22 +144,31 @@ class RayKubelet:
         shape = self.groups[group]
         temp = self.cluster.root / "p" / ip.rsplit(".", 1)[1] / str(int(time.monotonic() * 1000))
         proc = self.cluster.add_worker(
-            pod, group, num_cpus=shape.num_cpus, resources=shape.resources_json, ip=ip, temp_dir=temp
+            pod,
+            group,
+            num_cpus=shape.num_cpus,
+            resources=shape.resources_json,
+            ip=ip,
+            temp_dir=temp,
         )
         with self._lock:
             gone = pod in self._gone
             self.running[pod] = proc
-            self.events.append(PodEvent(time.monotonic(), pod, group, "started"))
+            self.events.append(PodEvent(time.time(), pod, group, "started"))
         if gone:  # deleted while starting
             self._kill(pod, grace_s=_MAX_GRACE_S)
 
     def _on_gone(self, pod: str, grace_s: float = _MAX_GRACE_S) -> None:
         with self._lock:
-            if pod in self._gone:
+            if pod in self._gone or pod not in self.running:
+                self._gone.setdefault(pod, time.time())
                 return
-            self._gone.add(pod)
-            starting = self.running.get(pod, 0) is None
-        if not starting and pod in self.running:
+            self._gone[pod] = time.time()
+            proc = self.running[pod]
+            group = proc.group if proc is not None else "?"
+            self.events.append(PodEvent(self._gone[pod], pod, group, "deleted"))
+            starting = proc is None
+        if not starting:  # a pod deleted while starting is stopped by _launch
             self._pool.submit(self._kill, pod, grace_s)
 
     def _kill(self, pod: str, grace_s: float) -> None:
@@ -167,12 +178,23 @@ class RayKubelet:
             return
         _stop(proc, grace_s)
         with self._lock:
-            self.events.append(PodEvent(time.monotonic(), pod, proc.group, "stopped"))
+            self.events.append(PodEvent(time.time(), pod, proc.group, "stopped"))
             ip = self._ip_of.pop(pod, None)
             if ip is not None:
                 self._free_ips.insert(0, ip)  # reused last, once its ports are surely free
 
     # -- reading -------------------------------------------------------------------------------
+
+    def live_pods(self, group: str | None = None) -> set[str]:
+        """Pods whose deletion has not been seen, whether or not their raylet still runs
+        (a drained raylet exits by itself; a kubelet would restart it until the pod goes)."""
+        with self._lock:
+            return {
+                pod
+                for pod, proc in self.running.items()
+                if pod not in self._gone
+                and (group is None or (proc is not None and proc.group == group))
+            }
 
     def running_pods(self, group: str | None = None) -> set[str]:
         """Pods whose raylet process runs now."""
@@ -183,7 +205,9 @@ class RayKubelet:
                 if proc is not None and proc.alive() and (group is None or proc.group == group)
             }
 
-    def first(self, what: str, after: float, predicate: Callable[[PodEvent], bool] = bool) -> PodEvent | None:
+    def first(
+        self, what: str, after: float, predicate: Callable[[PodEvent], bool] = bool
+    ) -> PodEvent | None:
         """The first event ``what`` at or after ``after`` that ``predicate`` accepts."""
         with self._lock:
             return next(

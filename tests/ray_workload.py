@@ -5,6 +5,7 @@
 ``WAVES_JSON`` is a list of ``[start_after_s, [seconds, ...]]``: each wave is submitted
 ``start_after_s`` after the driver connected, one task per duration; a negative duration ``-n``
 holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds.
+Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts.
 Tasks never retry
 (``max_retries=0``), so a task whose pod is removed under it fails and says so. Output, one JSON
 object per line, on stdout:
@@ -28,15 +29,23 @@ import ray
 
 
 @ray.remote(num_cpus=5, max_retries=0)
-def hold(seconds: float, release: str) -> tuple[str, float, float]:
-    """Occupy 5 CPUs of one worker pod for ``seconds``; return the pod and the wall-clock span."""
+def hold(seconds: float, release: str, marker: str) -> tuple[str, float, float]:
+    """Occupy 5 CPUs of one worker pod for ``seconds``; return the pod and the wall-clock span.
+
+    At start, the pod's name is written to the file ``marker`` (the test reads which pods are
+    busy from these files: the task runs on this machine).
+    """
     start = time.time()
+    pod = os.environ.get("RAY_CLOUD_INSTANCE_ID", "?")
+    with open(marker + ".tmp", "w") as f:
+        f.write(pod)
+    os.replace(marker + ".tmp", marker)
     if seconds >= 0:
         time.sleep(seconds)
     else:
         while not os.path.exists(release) and time.time() - start < -seconds:
             time.sleep(0.2)
-    return os.environ.get("RAY_CLOUD_INSTANCE_ID", "?"), start, time.time()
+    return pod, start, time.time()
 
 
 def emit(**fields: Any) -> None:
@@ -48,6 +57,7 @@ def main(argv: list[str]) -> int:
     gcs, head_ip, waves_json = argv
     waves: list[tuple[float, list[float]]] = json.loads(waves_json)
     release = os.environ.get("RELEASE_FILE", "/nonexistent")
+    markers = os.environ["MARKER_DIR"]
     ray.init(
         address=gcs,
         _node_ip_address=head_ip,
@@ -60,7 +70,8 @@ def main(argv: list[str]) -> int:
     for n, (after_s, durations) in enumerate(waves):
         time.sleep(max(0.0, t0 + after_s - time.monotonic()))
         for seconds in durations:
-            refs[hold.remote(seconds, release)] = len(refs)
+            n_task = len(refs)
+            refs[hold.remote(seconds, release, os.path.join(markers, str(n_task)))] = n_task
         emit(event="submitted", wave=n, tasks=len(durations), at=time.time())
     pending = list(refs)
     while pending:

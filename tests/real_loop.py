@@ -34,10 +34,9 @@ from typing import Any
 
 import requests
 import yaml
+from control_plane import REPO, Authority, ControlPlane, Process, spawn, wait_until
 from kubernetes import client, config, watch
 from prometheus_client.parser import text_string_to_metric_families
-
-from control_plane import REPO, Authority, ControlPlane, Process, spawn, wait_until
 from prometheus_server import PrometheusServer
 from ray_cluster import RayCluster, ray_cluster
 from ray_kubelet import GroupShape, RayKubelet
@@ -172,7 +171,9 @@ def _agent_sample(at: float, text: str) -> AgentSample:
                 pods.add(labels["pod"])
                 if labels.get("state") == "victim":
                     victims.add(labels["pod"])
-            elif sample.name == "ray_scaler_node_resource_total" and labels.get("resource") == "CPU":
+            elif (
+                sample.name == "ray_scaler_node_resource_total" and labels.get("resource") == "CPU"
+            ):
                 total[labels["pod"]] = sample.value
             elif (
                 sample.name == "ray_scaler_node_resource_available"
@@ -196,6 +197,7 @@ class Workload:
     popen: subprocess.Popen[bytes]
     out: Path
     release_file: Path
+    markers: Path
     submitted_at: float
 
     def events(self) -> list[dict[str, Any]]:
@@ -206,6 +208,15 @@ class Workload:
     def count(self, event: str) -> int:
         """How many lines of that event."""
         return sum(1 for e in self.events() if e["event"] == event)
+
+    def busy_pods(self) -> set[str]:
+        """Pods running a task of this workload now: started (marker written), not done."""
+        done = {e["task"] for e in self.events() if e["event"] in ("done", "failed")}
+        return {
+            m.read_text()
+            for m in self.markers.iterdir()
+            if int(m.name.split(".")[0]) not in done and not m.name.endswith(".tmp")
+        }
 
     def release(self) -> None:
         """End the held tasks."""
@@ -355,10 +366,22 @@ class RealLoop:
                 return str(c["status"])
         return ""
 
+    def hpa_condition(self, type_: str, name: str = f"keda-hpa-{SCALED_OBJECT}") -> tuple[str, str]:
+        """``(status, reason)`` of a condition of the HPA KEDA made (``("", "")`` if absent)."""
+        hpa = self.cp.get_json("hpa", name, f"--namespace={NAMESPACE}")
+        for c in hpa.get("status", {}).get("conditions", []):
+            if c["type"] == type_:
+                return str(c["status"]), str(c.get("reason", ""))
+        return "", ""
+
     def patch_scaled_object(self, patch: dict[str, Any], name: str = SCALED_OBJECT) -> None:
         """A merge patch of the ScaledObject (as ``kubectl patch --type=merge``)."""
         self.cp.kubectl(
-            "patch", "scaledobject", name, f"--namespace={NAMESPACE}", "--type=merge",
+            "patch",
+            "scaledobject",
+            name,
+            f"--namespace={NAMESPACE}",
+            "--type=merge",
             f"--patch={json.dumps(patch)}",
         )
 
@@ -370,7 +393,9 @@ class RealLoop:
             replicas, ready_count = self.deployment()
             return replicas == count and (not ready or ready_count == count)
 
-        wait_until(reached, timeout_s=timeout_s, what=f"{DEPLOYMENT} at {count} replicas", interval_s=0.2)
+        wait_until(
+            reached, timeout_s=timeout_s, what=f"{DEPLOYMENT} at {count} replicas", interval_s=0.2
+        )
         return time.monotonic() - start
 
     # -- work ----------------------------------------------------------------------------------
@@ -381,7 +406,12 @@ class RealLoop:
         n = self._workloads
         out = self.workdir / f"workload-{n}.jsonl"
         release = self.workdir / f"release-{n}"
-        with out.open("wb") as stdout, (self.workdir / "logs" / f"workload-{n}.log").open("wb") as err:
+        markers = self.workdir / f"markers-{n}"
+        markers.mkdir()
+        with (
+            out.open("wb") as stdout,
+            (self.workdir / "logs" / f"workload-{n}.log").open("wb") as err,
+        ):
             popen = subprocess.Popen(
                 [
                     sys.executable,
@@ -390,13 +420,13 @@ class RealLoop:
                     self.ray.head_ip,
                     json.dumps([[a, list(d)] for a, d in waves]),
                 ],
-                env={**self.ray.env, "RELEASE_FILE": str(release)},
+                env={**self.ray.env, "RELEASE_FILE": str(release), "MARKER_DIR": str(markers)},
                 stdout=stdout,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        return Workload(popen, out, release, time.time())
+        return Workload(popen, out, release, markers, time.time())
 
 
 def _overlay(workdir: Path, scaler_port: int) -> Path:
@@ -471,14 +501,21 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
         cp.kubectl("create", "namespace", NAMESPACE)
         pki = workdir / "scaler-pki"
         cp.kubectl(
-            "create", "secret", "generic", "keda-ray-scaler-client-tls", f"--namespace={NAMESPACE}",
-            f"--from-file=ca.crt={pki / 'ca.crt'}", f"--from-file=tls.crt={pki / 'client.crt'}",
+            "create",
+            "secret",
+            "generic",
+            "keda-ray-scaler-client-tls",
+            f"--namespace={NAMESPACE}",
+            f"--from-file=ca.crt={pki / 'ca.crt'}",
+            f"--from-file=tls.crt={pki / 'client.crt'}",
             f"--from-file=tls.key={pki / 'client.key'}",
         )
         cp.kubectl("apply", "-k", str(overlay))
         (workdir / "logs").mkdir(exist_ok=True)
         (workdir / "prom").mkdir()
-        prometheus = stack.enter_context(PrometheusServer(workdir / "prom", [f"127.0.0.1:{agent_port}"]))
+        prometheus = stack.enter_context(
+            PrometheusServer(workdir / "prom", [f"127.0.0.1:{agent_port}"])
+        )
         loop = RealLoop(
             workdir=workdir,
             cp=cp,

@@ -203,6 +203,8 @@ def test_unavailable_keeps_replicas_and_scale_down_outlasts_the_view_lag() -> No
     for so in of_kind(render(EXAMPLE), "ScaledObject"):
         assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
         assert so["spec"]["fallback"]["failureThreshold"] == 3
+        # 0 makes KEDA scale a failing minReplicaCount-0 group to zero (test_real_control_plane)
+        assert so["spec"]["fallback"]["replicas"] >= 1
         behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
         assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 60
         assert behavior["scaleDown"]["tolerance"] == "0"
