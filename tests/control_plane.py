@@ -510,10 +510,13 @@ class ControlPlane:
         process = self._spawn("kwok", args)
         wait_until(lambda: len(process.tail()) > 0, timeout_s=30, what="kwok", alive=[process])
 
-    def add_nodes(self, count: int, *, prefix: str = "node", cpu: str, memory: str) -> list[str]:
-        """``count`` fake nodes managed by kwok, each with ``cpu`` and ``memory`` allocatable."""
+    def add_nodes(
+        self, count: int, *, prefix: str = "node", cpu: str, memory: str, gpus: int = 0
+    ) -> list[str]:
+        """``count`` fake nodes managed by kwok, each with ``cpu`` and ``memory`` allocatable;
+        with ``gpus``, ``nvidia.com/gpu`` too and the taint GPU nodes carry."""
         names = [f"{prefix}-{i}" for i in range(count)]
-        docs = [_node(name, cpu, memory) for name in names]
+        docs = [_node(name, cpu, memory, gpus) for name in names]
         self.kubectl("apply", "-f", "-", input="\n---\n".join(yaml.safe_dump(d) for d in docs))
         self.wait_nodes_ready(names)
         return names
@@ -685,8 +688,12 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _node(name: str, cpu: str, memory: str) -> dict[str, Any]:
+def _node(name: str, cpu: str, memory: str, gpus: int = 0) -> dict[str, Any]:
     capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+    spec: dict[str, Any] = {}
+    if gpus:
+        capacity["nvidia.com/gpu"] = str(gpus)
+        spec["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -700,5 +707,6 @@ def _node(name: str, cpu: str, memory: str) -> dict[str, Any]:
                 "type": "kwok",
             },
         },
+        "spec": spec,
         "status": {"allocatable": capacity, "capacity": capacity},
     }

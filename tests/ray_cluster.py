@@ -150,6 +150,7 @@ class RayCluster:
         resources: str | None = None,
         labelled: bool = True,
         ip: str | None = None,
+        num_gpus: int = 0,
         temp_dir: Path | None = None,
     ) -> RayProcess:
         """Start one worker raylet standing for pod ``pod`` of worker group ``group``.
@@ -167,6 +168,8 @@ class RayCluster:
         ]
         if resources is not None:
             args.append(f"--resources={resources}")
+        if num_gpus:
+            args.append(f"--num-gpus={num_gpus}")
         if temp_dir is not None:
             args.append(f"--temp-dir={temp_dir}")
         labels = {"RAY_CLOUD_INSTANCE_ID": pod, "RAY_NODE_TYPE_NAME": group} if labelled else {}

@@ -36,7 +36,8 @@ class GroupShape:
     """What ``ray start`` gets for a pod of one worker group."""
 
     num_cpus: int
-    resources_json: str | None = None  # --resources, e.g. '{"GPU": 1}' is --num-gpus's job
+    num_gpus: int = 0
+    resources_json: str | None = None  # --resources (custom resources)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ class RayKubelet:
             pod,
             group,
             num_cpus=shape.num_cpus,
+            num_gpus=shape.num_gpus,
             resources=shape.resources_json,
             ip=ip,
             temp_dir=temp,

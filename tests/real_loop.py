@@ -298,6 +298,17 @@ class RealLoop:
             alive=[agent],
         )
 
+    def restart_agent_with(self, **group_fields: Any) -> None:
+        """Rewrite the group's fields in the cluster spec and restart the agent (it reads the spec
+        at start, as the sidecar container does)."""
+        spec = yaml.safe_load(self.spec_file.read_text())
+        for group in spec["workerGroups"]:
+            if group["name"] == GROUP:
+                group.update(group_fields)
+        self.spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        self.stop_agent()
+        self.start_agent()
+
     def stop_agent(self) -> None:
         """SIGTERM the agent by its PID."""
         if self.agent is not None:
@@ -385,16 +396,18 @@ class RealLoop:
             f"--patch={json.dumps(patch)}",
         )
 
-    def wait_replicas(self, count: int, timeout_s: float, *, ready: bool = True) -> float:
+    def wait_replicas(
+        self, count: int, timeout_s: float, *, ready: bool = True, name: str = DEPLOYMENT
+    ) -> float:
         """Wait until the Deployment has ``count`` replicas (and Ready pods); the time it took."""
         start = time.monotonic()
 
         def reached() -> bool:
-            replicas, ready_count = self.deployment()
+            replicas, ready_count = self.deployment(name)
             return replicas == count and (not ready or ready_count == count)
 
         wait_until(
-            reached, timeout_s=timeout_s, what=f"{DEPLOYMENT} at {count} replicas", interval_s=0.2
+            reached, timeout_s=timeout_s, what=f"{name} at {count} replicas", interval_s=0.2
         )
         return time.monotonic() - start
 
@@ -484,6 +497,8 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
     with contextlib.ExitStack() as stack:
         cp = stack.enter_context(ControlPlane.start(workdir / "cp", bin_dir))
         cp.add_nodes(nodes, prefix="worker-node", cpu="16", memory="64Gi")
+        # the example's gpu-inference group: its pods must run (a pod pending forever holds demand)
+        cp.add_nodes(2, prefix="gpu-node", cpu="16", memory="128Gi", gpus=1)
         ray = stack.enter_context(ray_cluster())
         api = config.new_client_from_config(config_file=str(cp.admin_kubeconfig))
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
@@ -492,7 +507,7 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
             core,
             NAMESPACE,
             "ray.io/node-type=worker",
-            {GROUP: GroupShape(num_cpus=10)},
+            {GROUP: GroupShape(num_cpus=10), "gpu-inference": GroupShape(num_cpus=8, num_gpus=1)},
         )
         stack.enter_context(kubelet)
         scaler_port, agent_port = free_port(), free_port()

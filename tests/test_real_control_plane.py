@@ -23,6 +23,7 @@ from prometheus_server import requires_prometheus
 from real_loop import (
     FIGURES,
     GROUP,
+    IDLE_TIMEOUT_S,
     POLLING_INTERVAL_S,
     RealLoop,
     Workload,
@@ -52,7 +53,9 @@ def loop() -> Iterator[RealLoop]:
     """The real loop, once for the module (about 30 s to start)."""
     bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
     with real_loop(bin_dir) as started:
-        started.wait_replicas(0, 180)  # the Deployment's default replica, scaled in by KEDA
+        # each Deployment's default replica, drained and scaled in by KEDA
+        started.wait_replicas(0, 180)
+        started.wait_replicas(0, 60, name="ray-demo-gpu-inference")
         yield started
 
 
@@ -135,7 +138,7 @@ def _keda_recovered(loop: RealLoop) -> bool:
 
 @pytest.mark.parametrize("fault", ["agent", "prometheus", "scaler"])
 def test_missing_data_never_lowers_the_replicas(loop: RealLoop, seed: Workload, fault: str) -> None:
-    """Agent, Prometheus or scaler down: the replicas hold while KEDA sees it; they recover after."""
+    """Agent, Prometheus or scaler down: replicas hold while KEDA sees it; they recover after."""
     assert loop.timeline is not None
     held = loop.deployment()[0]
     assert held >= 2
@@ -250,6 +253,43 @@ def test_random_cycles_delete_only_published_victims(loop: RealLoop) -> None:
     assert not_victims == []
     assert under_task == []
     assert wrong == 0
+
+
+def test_a_lowered_max_replicas_removes_idle_pods_never_busy_ones(loop: RealLoop) -> None:
+    """4 pods (1-2 busy), maxReplicas lowered to 2: idle pods above the cap go, busy ones stay."""
+    assert loop.timeline is not None
+    loop.restart_agent_with(idleTimeoutSeconds=600)  # idle pods stay unless a cap removes them
+    try:
+        warm = loop.submit([(0.0, [1.0] * 8)])
+        warm.wait(180)
+        assert warm.count("done") == 8
+        loop.wait_replicas(4, 60)
+        held = loop.submit([(0.0, [-HOLD_S] * 2)])
+        wait_until(lambda: len(list(held.markers.iterdir())) == 2, timeout_s=60, what="held")
+        busy = held.busy_pods()
+        lowered = time.time()
+        loop.restart_agent_with(maxReplicas=2)
+        wait_until(
+            lambda: len(loop.timeline.last_agent().victims) >= 2,  # type: ignore[union-attr]
+            timeout_s=60,
+            what="victims above the cap",
+        )
+        loop.patch_scaled_object({"spec": {"maxReplicaCount": 2}})
+        loop.wait_replicas(2, 90)
+        wait_until(lambda: len(loop.kubelet.live_pods(GROUP)) == 2, timeout_s=30, what="deletions")
+        FIGURES["cap lowered 4 -> 2"] = f"{time.time() - lowered:.1f} s"
+        assert busy <= set(loop.worker_pods())
+        deleted = _deleted_since(loop, lowered)
+        assert len(deleted) == 2
+        assert all(loop.timeline.ever_victim(pod, before=at) for pod, at in deleted)
+        assert held.count("failed") == 0
+        held.release()
+        held.wait(60)
+        assert held.count("done") == 2
+    finally:
+        loop.patch_scaled_object({"spec": {"maxReplicaCount": 50}})
+        loop.restart_agent_with(idleTimeoutSeconds=IDLE_TIMEOUT_S, maxReplicas=50)
+    loop.wait_replicas(0, 180)
 
 
 def test_pod_deletion_cost_race(loop: RealLoop) -> None:

@@ -470,7 +470,11 @@ async def test_a_wrong_victim_is_counted_logged_and_freezes_the_group(
     assert len(requests_of(emulator, kmock.action.UPDATE)) == patches
     controller.unfreeze("cpu")
     assert registry.get_sample_value(schema.SCALE_DOWN_FROZEN, labels) == 0.0
-    assert outcomes(await controller.step(plan("w-2"))) == [("w-2", "victim")]
+    # unfrozen, w-2 still waits for the published w-1 to go; then it is taken
+    assert outcomes(await controller.step(plan("w-2"))) == [("w-2", "awaiting_deletion")]
+    await emulator.delete(f"/api/v1/namespaces/{NS}/pods/w-1")
+    assert await cache.wait_until(lambda: cache.get_cached("w-1") is None, 10)
+    assert outcomes(await controller.step(plan("w-2"))) == [("w-1", "deleted"), ("w-2", "victim")]
 
 
 # --- restarts ---------------------------------------------------------------------------------
@@ -612,6 +616,26 @@ def over_cap(*pods: str) -> Plan:
         "cpu", target=1, desired=1, floor=3, current=3, busy=1, new=0, removable=pods, over_cap=pods
     )
     return Plan(groups={"cpu": gp})
+
+
+async def test_no_new_candidate_is_marked_while_published_victims_wait_for_deletion(
+    emulator: VersionedEmulator,
+    synced: None,
+    cache: PodCache,
+    make_controller: Callable[..., VictimController],
+    drainer: FakeDrainer,
+) -> None:
+    """w-1 published, its pod not deleted yet: w-2 is not marked (it would tie with w-1)."""
+    controller = make_controller()
+    assert outcomes(await controller.step(plan("w-1"))) == [("w-1", "victim")]
+    before = len(calls(emulator))
+    verdicts = await controller.step(plan("w-1", "w-2"))
+    assert outcomes(verdicts) == [("w-2", "awaiting_deletion")]
+    assert len(calls(emulator)) == before and len(drainer.calls) == 1
+    await emulator.delete(f"/api/v1/namespaces/{NS}/pods/w-1")
+    await until(lambda: "w-1" not in {p.name for p in cache.pods()})
+    verdicts = await controller.step(plan("w-2"))
+    assert outcomes(verdicts) == [("w-1", "deleted"), ("w-2", "victim")]
 
 
 async def test_a_pod_above_a_cap_goes_at_once_whatever_its_idle_time(

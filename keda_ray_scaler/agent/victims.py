@@ -70,6 +70,7 @@ class Outcome(enum.StrEnum):
     NOT_OWNED = "not_owned"  # someone else owns the pod's deletion cost
     NOT_CONFIRMED = "not_confirmed"  # marks not seen, or the ranking would take another pod
     DRAIN_REJECTED = "drain_rejected"  # Ray refused the drain: cost restored
+    AWAITING_DELETION = "awaiting_deletion"  # the group's published victims are not gone yet
     VICTIM = "victim"  # drained and confirmed: published
     RESTORED = "restored"  # a stale victim mark was removed
     RESURRECTED = "resurrected"  # a victim's pod runs a new Ray node: unpublished, restored
@@ -335,10 +336,13 @@ class VictimController:
             return [Verdict(name, p, Outcome.FROZEN, "scale-down frozen") for p in candidates]
         if self._applier is not None and (refusal := self._applier.refusal(name)):
             return [Verdict(name, p, Outcome.REFUSED, refusal) for p in candidates]
+        pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
+        if waiting := self._published_not_gone(name, pods):
+            reason = f"published victims {waiting} not deleted yet"
+            return [Verdict(name, p, Outcome.AWAITING_DELETION, reason) for p in candidates]
         spec = self._cluster.group(name)
         idle_timeout_s = spec.idle_timeout_s if spec else 0.0
         by_pod = {n.pod: n for n in nodes}
-        pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
         verdicts: list[Verdict] = []
         chosen: list[PodInfo] = []
         over_cap = set(gp.over_cap)
@@ -392,6 +396,18 @@ class VictimController:
             else:
                 verdicts.append(await self._drain(name, pod, node))
         return verdicts
+
+    def _published_not_gone(self, group: str, pods: Mapping[str, PodInfo]) -> list[str]:
+        """Published victims of ``group`` whose pods still exist, when pods go by cost.
+
+        A new candidate marked with the victim cost while these wait for the scale-down ties
+        with them: the ReplicaSet, removing as many pods as were published, may take the
+        candidate (not drained, maybe about to be restored) instead of a drained victim. Seen
+        on a real control plane; so one batch at a time. Deleting by name (KubeRay) has no tie.
+        """
+        if self._applier is not None and self._applier.deletes_by_name:
+            return []
+        return sorted(p for p, (g, _) in self._victims.items() if g == group and p in pods)
 
     async def _mark(
         self, group: str, chosen: Sequence[PodInfo], busy: Sequence[PodInfo]
