@@ -75,14 +75,19 @@ def _command(name: str, parser: argparse.ArgumentParser) -> list[str]:
     return lines
 
 
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser, by name, in the order of ``keda-ray-scaler --help``."""
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def render() -> str:
     """The whole page, Markdown, ending with one newline."""
-    parser = build_parser()
     lines = [HEADER]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                lines += _command(name, sub)
+    for name, sub in subcommands().items():
+        lines += _command(name, sub)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
