@@ -167,7 +167,7 @@ def _agent_sample(at: float, text: str) -> AgentSample:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
-            if sample.name == "ray_scaler_node_info" and labels.get("group") == GROUP:
+            if sample.name == "ray_scaler_node_info":  # every group's
                 pods.add(labels["pod"])
                 if labels.get("state") == "victim":
                     victims.add(labels["pod"])
@@ -406,9 +406,7 @@ class RealLoop:
             replicas, ready_count = self.deployment(name)
             return replicas == count and (not ready or ready_count == count)
 
-        wait_until(
-            reached, timeout_s=timeout_s, what=f"{name} at {count} replicas", interval_s=0.2
-        )
+        wait_until(reached, timeout_s=timeout_s, what=f"{name} at {count} replicas", interval_s=0.2)
         return time.monotonic() - start
 
     # -- work ----------------------------------------------------------------------------------
