@@ -43,7 +43,7 @@ SEED_SHORT = 16
 SHORT_S = 20.0
 HOLD_S = 600.0  # the long tasks hold their pods until released (at most this)
 EXPECTED_PODS = 10
-FAULT_S = 10.0  # > KEDA's cooldownPeriod (10 s in the overlay): a scale to zero would show
+FAULT_S = 14.0  # > KEDA's cooldownPeriod (10 s in the overlay): a scale to zero would show
 CYCLES = 20
 RNG_SEED = int(os.environ.get("KRS_E2E_SEED", "20261123"))
 
