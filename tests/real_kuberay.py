@@ -272,6 +272,18 @@ def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
             custom=client.CustomObjectsApi(api),
             agent_port=agent_port,
             scaler_port=scaler_port,
+            scaler_args=[
+                "serve",
+                "--host=127.0.0.1",
+                f"--port={scaler_port}",
+                "--metrics-port=-1",
+                f"--tls-cert={pki / 'server.crt'}",
+                f"--tls-key={pki / 'server.key'}",
+                f"--tls-client-ca={pki / 'ca.crt'}",
+                f"--prometheus-url={prometheus.url}",
+                "--refresh-interval=1",
+                "--log-format=json",
+            ],
             agent_kubeconfig=cp.token_kubeconfig(NAMESPACE, "keda-ray-scaler-agent"),
             spec_file=overlay / "unused",
         )
