@@ -11,7 +11,9 @@
   HPA windows so that a test takes minutes; KEDA's client certificate in the Secret the
   TriggerAuthentication names;
 - the agent (authenticated with a token of its own ServiceAccount, so the Role is what is
-  tested), a real Prometheus scraping it, and the scaler serving mTLS with certificates made here.
+  tested), a real Prometheus scraping it, and the scaler installed from the Helm chart
+  (``helm upgrade --install``; its pod is faked by kwok) and run as a local process with the
+  chart Deployment's args, serving mTLS with certificates made here.
 
 :class:`Timeline` samples what the test asserts on in the background: every Deployment change
 (through a watch) and the agent's own /metrics (victims, busy pods, wrong-victim counter).
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import chart_install
 import requests
 import yaml
 from control_plane import REPO, Authority, ControlPlane, Process, spawn, wait_until
@@ -256,6 +259,7 @@ class RealLoop:
     custom: client.CustomObjectsApi
     agent_port: int
     scaler_port: int
+    scaler_args: list[str]
     agent_kubeconfig: Path
     spec_file: Path
     timeline: Timeline | None = None
@@ -315,27 +319,11 @@ class RealLoop:
             self.agent.stop()
 
     def start_scaler(self) -> None:
-        """``keda-ray-scaler serve`` over mTLS on a fixed port (KEDA's ScaledObjects name it)."""
-        pki = self.workdir / "scaler-pki"
+        """``keda-ray-scaler serve`` with the args of the chart's Deployment (installed with helm),
+        its mounted TLS files and listening flags made local: what the chart runs in a pod."""
         log = self.workdir / "logs" / "scaler.log"
         offset = log.stat().st_size if log.exists() else 0
-        self.scaler = spawn(
-            "scaler",
-            [
-                _KRS,
-                "serve",
-                "--host=127.0.0.1",
-                f"--port={self.scaler_port}",
-                "--metrics-port=-1",
-                f"--tls-cert={pki / 'server.crt'}",
-                f"--tls-key={pki / 'server.key'}",
-                f"--client-ca={pki / 'ca.crt'}",
-                f"--prometheus-url={self.prometheus.url}",
-                "--refresh-interval=1",
-                "--log-format=json",
-            ],
-            self.workdir / "logs",
-        )
+        self.scaler = spawn("scaler", [_KRS, *self.scaler_args], self.workdir / "logs")
         scaler = self.scaler
         wait_until(
             lambda: "scaler serving" in log.read_text(errors="replace")[offset:],
@@ -478,14 +466,41 @@ def _overlay(workdir: Path, scaler_port: int) -> Path:
 
 
 def _scaler_pki(workdir: Path) -> Authority:
-    """The scaler's server certificate and KEDA's client certificate, from one CA made here."""
+    """The scaler's server certificate and KEDA's client certificate, from one CA made here;
+    ``scaler-tls/`` holds the server's as its Secret's keys (tls.crt, tls.key, ca.crt)."""
     pki = workdir / "scaler-pki"
     pki.mkdir()
     ca = Authority.create("keda-ray-scaler-e2e-scaler-ca")
     ca.pair.write(pki, "ca")
-    ca.issue("keda-ray-scaler", server=True, hosts=["127.0.0.1", "localhost"]).write(pki, "server")
+    server = ca.issue("keda-ray-scaler", server=True, hosts=["127.0.0.1", "localhost"])
+    server.write(pki, "server")
     ca.issue("keda-operator", client=True).write(pki, "client")
+    tls = workdir / "scaler-tls"
+    tls.mkdir()
+    server.write(tls, "tls")
+    (tls / "ca.crt").write_bytes(ca.pair.cert)
     return ca
+
+
+#: the chart's values in the real-control-plane test: one replica, a fast refresh; the Ray
+#: cluster's TriggerAuthentication and agent RBAC come from its own kustomization
+CHART_VALUES = {"replicas": "1", "refreshIntervalSeconds": "1"}
+
+
+def _install_chart(cp: ControlPlane, workdir: Path, bin_dir: Path) -> None:
+    """``helm upgrade --install`` the scaler's chart; the server Secret made by hand (no
+    cert-manager here), as docs/getting-started.md says."""
+    tls = workdir / "scaler-tls"
+    cp.kubectl("create", "namespace", chart_install.NAMESPACE)
+    cp.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "keda-ray-scaler-tls",
+        f"--namespace={chart_install.NAMESPACE}",
+        *[f"--from-file={tls / name}" for name in ("tls.crt", "tls.key", "ca.crt")],
+    )
+    chart_install.install(str(bin_dir / "bin" / "helm"), cp.admin_kubeconfig, CHART_VALUES)
 
 
 @contextlib.contextmanager
@@ -510,6 +525,7 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
         stack.enter_context(kubelet)
         scaler_port, agent_port = free_port(), free_port()
         _scaler_pki(workdir)
+        _install_chart(cp, workdir, bin_dir)
         overlay = _overlay(workdir, scaler_port)
         cp.kubectl("create", "namespace", NAMESPACE)
         pki = workdir / "scaler-pki"
@@ -540,6 +556,13 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
             custom=client.CustomObjectsApi(api),
             agent_port=agent_port,
             scaler_port=scaler_port,
+            scaler_args=chart_install.local_serve_args(
+                str(bin_dir / "bin" / "helm"),
+                CHART_VALUES,
+                tls_dir=workdir / "scaler-tls",
+                prometheus_url=prometheus.url,
+                port=scaler_port,
+            ),
             agent_kubeconfig=cp.token_kubeconfig(NAMESPACE, "keda-ray-scaler-agent"),
             spec_file=overlay / "cluster.yaml",
         )

@@ -3,7 +3,9 @@
 Each poll:
 
 1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`);
-2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`);
+2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`), and
+   export a rise of a pending task shape, or of a node's use, only once two polls agree
+   (:mod:`~keda_ray_scaler.agent.demand_filter`: Ray's raylet reports race);
 3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
    Ray node is already gone is added with its group's pod shape), and, when a pod cache is
    wired, active pods of a known group that have no Ray node yet are added as ``PENDING`` with
@@ -30,12 +32,14 @@ from typing import Protocol
 import structlog
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.demand_filter import confirm_rises, confirm_use
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
+    Demand,
     NodeStatus,
     Plan,
     PlanningInput,
@@ -146,6 +150,8 @@ class AgentLoop:
             PlanningInput(cluster), snapshot_time_s=0.0, success=False
         )
         self._ray_nodes: tuple[WorkerNode, ...] = ()
+        self._previous_demand: Demand | None = None  # the last poll's raw demand
+        self._previous_nodes: Sequence[WorkerNode] | None = None  # and its raw nodes
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
         self._log = log.bind(cluster=cluster.name)
@@ -171,7 +177,9 @@ class AgentLoop:
             self._collector.publish(self._last)
             self._log.warning("ray poll failed", error=str(exc))
             return self._last
-        demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
+        raw, merged = bound_shapes(state.demand, self._settings.max_shapes)
+        demand = confirm_rises(self._previous_demand, raw)
+        self._previous_demand = raw
         if merged:
             self._metrics.shapes_merged.inc(merged)
             self._log.warning("demand shapes merged", merged=merged)
@@ -181,7 +189,9 @@ class AgentLoop:
         victims = self._victims.victims() if self._victims is not None else {}
         pods = self._pods() if self._pods is not None else None
         self._track_gone(pods, state.nodes)
-        nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone)
+        raw_nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone)
+        previous_nodes, self._previous_nodes = self._previous_nodes, raw_nodes
+        nodes = confirm_use(previous_nodes, raw_nodes)
         inp = PlanningInput(self._cluster, demand, nodes)
         self._publish(inp, started)
         if self._settings.scale_down and self._victims is not None and self._planner:
@@ -192,7 +202,7 @@ class AgentLoop:
             after = self._victims.victims()
             if after != victims:
                 again = complete_nodes_again(inp, state, after, self._gone)
-                self._publish(replace(inp, nodes=again), started)
+                self._publish(replace(inp, nodes=confirm_use(previous_nodes, again)), started)
         self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
         return self._last
 
