@@ -1,4 +1,5 @@
 # keda-ray-scaler: every target runs inside .venv (made by `make install`).
+SHELL   := /bin/bash
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
@@ -32,8 +33,10 @@ test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus
 e2e-build: ## build (or find cached) the real-control-plane test's binaries; prints build times
 	bash e2e/build.sh >/dev/null
 
-e2e-local: install e2e-build ## the real-control-plane test alone; ends with one "e2e-local:" line
-	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q tests/test_real_control_plane.py $(PYTEST_ARGS)
+e2e-local: install e2e-build ## the real-control-plane tests alone; end with their "e2e-local:" and "e2e-kuberay:" lines
+	@log=$$(mktemp); KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q \
+	  tests/test_real_control_plane.py tests/test_real_kuberay.py $(PYTEST_ARGS) | tee $$log; \
+	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(kuberay|local):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench
