@@ -19,6 +19,7 @@ RayWorkerGroup CRD installed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -195,6 +196,21 @@ class KubeRayLoop:
             if c["type"] == type_:
                 return dict(c)
         return {}
+
+    def operator_deletions(self) -> tuple[set[str], set[str]]:
+        """From KubeRay's own log: pods it deleted because ``workersToDelete`` named them, and
+        pods it deleted at random (more pods than replicas)."""
+        named: set[str] = set()
+        randomly: set[str] = set()
+        for line in self.operator.log.read_text(errors="replace").splitlines():
+            fields = line.split("\t")
+            if len(fields) < 5:
+                continue
+            if fields[3] == "Deleting pod":
+                named.add(json.loads(fields[4])["name"])
+            elif fields[3] == "Randomly deleting Pod":
+                randomly.add(json.loads(fields[4])["with name"])
+        return named, randomly
 
     def wait_pods(self, count: int, timeout_s: float) -> float:
         """Wait until the group has ``count`` Running pods with a raylet; the time it took."""

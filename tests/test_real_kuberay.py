@@ -156,7 +156,8 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
         editor.stop()
     wait_until(lambda: loop.kubelet.live_pods(GROUP) == busy, timeout_s=30, what="deletions seen")
     deleted = _deleted_since(loop, 0.0)
-    not_named = [pod for pod, _ in deleted if pod not in recorder.named]
+    named, randomly = loop.operator_deletions()
+    not_named = [pod for pod, _ in deleted if pod not in named]
     FIGURES["non-victim pods deleted"] = str(len(not_named))
     FIGURES["conflicts re-decided"] = (
         f"{_agent_counter(loop, 'ray_scaler_kuberay_conflicts_total'):g}"
@@ -166,7 +167,7 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
     # asks one pod more (seen once in three runs): count against the most pods there were.
     FIGURES["most pods"] = str(recorder.max_replicas)
     assert len(deleted) == recorder.max_replicas - len(busy)
-    assert not_named == []
+    assert not_named == [] and randomly == set()
     for pod, at in deleted:
         assert pod not in busy
         assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
@@ -191,8 +192,10 @@ def test_held_tasks_end_and_the_group_goes_to_zero(
     released = time.monotonic()
     loop.wait_pods(0, 180)
     FIGURES["to zero after the last task"] = f"{time.monotonic() - released:.1f} s"
+    named, randomly = loop.operator_deletions()
+    assert randomly == set()
     for pod, _ in _deleted_since(loop, 0.0):
-        assert pod in recorder.named, f"{pod} deleted without being named"
+        assert pod in named, f"{pod} deleted by KubeRay without being named"
 
 
 def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:
