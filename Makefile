@@ -28,7 +28,7 @@ deps-debian: ## Debian packages the tests need: a real Prometheus server (and pr
 	  exit $$rc; }
 
 test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane and KEDA
-	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q $(PYTEST_ARGS)
+	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q --durations=25 $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the real-control-plane test's binaries; prints build times
 	bash e2e/build.sh >/dev/null

@@ -50,7 +50,10 @@ def test_quick_mode_runs_existing_modules_and_lowers_known_constants() -> None:
 def test_make_bench_quick_runs_the_quick_mode() -> None:
     """``make bench-quick`` runs ``python -m bench --quick``."""
     done = subprocess.run(
-        ["make", "-n", "-o", "install", "bench-quick"], cwd=ROOT, capture_output=True, text=True
+        ["make", "--no-print-directory", "-n", "-o", "install", "bench-quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("python -m bench --quick")
@@ -59,7 +62,11 @@ def test_make_bench_quick_runs_the_quick_mode() -> None:
 def test_debian_install_brings_no_recommends_and_starts_no_service() -> None:
     """The Debian step: no recommends; service starts refused; the unit disabled under systemd."""
     done = subprocess.run(
-        ["make", "-n", "deps-debian"], cwd=ROOT, capture_output=True, text=True, timeout=30
+        ["make", "--no-print-directory", "-n", "deps-debian"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     recipe = done.stdout
     assert "apt-get install -y -qq --no-install-recommends prometheus shellcheck" in recipe
