@@ -1,8 +1,10 @@
 """The pod cache and annotation patches against a Kubernetes API emulator.
 
-No real API server can run here (no container runtime, no etcd), so these tests serve kmock's
-``KubernetesEmulator`` on 127.0.0.1 and point a real ``kubernetes`` ApiClient at it: every read,
-watch and patch crosses HTTP as it would in a cluster. kmock keeps objects and streams watch
+A stand-in for the API server, kept for what a real one will not do on cue: a 409 at a chosen
+write, a change behind a watch's back, a failing call. (The pod cache, the patches and the agent's
+Role run against a real kube-apiserver in tests/test_real_control_plane.py.) These tests serve
+kmock's ``KubernetesEmulator`` on 127.0.0.1 and point a real ``kubernetes`` ApiClient at it: every
+read, watch and patch crosses HTTP as it would in a cluster. kmock keeps objects and streams watch
 events but knows nothing of resourceVersion, so :class:`VersionedEmulator` adds what the real API
 server does with it: a new version on every write, served in lists, and 409 Conflict for a merge
 patch whose ``metadata.resourceVersion`` is not the current one.
