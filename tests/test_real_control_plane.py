@@ -84,9 +84,13 @@ def test_seed_example_scales_the_deployment_to_exactly_ten(loop: RealLoop, seed:
     """20 pending {CPU: 5} tasks on 10-CPU pods: KEDA's HPA takes the Deployment to 10 Ready."""
     loop.wait_replicas(EXPECTED_PODS, 300)
     assert loop.timeline is not None
-    ready_at = min(
-        s.at for s in loop.timeline.replicas(since=seed.submitted_at) if s.ready == EXPECTED_PODS
-    )
+    timeline = loop.timeline
+
+    def first_ready() -> float | None:  # the watch may deliver it a moment after the read
+        samples = timeline.replicas(since=seed.submitted_at)
+        return min((s.at for s in samples if s.ready == EXPECTED_PODS), default=None)
+
+    ready_at = wait_until(first_ready, timeout_s=15, what="the watch to show 10 Ready")
     FIGURES["seed: 10 Ready pods after"] = f"{ready_at - seed.submitted_at:.1f} s"
     wait_until(
         lambda: len(loop.kubelet.running_pods(GROUP)) == EXPECTED_PODS,

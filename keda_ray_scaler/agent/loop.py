@@ -3,9 +3,7 @@
 Each poll:
 
 1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`);
-2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`), and
-   export a rise of a pending task shape, or of a node's use, only once two polls agree
-   (:mod:`~keda_ray_scaler.agent.demand_filter`: Ray's raylet reports race);
+2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`);
 3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
    Ray node is already gone is added with its group's pod shape), and, when a pod cache is
    wired, active pods of a known group that have no Ray node yet are added as ``PENDING`` with
@@ -14,6 +12,8 @@ Each poll:
    that outlives its pod for a few seconds must not hold the scaler's floor one pod high (the
    HPA would create a replacement). A Ray node whose pod was never seen is kept, so a wrong
    label selector can never make busy pods disappear;
+   a rise of a pod's use is exported once two polls agree
+   (:func:`~keda_ray_scaler.agent.demand_filter.confirm_use`: Ray's reports race);
 4. publish the snapshot (``success=1``, time = now) to the exporter;
 5. unless scale-down is off, plan and hand the plan to the victim controller, then publish
    again so newly confirmed victims show at once.
@@ -32,14 +32,13 @@ from typing import Protocol
 import structlog
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.demand_filter import confirm_rises, confirm_use
+from keda_ray_scaler.agent.demand_filter import confirm_use
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
-    Demand,
     NodeStatus,
     Plan,
     PlanningInput,
@@ -150,7 +149,6 @@ class AgentLoop:
             PlanningInput(cluster), snapshot_time_s=0.0, success=False
         )
         self._ray_nodes: tuple[WorkerNode, ...] = ()
-        self._previous_demand: Demand | None = None  # the last poll's raw demand
         self._previous_nodes: Sequence[WorkerNode] | None = None  # and its raw nodes
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
@@ -177,9 +175,7 @@ class AgentLoop:
             self._collector.publish(self._last)
             self._log.warning("ray poll failed", error=str(exc))
             return self._last
-        raw, merged = bound_shapes(state.demand, self._settings.max_shapes)
-        demand = confirm_rises(self._previous_demand, raw)
-        self._previous_demand = raw
+        demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
         if merged:
             self._metrics.shapes_merged.inc(merged)
             self._log.warning("demand shapes merged", merged=merged)
