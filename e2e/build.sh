@@ -7,7 +7,8 @@
 #
 #   controlplane   etcd + kube-apiserver + kube-controller-manager + kube-scheduler (k8s.io/kubernetes)
 #   kwok           fake nodes and pod status (sigs.k8s.io/kwok), kwok-stages/ its stage configs
-#   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs
+#   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs,
+#                  keda-reference/ its externalscaler.proto and CRDs (for the compatibility tests)
 #   helm           the Helm CLI (helm.sh/helm/v3), for the chart's tests (tests/test_chart.py)
 #   kuberay        the KubeRay operator (github.com/ray-project/kuberay/ray-operator), kuberay-crds/
 #
@@ -91,6 +92,11 @@ build_keda() {
   (cd "$src" && go build -ldflags "$ldflags" -o "$1/bin/keda-operator" ./cmd/operator &&
     go build -ldflags "$ldflags" -o "$1/bin/keda-adapter" ./cmd/adapter)
   cp -r "$src/config/crd/bases" "$1/keda-crds"
+  # KEDA's proto and CRDs as one reference directory (the layout of ../shared/keda), for the
+  # compatibility tests where that copy is absent
+  mkdir -p "$1/keda-reference"
+  cp "$src/pkg/scalers/externalscaler/externalscaler.proto" "$1/keda-reference/"
+  cp -r "$src/config/crd/bases" "$1/keda-reference/crds"
 }
 
 build_helm() {
@@ -138,6 +144,7 @@ if [[ ! -d "$out" ]]; then
   done
   ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"
   ln -s "$keda/keda-crds" "$out.partial/keda-crds"
+  ln -s "$keda/keda-reference" "$out.partial/keda-reference"
   ln -s "$kuberay/kuberay-crds" "$out.partial/kuberay-crds"
   mv "$out.partial" "$out"
 fi

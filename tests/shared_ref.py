@@ -1,8 +1,10 @@
-"""The reference copies in ``../shared`` (KEDA's proto and CRDs): skip where absent, fail in CI.
+"""KEDA's proto and CRDs for the compatibility tests: skip where absent, fail in CI.
 
-A developer's checkout may lack ``../shared``; there the tests that read it skip with a reason
-(shown by ``-rs``). CI sets ``KRS_REQUIRE_SHARED=1`` (``.ci/run``): a missing copy fails there,
-so the KEDA-compatibility checks can never pass by being skipped.
+They are read from ``../shared/keda`` when that reference copy exists, else from
+``keda-reference/`` of the real-control-plane build (``e2e/build.sh``: the same files from the
+pinned KEDA module), whose directory ``make test`` passes as ``KRS_E2E_BIN``. Where neither is
+there the tests skip with a reason (shown by ``-rs``). CI sets ``KRS_REQUIRE_SHARED=1``
+(``.ci/run``): a missing copy fails there, so the checks can never pass by being skipped.
 """
 
 from __future__ import annotations
@@ -14,8 +16,17 @@ from typing import NoReturn
 import pytest
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-KEDA = SHARED / "keda"
 REQUIRE_ENV = "KRS_REQUIRE_SHARED"
+
+
+def _keda_reference() -> Path:
+    """``../shared/keda`` if present, else the build's copy from the KEDA module, if any."""
+    shared = SHARED / "keda"
+    built = Path(os.environ.get("KRS_E2E_BIN", "/nonexistent")) / "keda-reference"
+    return built if not shared.is_dir() and built.is_dir() else shared
+
+
+KEDA = _keda_reference()
 
 
 def missing(what: str, path: Path) -> NoReturn:
