@@ -84,6 +84,7 @@ def main() -> None:
     from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
 
     from keda_ray_scaler import schema
+    from keda_ray_scaler.agent.demand_filter import Poll, confirm_use
     from keda_ray_scaler.agent.exporter import SnapshotCollector
     from keda_ray_scaler.agent.loop import complete_nodes
     from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
@@ -111,6 +112,13 @@ def main() -> None:
     t_parse, state = cpu_ms(lambda: parse_status(reply, spec))
     t_bound, (demand, merged) = cpu_ms(lambda: bound_shapes(state.demand, SHAPES))
     t_nodes, nodes = cpu_ms(lambda: complete_nodes(spec, state.nodes, {}, None))
+    # The use window at the 5 s default interval holds 2 earlier polls: all the same as now
+    # (steady), or every node free in both (every busy node's use is a rise: worst case).
+    steady = [Poll(float(t), {n.pod: n.available for n in nodes}) for t in (0, 5)]
+    risen = [Poll(float(t), {n.pod: n.total for n in nodes}) for t in (0, 5)]
+    t_steady, _ = cpu_ms(lambda: confirm_use(steady, nodes))
+    t_risen, _ = cpu_ms(lambda: confirm_use(risen, nodes))
+    busy = sum(1 for n in nodes if n.available != n.total)
     snapshot = schema.ClusterSnapshot(PlanningInput(spec, demand, nodes), time.time(), True)
     registry = CollectorRegistry()
     collector = SnapshotCollector(registry)
@@ -120,12 +128,14 @@ def main() -> None:
     demand_series = len(demand.bundles) + len(demand.constraints) + len(demand.placement_groups)
     big = parse_status(wire_of(synthetic_reply(nodes=0, shapes=1_000 + PLACEMENT_GROUPS)), spec)
     t_overflow, (_, overflow_merged) = cpu_ms(lambda: bound_shapes(big.demand, SHAPES))
-    total = t_wire + t_parse + t_bound + t_nodes + t_encode
+    total = t_wire + t_parse + t_bound + t_nodes + t_risen + t_encode
     print(f"reply: {len(raw) / 1024:.0f} KiB protobuf, {NODES} nodes, {demand_series} shapes")
     print(f"  protobuf parse       {t_wire:8.2f} ms CPU")
     print(f"  state -> model       {t_parse:8.2f} ms CPU")
     print(f"  bound shapes         {t_bound:8.2f} ms CPU  (merged {merged})")
     print(f"  complete nodes       {t_nodes:8.2f} ms CPU")
+    print(f"  confirm use, rises   {t_risen:8.2f} ms CPU  ({busy} busy nodes, 2 earlier polls)")
+    print(f"  confirm use, steady  {t_steady:8.2f} ms CPU")
     print(f"  encode snapshot      {t_encode:8.2f} ms CPU")
     print(f"one poll, state -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
     print(f"one scrape, render /metrics: {t_render:.1f} ms CPU")

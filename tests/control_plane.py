@@ -230,13 +230,23 @@ class Process:
 
     def stop(self, grace_s: float = _STOP_GRACE_S) -> None:
         """SIGTERM by PID, wait up to ``grace_s`` for it to exit, then SIGKILL."""
+        self.terminate()
+        self.finish(time.monotonic() + grace_s)
+
+    def terminate(self) -> None:
+        """SIGTERM by PID, if it still runs."""
         if self.popen.poll() is None:
-            os.kill(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(grace_s)
-            except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, signal.SIGTERM)
+
+    def finish(self, deadline: float) -> None:
+        """Wait for the exit until ``deadline`` (monotonic), then SIGKILL."""
+        try:
+            self.popen.wait(max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(10)
+            self.popen.wait(10)
 
 
 def spawn(
@@ -637,9 +647,14 @@ class ControlPlane:
     # -- stop ----------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop every process in reverse start order, each by its PID."""
-        for process in reversed(list(self.processes.values())):
-            process.stop()
+        """Stop every process by its PID: SIGTERM to all (newest first), one shared grace
+        period, then SIGKILL to what is left (the state lives in a temporary directory)."""
+        processes = list(reversed(self.processes.values()))
+        for process in processes:
+            process.terminate()
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for process in processes:
+            process.finish(deadline)
         self.processes.clear()
 
     # -- kubectl -------------------------------------------------------------------------------

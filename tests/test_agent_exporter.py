@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -522,6 +523,33 @@ async def test_new_victims_are_published_in_the_same_poll() -> None:
     assert [(n.pod, n.status) for n in snap.input.nodes] == [("ray-cpu-a", NodeStatus.VICTIM)]
     labels = {"cluster": "demo", "pod": "ray-cpu-a", "group": "cpu", "node_id": "ab" * 28}
     assert registry.get_sample_value(schema.NODE_INFO, {**labels, "state": "victim"}) == 1.0
+
+
+async def test_a_rise_of_use_is_exported_once_it_lasted_the_window_victims_see_it_at_once() -> None:
+    """Ray counts a task used and still pending while its worker starts (demand_filter): the
+    export holds a rise of use back for ``use_window_s``; the victim plan sees Ray as read."""
+    node_id = "ab" * 28
+    free = WorkerNode("ray-cpu-a", "cpu", r(CPU=10), r(CPU=10), node_id=node_id)
+    busy = replace(free, available=r(CPU=0))
+    reader = FakeReader(*(RayState(Demand(), (n,)) for n in (free, busy, busy, busy)))
+    clock, victims = FakeClock(), FakeVictims(after={})
+    loop, _ = make_loop(reader, victims, clock, use_window_s=10.0)
+
+    def exported() -> Resources:
+        return loop.snapshot.input.nodes[0].available
+
+    await loop.poll_once()  # t = 0 s: free
+    clock.t += 5.0
+    await loop.poll_once()  # t = 5 s: busy in Ray; the t = 0 s poll is inside the window
+    assert exported() == r(CPU=10)
+    assert victims.plans[-1].groups["cpu"].busy == 1  # the victim plan: busy, not removable
+    assert victims.plans[-1].groups["cpu"].removable == ()
+    clock.t += 5.0
+    await loop.poll_once()  # t = 10 s: the free poll is still 10 s old, inside the window
+    assert exported() == r(CPU=10)
+    clock.t += 1.0
+    await loop.poll_once()  # t = 11 s: every poll of the window saw it busy
+    assert exported() == r(CPU=0)
 
 
 async def test_no_scale_down_never_runs_the_victim_protocol() -> None:

@@ -63,6 +63,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=200,
         help="at most this many demand series; more are merged upward and counted (200)",
     )
+    g.add_argument(
+        "--use-window",
+        type=float,
+        default=10.0,
+        help="seconds a rise of a pod's resource use must last before it is exported: Ray "
+        "counts a task both used and pending while its worker starts; 0 = as read (10)",
+    )
     g = p.add_argument_group("metrics")
     g.add_argument("--host", default="0.0.0.0", help="/metrics bind address (all)")
     g.add_argument("--port", type=int, default=8080, help="/metrics port (8080)")
@@ -109,6 +116,7 @@ def validate(args: argparse.Namespace) -> None:
     """Flag values a parser type cannot check; raises :class:`ConfigError` naming the flag."""
     _check(args.interval > 0, "--interval", f"must be > 0, got {args.interval:g}")
     _check(args.ray_timeout > 0, "--ray-timeout", f"must be > 0, got {args.ray_timeout:g}")
+    _check(args.use_window >= 0, "--use-window", f"must be >= 0, got {args.use_window:g}")
     _check(args.max_shapes >= 3, "--max-shapes", f"must be >= 3, got {args.max_shapes}")
     _check(0 <= args.port <= 65535, "--port", f"must be 0..65535, got {args.port}")
     _check(args.settle_delay >= 0, "--settle-delay", f"must be >= 0, got {args.settle_delay:g}")
@@ -283,6 +291,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
             interval_s=args.interval,
             max_shapes=args.max_shapes,
             scale_down=not args.no_scale_down,
+            use_window_s=args.use_window,
         ),
         planner=plan,
         victims=victims,
