@@ -84,7 +84,7 @@ def main() -> None:
     from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
 
     from keda_ray_scaler import schema
-    from keda_ray_scaler.agent.demand_filter import Poll, confirm_use
+    from keda_ray_scaler.agent.demand_filter import double_counted, poll_of, without
     from keda_ray_scaler.agent.exporter import SnapshotCollector
     from keda_ray_scaler.agent.loop import complete_nodes
     from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
@@ -112,12 +112,16 @@ def main() -> None:
     t_parse, state = cpu_ms(lambda: parse_status(reply, spec))
     t_bound, (demand, merged) = cpu_ms(lambda: bound_shapes(state.demand, SHAPES))
     t_nodes, nodes = cpu_ms(lambda: complete_nodes(spec, state.nodes, {}, None))
-    # The use window at the 5 s default interval holds 2 earlier polls: all the same as now
-    # (steady), or every node free in both (every busy node's use is a rise: worst case).
-    steady = [Poll(float(t), {n.pod: n.available for n in nodes}) for t in (0, 5)]
-    risen = [Poll(float(t), {n.pod: n.total for n in nodes}) for t in (0, 5)]
-    t_steady, _ = cpu_ms(lambda: confirm_use(steady, nodes))
-    t_risen, _ = cpu_ms(lambda: confirm_use(risen, nodes))
+    # The double-count filter at the 5 s default interval (10 s window: 2 earlier polls): every
+    # pod idle in both (every busy pod's use new: worst case), or all as now (steady).
+    idle = [poll_of(float(t), (), demand) for t in (0, 5)]
+    steady = [poll_of(float(t), nodes, demand) for t in (0, 5)]
+
+    def filtered(earlier: list[Any]) -> Any:
+        return without(demand, double_counted(earlier, poll_of(10.0, nodes, demand)))
+
+    t_risen, _ = cpu_ms(lambda: filtered(idle))
+    t_steady, _ = cpu_ms(lambda: filtered(steady))
     busy = sum(1 for n in nodes if n.available != n.total)
     snapshot = schema.ClusterSnapshot(PlanningInput(spec, demand, nodes), time.time(), True)
     registry = CollectorRegistry()
@@ -134,8 +138,8 @@ def main() -> None:
     print(f"  state -> model       {t_parse:8.2f} ms CPU")
     print(f"  bound shapes         {t_bound:8.2f} ms CPU  (merged {merged})")
     print(f"  complete nodes       {t_nodes:8.2f} ms CPU")
-    print(f"  confirm use, rises   {t_risen:8.2f} ms CPU  ({busy} busy nodes, 2 earlier polls)")
-    print(f"  confirm use, steady  {t_steady:8.2f} ms CPU")
+    print(f"  double count, rises  {t_risen:8.2f} ms CPU  ({busy} busy nodes, 2 earlier polls)")
+    print(f"  double count, steady {t_steady:8.2f} ms CPU")
     print(f"  encode snapshot      {t_encode:8.2f} ms CPU")
     print(f"one poll, state -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
     print(f"one scrape, render /metrics: {t_render:.1f} ms CPU")

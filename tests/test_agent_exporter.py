@@ -525,31 +525,30 @@ async def test_new_victims_are_published_in_the_same_poll() -> None:
     assert registry.get_sample_value(schema.NODE_INFO, {**labels, "state": "victim"}) == 1.0
 
 
-async def test_a_rise_of_use_is_exported_once_it_lasted_the_window_victims_see_it_at_once() -> None:
+async def test_a_task_counted_running_and_pending_is_left_out_of_the_export_only() -> None:
     """Ray counts a task used and still pending while its worker starts (demand_filter): the
-    export holds a rise of use back for ``use_window_s``; the victim plan sees Ray as read."""
+    export leaves it out of the demand; the victim plan gets Ray's demand as read."""
     node_id = "ab" * 28
     free = WorkerNode("ray-cpu-a", "cpu", r(CPU=10), r(CPU=10), node_id=node_id)
     busy = replace(free, available=r(CPU=0))
-    reader = FakeReader(*(RayState(Demand(), (n,)) for n in (free, busy, busy, busy)))
+    two = Demand(bundles=(Bundle(r(CPU=5), 2),))
+    states = [RayState(two, (free,)), RayState(two, (busy,)), RayState(two, (busy,))]
     clock, victims = FakeClock(), FakeVictims(after={})
-    loop, _ = make_loop(reader, victims, clock, use_window_s=10.0)
+    loop, registry = make_loop(FakeReader(*states), victims, clock, use_window_s=10.0)
 
-    def exported() -> Resources:
-        return loop.snapshot.input.nodes[0].available
+    def exported() -> int:
+        return total_count(loop.snapshot.input.demand.bundles)
 
-    await loop.poll_once()  # t = 0 s: free
+    await loop.poll_once()  # t = 0 s: 2 pending, pod free
     clock.t += 5.0
-    await loop.poll_once()  # t = 5 s: busy in Ray; the t = 0 s poll is inside the window
-    assert exported() == r(CPU=10)
-    assert victims.plans[-1].groups["cpu"].busy == 1  # the victim plan: busy, not removable
-    assert victims.plans[-1].groups["cpu"].removable == ()
-    clock.t += 5.0
-    await loop.poll_once()  # t = 10 s: the free poll is still 10 s old, inside the window
-    assert exported() == r(CPU=10)
-    clock.t += 1.0
-    await loop.poll_once()  # t = 11 s: every poll of the window saw it busy
-    assert exported() == r(CPU=0)
+    await loop.poll_once()  # t = 5 s: the pod took 10 CPUs, pending still says 2
+    assert exported() == 0
+    assert value(registry, "ray_scaler_agent_double_counted_bundles") == 2.0
+    assert victims.plans[-1].groups["cpu"].new == 1  # planned on the 2 pending tasks as read
+    clock.t += 6.0
+    await loop.poll_once()  # t = 11 s: the rise lasted the window: the 2 tasks are believed
+    assert exported() == 2
+    assert value(registry, "ray_scaler_agent_double_counted_bundles") == 0.0
 
 
 async def test_no_scale_down_never_runs_the_victim_protocol() -> None:

@@ -1,67 +1,125 @@
-"""A rise of a node's use is exported once it has lasted the window (Ray's reports race)."""
+"""Tasks Ray counts both running and pending while they start are left out of the demand.
+
+The cases are the polls recorded in the local demo (20 x {CPU: 5} on 10-CPU pods).
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from keda_ray_scaler.agent.demand_filter import Poll, UseHistory, confirm_use
-from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
+from keda_ray_scaler.agent.demand_filter import (
+    Poll,
+    UseHistory,
+    double_counted,
+    poll_of,
+    without,
+)
+from keda_ray_scaler.model import (
+    Bundle,
+    Demand,
+    NodeStatus,
+    PlacementGroup,
+    Resources,
+    Strategy,
+    WorkerNode,
+)
+
+TASK = Resources.of(CPU=5)
 
 
-def node(pod: str, *, free: int, status: NodeStatus = NodeStatus.RUNNING) -> WorkerNode:
-    """A 10-CPU pod with ``free`` CPUs available."""
-    return WorkerNode(pod, "cpu", Resources.of(CPU=10), Resources.of(CPU=free), status=status)
+def node(pod: str, *, used: int, status: NodeStatus = NodeStatus.RUNNING) -> WorkerNode:
+    """A 10-CPU pod with ``used`` CPUs in use."""
+    return WorkerNode(pod, "cpu", Resources.of(CPU=10), Resources.of(CPU=10 - used), status=status)
 
 
-def poll(at_s: float, *nodes: WorkerNode) -> Poll:
-    return Poll(at_s, {n.pod: n.available for n in nodes})
+def tasks(n: int) -> Demand:
+    return Demand(bundles=(Bundle(TASK, n),) if n else ())
 
 
-def test_use_ahead_of_the_pending_report_shows_as_free() -> None:
-    """The demo's 21 tasks: a pod pending a poll ago, fully used now, counts as free."""
-    earlier = [poll(0.0, node("a", free=10, status=NodeStatus.PENDING))]
-    assert confirm_use(earlier, [node("a", free=0)]) == (node("a", free=10),)
+def at(t: float, pending: int, **used: int) -> Poll:
+    return poll_of(t, [node(p, used=u) for p, u in used.items()], tasks(pending))
 
 
-def test_use_shows_only_once_every_poll_of_the_window_had_it() -> None:
-    """Used on two polls but free on a third inside the window: still held back."""
-    earlier = [poll(0.0, node("a", free=10)), poll(1.0, node("a", free=0))]
-    assert confirm_use(earlier, [node("a", free=0)]) == (node("a", free=10),)
-    assert confirm_use(earlier[1:], [node("a", free=0)]) == (node("a", free=0),)
+def exported(earlier: list[Poll], now: Poll, pending: int) -> int:
+    out, _ = without(tasks(pending), double_counted(earlier, now))
+    return sum(b.count for b in out.bundles)
 
 
-def test_the_largest_free_amount_of_the_window_is_taken_per_resource() -> None:
-    """5 CPUs free then, 2 now: 5 exported; never above the pod's total."""
-    earlier = [poll(0.0, node("a", free=5))]
-    assert confirm_use(earlier, [node("a", free=2)]) == (node("a", free=5),)
+def test_use_the_pending_demand_did_not_pay_for_is_a_double_count() -> None:
+    """Recorded: 18 pending + 2 on a, then 17 pending + 2 on a + 2 on b: 21 of 20 tasks."""
+    earlier = [at(0.0, 18, a=10), at(1.0, 18, a=10)]
+    assert exported(earlier, at(2.0, 17, a=10, b=10), 17) == 16
 
 
-def test_freed_resources_show_at_once() -> None:
-    """A fall of use (a task ended) passes at once."""
-    assert confirm_use([poll(0.0, node("a", free=0))], [node("a", free=10)]) == (
-        node("a", free=10),
+def test_a_bounce_of_pending_back_to_its_peak_is_taken_out() -> None:
+    """Recorded: 20 pending, 18 with 2 running, then 20 again with the 2 still running."""
+    earlier = [at(0.0, 20), at(1.0, 18, a=10)]
+    assert exported(earlier, at(2.0, 20, a=10), 20) == 18
+
+
+def test_use_that_pending_demand_paid_for_shows_at_once() -> None:
+    """The HPA's rate limit (1 -> 5 pods): 10 tasks start as pending falls 20 -> 10; the 10
+    left are real (hiding the 5 pods' use left the real loop at 5 pods for 14 s)."""
+    earlier = [at(0.0, 20)]
+    now = at(1.0, 10, a=10, b=10, c=10, d=10, e=10)
+    assert double_counted(earlier, now) == Resources()
+    assert exported(earlier, now, 10) == 10
+
+
+def test_new_demand_with_nothing_starting_passes_at_once() -> None:
+    """A new wave while every pod's use is unchanged: as read."""
+    earlier = [at(0.0, 0, a=10)]
+    assert exported(earlier, at(1.0, 8, a=10), 8) == 8
+
+
+def test_use_held_over_the_whole_window_is_believed() -> None:
+    """A rise the pending demand never explained stops counting once it lasted the window."""
+    history = UseHistory(window_s=2.0)
+    history.record(at(0.0, 4))
+    history.record(at(1.0, 4, a=10))
+    assert exported(list(history.earlier(1.5)), at(1.5, 4, a=10), 4) == 2
+    history.record(at(1.5, 4, a=10))
+    assert exported(list(history.earlier(3.5)), at(3.5, 4, a=10), 4) == 4
+
+
+def test_a_placement_group_leaving_pending_explains_its_reservation() -> None:
+    """A gang reserves its bundles on pods as it leaves pending: no task is taken out."""
+    gang = PlacementGroup(Strategy.PACK, (Resources.of(CPU=10),))
+    before = poll_of(
+        0.0, [node("a", used=0)], Demand(bundles=(Bundle(TASK, 2),), placement_groups=(gang,))
     )
+    now = poll_of(1.0, [node("a", used=10)], tasks(2))
+    assert double_counted([before], now) == Resources()
 
 
-def test_a_pod_absent_from_an_earlier_poll_counts_as_free_there() -> None:
-    """A node that joined after an earlier poll: its use is new, held back like any rise."""
-    earlier = [poll(0.0, node("b", free=10))]
-    assert confirm_use(earlier, [node("a", free=0)]) == (node("a", free=10),)
+def test_only_whole_bundles_that_fit_are_removed_largest_first() -> None:
+    """7 CPUs of double count: one {CPU: 5} goes, never a part; {CPU: 1} fill the rest."""
+    demand = Demand(bundles=(Bundle(Resources.of(CPU=1), 3), Bundle(TASK, 2)))
+    out, removed = without(demand, Resources.of(CPU=7))
+    assert removed == 3
+    assert out.bundles == (Bundle(Resources.of(CPU=1), 1), Bundle(TASK, 1))
 
 
-def test_without_earlier_polls_nodes_pass_as_read() -> None:
-    """The agent's first poll: nothing to compare with."""
-    assert confirm_use([], [node("a", free=0)]) == (node("a", free=0),)
+def test_a_pod_absent_or_pending_before_had_no_use() -> None:
+    """A pod that joined in the window: all of its use is new."""
+    pending_pod = poll_of(0.0, [node("a", used=0, status=NodeStatus.PENDING)], tasks(4))
+    assert double_counted([pending_pod], at(1.0, 4, a=10)) == Resources.of(CPU=10)
+    assert double_counted([at(0.0, 4)], at(1.0, 4, a=10)) == Resources.of(CPU=10)
+
+
+def test_without_earlier_polls_nothing_is_taken_out() -> None:
+    """The agent's first poll."""
+    assert double_counted([], at(0.0, 4, a=10)) == Resources()
 
 
 def test_the_history_keeps_only_the_window() -> None:
     """Polls older than the window are forgotten; a zero window keeps none."""
     history = UseHistory(window_s=2.0)
     for t in (0.0, 1.0, 2.0):
-        history.record(t, [node("a", free=int(t))])
+        history.record(at(t, 0))
     assert [p.at_s for p in history.earlier(3.0)] == [1.0, 2.0]
     off = UseHistory(window_s=0.0)
-    off.record(0.0, [node("a", free=10)])
+    off.record(at(0.0, 0))
     assert off.earlier(0.0) == ()
     with pytest.raises(ValueError, match="window_s"):
         UseHistory(window_s=-1.0)

@@ -95,6 +95,13 @@ class AgentMetrics:
             labels,
             registry=registry,
         ).labels(cluster)
+        self.double_counted = Gauge(
+            "ray_scaler_agent_double_counted_bundles",
+            "Pending task bundles left out of the last export: Ray counted them both running "
+            "and pending while their workers started (agent/demand_filter.py).",
+            labels,
+            registry=registry,
+        ).labels(cluster)
         self.poll_errors = Counter(
             POLL_ERRORS.removesuffix("_total"),
             "Polls of Ray that failed (snapshot_success is then 0).",

@@ -12,11 +12,11 @@ Each poll:
    that outlives its pod for a few seconds must not hold the scaler's floor one pod high (the
    HPA would create a replacement). A Ray node whose pod was never seen is kept, so a wrong
    label selector can never make busy pods disappear;
-   a rise of a pod's use is exported once it has lasted ``use_window_s``
-   (:func:`~keda_ray_scaler.agent.demand_filter.confirm_use`: Ray's reports race);
+   pending task bundles that Ray counts both running and pending while their workers start
+   are left out (:mod:`~keda_ray_scaler.agent.demand_filter`, over ``use_window_s``);
 4. publish the snapshot (``success=1``, time = now) to the exporter;
-5. unless scale-down is off, plan on the nodes as read (not smoothed) and hand the plan to the
-   victim controller, then publish again so newly confirmed victims show at once.
+5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
+   the victim controller, then publish again so newly confirmed victims show at once.
 
 When Ray cannot be read: ``success=0``, the error is counted, and the last good snapshot stays
 exported with its own (old) time, so no reader takes old demand for fresh; before any success,
@@ -32,7 +32,13 @@ from typing import Protocol
 import structlog
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S, UseHistory, confirm_use
+from keda_ray_scaler.agent.demand_filter import (
+    DEFAULT_WINDOW_S,
+    UseHistory,
+    double_counted,
+    poll_of,
+    without,
+)
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
@@ -78,8 +84,8 @@ class LoopSettings:
     - ``interval_s``: seconds between polls (Ray's autoscaler polls every 5 s too).
     - ``max_shapes``: bound on demand series; overflow merged conservatively and counted.
     - ``scale_down``: False runs export only: no plan, no victim protocol.
-    - ``use_window_s``: a rise of a pod's use is exported once it has lasted this long
-      (:mod:`~keda_ray_scaler.agent.demand_filter`); 0 exports use as read.
+    - ``use_window_s``: how long a rise of use that pending demand does not explain is taken
+      for a double count (:mod:`~keda_ray_scaler.agent.demand_filter`); 0 exports as read.
     """
 
     interval_s: float = 5.0
@@ -152,7 +158,7 @@ class AgentLoop:
             PlanningInput(cluster), snapshot_time_s=0.0, success=False
         )
         self._ray_nodes: tuple[WorkerNode, ...] = ()
-        self._history = UseHistory(self._settings.use_window_s)  # raw node views, for confirm_use
+        self._history = UseHistory(self._settings.use_window_s)  # polls as read
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
         self._log = log.bind(cluster=cluster.name)
@@ -188,22 +194,24 @@ class AgentLoop:
         victims = self._victims.victims() if self._victims is not None else {}
         pods = self._pods() if self._pods is not None else None
         self._track_gone(pods, state.nodes)
-        raw_nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone)
-        earlier = self._history.earlier(started)
-        self._history.record(started, raw_nodes)
-        nodes = confirm_use(earlier, raw_nodes)
-        inp = PlanningInput(self._cluster, demand, nodes)
+        nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone)
+        current = poll_of(started, nodes, demand)
+        excess = double_counted(self._history.earlier(started), current)
+        self._history.record(current)
+        exported, removed = without(demand, excess)
+        self._metrics.double_counted.set(removed)
+        inp = PlanningInput(self._cluster, exported, nodes)
         self._publish(inp, started)
         if self._settings.scale_down and self._victims is not None and self._planner:
             try:
-                # Victims are chosen on Ray's view as read: the smoothing is for scale-up only.
-                await self._victims.step(self._planner(replace(inp, nodes=raw_nodes)))
+                # Victims are chosen on Ray's demand as read: the filter is for scale-up only.
+                await self._victims.step(self._planner(replace(inp, demand=demand)))
             except (KubernetesError, RayError) as exc:  # the controller logs and counts its own
                 self._log.warning("victim step failed", error=str(exc))
             after = self._victims.victims()
             if after != victims:
                 again = complete_nodes_again(inp, state, after, self._gone)
-                self._publish(replace(inp, nodes=confirm_use(earlier, again)), started)
+                self._publish(replace(inp, nodes=again), started)
         self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
         return self._last
 

@@ -67,8 +67,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--use-window",
         type=float,
         default=10.0,
-        help="seconds a rise of a pod's resource use must last before it is exported: Ray "
-        "counts a task both used and pending while its worker starts; 0 = as read (10)",
+        help="seconds a rise of pod use that pending demand did not pay for is taken for a "
+        "task Ray counts both running and pending while its worker starts (left out of the "
+        "exported demand); 0 = as read (10)",
     )
     g = p.add_argument_group("metrics")
     g.add_argument("--host", default="0.0.0.0", help="/metrics bind address (all)")
