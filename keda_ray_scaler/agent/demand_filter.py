@@ -38,8 +38,6 @@ from keda_ray_scaler.model import Bundle, Demand, NodeStatus, Resources, WorkerN
 #: Default window: a worker start under load, with margin (2 polls at the 5 s default interval).
 DEFAULT_WINDOW_S = 10.0
 
-Units = dict[str, int]
-
 
 @dataclass(frozen=True, slots=True)
 class Poll:
@@ -54,21 +52,18 @@ def used_of(node: WorkerNode) -> Resources:
     """Resources in use on a node (nothing for a pod not yet in Ray)."""
     if node.status is NodeStatus.PENDING or node.available == node.total:
         return Resources()
-    have = node.available.as_dict()
-    return Resources.from_units(
-        {k: v - have.get(k, 0) for k, v in node.total.as_dict().items() if v > have.get(k, 0)}
-    )
+    return Resources.from_units({k: max(v - node.available.get(k), 0) for k, v in node.total})
 
 
 def pending_of(demand: Demand) -> Resources:
     """Task and placement-group bundles pending, summed (``request_resources`` is no task)."""
-    units: Units = {}
+    total = Resources()
     for b in demand.bundles:
-        _add(units, b.resources.as_dict(), b.count)
+        total += b.resources.scaled(b.count)
     for pg in demand.placement_groups:
         for r in pg.bundles:
-            _add(units, r.as_dict(), pg.count)
-    return Resources.from_units(units)
+            total += r.scaled(pg.count)
+    return total
 
 
 def poll_of(at_s: float, nodes: Iterable[WorkerNode], demand: Demand) -> Poll:
@@ -81,43 +76,36 @@ def double_counted(earlier: Sequence[Poll], current: Poll) -> Resources:
     explain (elementwise, never negative)."""
     if not earlier:
         return Resources()
-    gained: Units = {}
+    gained = Resources()
     for pod, now in current.used.items():
         if now:
             least = now.as_dict()
             for poll in earlier:
                 then = poll.used.get(pod)
-                if then is None or not then:  # absent or idle then: all of now is new
+                if not then:  # absent or idle then: all of now is new
                     least = {}
                     break
                 if then != now:
                     least = {k: min(v, then.get(k)) for k, v in least.items()}
-            _add(gained, {k: v - least.get(k, 0) for k, v in now.as_dict().items()}, 1)
-    if not any(gained.values()):
+            gained += Resources.from_units({k: v - least.get(k, 0) for k, v in now})
+    if not gained:
         return Resources()
     peak = current.pending.as_dict()
     for poll in earlier:
-        for k, v in poll.pending.as_dict().items():
+        for k, v in poll.pending:
             peak[k] = max(peak.get(k, 0), v)
-    now_pending = current.pending.as_dict()
-    excess = {k: g - (peak.get(k, 0) - now_pending.get(k, 0)) for k, g in gained.items()}
+    excess = {k: g - (peak.get(k, 0) - current.pending.get(k)) for k, g in gained}
     return Resources.from_units({k: v for k, v in excess.items() if v > 0})
 
 
 def without(demand: Demand, excess: Resources) -> tuple[Demand, int]:
     """``demand`` minus whole task bundles that fit in ``excess``, largest first; how many."""
-    if not excess:
-        return demand, 0
-    room = excess.as_dict()
-    removed = 0
+    room, removed = excess, 0
     kept: list[Bundle] = []
-    for b in sorted(demand.bundles, key=_size, reverse=True):
-        shape = b.resources.as_dict()
-        fit = min((room.get(k, 0) // v for k, v in shape.items() if v > 0), default=0)
-        n = min(b.count, fit)
-        if n:
-            _add(room, shape, -n)
-            removed += n
+    for b in sorted(demand.bundles, key=_size, reverse=True) if excess else ():
+        n = min(b.count, min((room.get(k) // v for k, v in b.resources), default=0))
+        room -= b.resources.scaled(n)
+        removed += n
         if b.count > n:
             kept.append(Bundle(b.resources, b.count - n))
     if not removed:
@@ -126,12 +114,7 @@ def without(demand: Demand, excess: Resources) -> tuple[Demand, int]:
 
 
 def _size(b: Bundle) -> int:
-    return sum(b.resources.as_dict().values())
-
-
-def _add(units: Units, amounts: Mapping[str, int], times: int) -> None:
-    for k, v in amounts.items():
-        units[k] = units.get(k, 0) + v * times
+    return sum(v for _, v in b.resources)
 
 
 class UseHistory:

@@ -157,7 +157,6 @@ class AgentLoop:
         self._last: schema.ClusterSnapshot = schema.ClusterSnapshot(
             PlanningInput(cluster), snapshot_time_s=0.0, success=False
         )
-        self._ray_nodes: tuple[WorkerNode, ...] = ()
         self._history = UseHistory(self._settings.use_window_s)  # polls as read
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray

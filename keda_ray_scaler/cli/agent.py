@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, start_http_server
 
+from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry, VictimStep
@@ -66,7 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     g.add_argument(
         "--use-window",
         type=float,
-        default=10.0,
+        default=DEFAULT_WINDOW_S,
         help="seconds a rise of pod use that pending demand did not pay for is taken for a "
         "task Ray counts both running and pending while its worker starts (left out of the "
         "exported demand); 0 = as read (10)",
