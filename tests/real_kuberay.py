@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import requests
 import yaml
@@ -40,15 +40,16 @@ from ray_kubelet import GroupShape, RayKubelet
 from real_loop import (
     COOLDOWN_S,
     IDLE_TIMEOUT_S,
+    NAMESPACE,
     POLLING_INTERVAL_S,
     SCALE_DOWN_WINDOW_S,
     RealLoop,
+    _client_tls_secret,
     _scaler_pki,
 )
 
 from keda_ray_scaler.demo.raylets import free_port
 
-NAMESPACE = "ray"
 CLUSTER = "demo"
 GROUP = "cpu"
 WORKER_GROUP = f"ray-demo-{GROUP}"
@@ -260,18 +261,7 @@ def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
         scaler_port, agent_port = free_port(), free_port()
         _scaler_pki(workdir)
         overlay = _overlay(workdir, scaler_port)
-        cp.kubectl("create", "namespace", NAMESPACE)
-        pki = workdir / "scaler-pki"
-        cp.kubectl(
-            "create",
-            "secret",
-            "generic",
-            "keda-ray-scaler-client-tls",
-            f"--namespace={NAMESPACE}",
-            f"--from-file=ca.crt={pki / 'ca.crt'}",
-            f"--from-file=tls.crt={pki / 'client.crt'}",
-            f"--from-file=tls.key={pki / 'client.key'}",
-        )
+        pki = _client_tls_secret(cp, workdir)
         cp.kubectl("apply", "--server-side", "-k", str(overlay))
         (workdir / "prom").mkdir()
         prometheus = stack.enter_context(
@@ -334,73 +324,72 @@ def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
         yield KubeRayLoop(base, operator, ray, kubelet, client.CustomObjectsApi(api), core)
 
 
-class GroupRecorder:
-    """Samples the cpu group of the RayCluster every ``interval_s`` in a thread: every name ever
-    in ``workersToDelete`` (with the time first seen) and the largest ``replicas``."""
+class Periodic:
+    """Runs :meth:`tick` every ``interval_s`` in a daemon thread between start and stop; an
+    exception in a tick (the API server busy) skips that tick only."""
 
-    def __init__(self, loop: KubeRayLoop, interval_s: float = 0.2) -> None:
+    def __init__(self, loop: KubeRayLoop, interval_s: float, name: str) -> None:
         self._loop = loop
         self._interval_s = interval_s
-        self.named: dict[str, float] = {}  # pod -> time.monotonic() first seen
-        self.max_replicas = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="group-recorder", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def start(self) -> GroupRecorder:
-        """Start sampling."""
+    def start(self) -> Self:
+        """Start ticking."""
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Stop sampling."""
+        """Stop ticking."""
         self._stop.set()
         self._thread.join(5)
 
+    def tick(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):
-            with contextlib.suppress(Exception):  # the API server busy: the next sample counts
-                group = self._loop.group_spec()
-                now = time.monotonic()
-                self.max_replicas = max(self.max_replicas, int(group.get("replicas", 0)))
-                for pod in (group.get("scaleStrategy") or {}).get("workersToDelete") or ():
-                    self.named.setdefault(pod, now)
+            with contextlib.suppress(Exception):
+                self.tick()
 
 
-class Editor:
+class GroupRecorder(Periodic):
+    """Samples the cpu group of the RayCluster every ``interval_s``: every name ever in
+    ``workersToDelete`` (with the time first seen) and the largest ``replicas``."""
+
+    def __init__(self, loop: KubeRayLoop, interval_s: float = 0.2) -> None:
+        super().__init__(loop, interval_s, "group-recorder")
+        self.named: dict[str, float] = {}  # pod -> time.monotonic() first seen
+        self.max_replicas = 0
+
+    def tick(self) -> None:
+        group = self._loop.group_spec()
+        now = time.monotonic()
+        self.max_replicas = max(self.max_replicas, int(group.get("replicas", 0)))
+        for pod in (group.get("scaleStrategy") or {}).get("workersToDelete") or ():
+            self.named.setdefault(pod, now)
+
+
+class Editor(Periodic):
     """Someone else editing the RayCluster every ``interval_s`` (an annotation counter) while
     the agent patches it: each edit bumps its resourceVersion under the agent's feet."""
 
     KEY = "e2e.keda-ray-scaler.io/edit"
 
     def __init__(self, loop: KubeRayLoop, interval_s: float = 0.05) -> None:
-        self._loop = loop
-        self._interval_s = interval_s
+        super().__init__(loop, interval_s, "editor")
         self.written = 0  # the last value the API server accepted
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="editor", daemon=True)
+        self._n = 0
 
-    def start(self) -> Editor:
-        """Start editing."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop editing."""
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        n = 0
-        while not self._stop.wait(self._interval_s):
-            n += 1
-            body = {"metadata": {"annotations": {self.KEY: str(n)}}}
-            with contextlib.suppress(Exception):
-                self._loop.custom.patch_namespaced_custom_object(
-                    *RC[:2],
-                    NAMESPACE,
-                    RC[2],
-                    CLUSTER,
-                    body,
-                    _content_type="application/merge-patch+json",
-                )
-                self.written = n
+    def tick(self) -> None:
+        self._n += 1
+        body = {"metadata": {"annotations": {self.KEY: str(self._n)}}}
+        self._loop.custom.patch_namespaced_custom_object(
+            *RC[:2],
+            NAMESPACE,
+            RC[2],
+            CLUSTER,
+            body,
+            _content_type="application/merge-patch+json",
+        )
+        self.written = self._n

@@ -465,6 +465,24 @@ def _overlay(workdir: Path, scaler_port: int) -> Path:
     return overlay
 
 
+def _client_tls_secret(cp: ControlPlane, workdir: Path) -> Path:
+    """The namespace, and in it the Secret with KEDA's client certificate from ``_scaler_pki``
+    (what the TriggerAuthentication mounts); the PKI directory."""
+    cp.kubectl("create", "namespace", NAMESPACE)
+    pki = workdir / "scaler-pki"
+    cp.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "keda-ray-scaler-client-tls",
+        f"--namespace={NAMESPACE}",
+        f"--from-file=ca.crt={pki / 'ca.crt'}",
+        f"--from-file=tls.crt={pki / 'client.crt'}",
+        f"--from-file=tls.key={pki / 'client.key'}",
+    )
+    return pki
+
+
 def _scaler_pki(workdir: Path) -> Authority:
     """The scaler's server certificate and KEDA's client certificate, from one CA made here;
     ``scaler-tls/`` holds the server's as its Secret's keys (tls.crt, tls.key, ca.crt)."""
@@ -527,18 +545,7 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
         _scaler_pki(workdir)
         _install_chart(cp, workdir, bin_dir)
         overlay = _overlay(workdir, scaler_port)
-        cp.kubectl("create", "namespace", NAMESPACE)
-        pki = workdir / "scaler-pki"
-        cp.kubectl(
-            "create",
-            "secret",
-            "generic",
-            "keda-ray-scaler-client-tls",
-            f"--namespace={NAMESPACE}",
-            f"--from-file=ca.crt={pki / 'ca.crt'}",
-            f"--from-file=tls.crt={pki / 'client.crt'}",
-            f"--from-file=tls.key={pki / 'client.key'}",
-        )
+        _client_tls_secret(cp, workdir)
         cp.kubectl("apply", "-k", str(overlay))
         (workdir / "logs").mkdir(exist_ok=True)
         (workdir / "prom").mkdir()

@@ -3,8 +3,11 @@ deletion-cost marks and no ReplicaSet ranking (KubeRay deletes the pods it is to
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 from test_kube import VersionedEmulator, api, cache, calls, emulator, registry, running
 from test_victims import (
@@ -48,6 +51,22 @@ class ByName:
         return ()
 
 
+Build = Callable[[Any], VictimController]
+
+
+@pytest.fixture
+def build(
+    synced: None,
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+) -> Build:
+    """Builds a controller on the test's synced cache and fakes, with the given applier."""
+    return functools.partial(controller, cache, ray, drainer, clock, registry)
+
+
 def controller(
     cache: PodCache,
     ray: FakeRay,
@@ -69,16 +88,10 @@ def test_both_appliers_satisfy_the_protocol() -> None:
 
 
 async def test_kuberay_mode_drains_and_publishes_without_marks(
-    emulator: VersionedEmulator,
-    synced: None,
-    cache: PodCache,
-    ray: FakeRay,
-    drainer: FakeDrainer,
-    clock: FakeClock,
-    registry: CollectorRegistry,
+    emulator: VersionedEmulator, drainer: FakeDrainer, clock: FakeClock, build: Build
 ) -> None:
     """Idle w-1, w-2: drained and published; no pod written, no settle wait."""
-    c = controller(cache, ray, drainer, clock, registry, ByName())
+    c = build(ByName())
     verdicts = await c.step(plan("w-1", "w-2"))
     assert outcomes(verdicts) == [("w-1", "victim"), ("w-2", "victim")]
     assert calls(emulator) == [("LIST", ""), ("WATCH", "")]
@@ -89,17 +102,11 @@ async def test_kuberay_mode_drains_and_publishes_without_marks(
 
 
 async def test_rejected_drain_is_not_published_and_the_pod_is_untouched(
-    emulator: VersionedEmulator,
-    synced: None,
-    cache: PodCache,
-    ray: FakeRay,
-    drainer: FakeDrainer,
-    clock: FakeClock,
-    registry: CollectorRegistry,
+    emulator: VersionedEmulator, drainer: FakeDrainer, clock: FakeClock, build: Build
 ) -> None:
     """Ray refuses w-1's drain: only w-2 is published (the applier can name only it)."""
     drainer.reject["n-w-1"] = "The node to be idle terminated is no longer idle."
-    c = controller(cache, ray, drainer, clock, registry, ByName())
+    c = build(ByName())
     verdicts = await c.step(plan("w-1", "w-2"))
     assert outcomes(verdicts)[0] == ("w-1", "drain_rejected")
     assert c.victims() == {"w-2": "cpu"}
@@ -107,16 +114,10 @@ async def test_rejected_drain_is_not_published_and_the_pod_is_untouched(
 
 
 async def test_refused_cluster_drains_nothing(
-    emulator: VersionedEmulator,
-    synced: None,
-    cache: PodCache,
-    ray: FakeRay,
-    drainer: FakeDrainer,
-    clock: FakeClock,
-    registry: CollectorRegistry,
+    emulator: VersionedEmulator, drainer: FakeDrainer, clock: FakeClock, build: Build
 ) -> None:
     """While the applier refuses (in-tree autoscaling), candidates are REFUSED, not drained."""
-    c = controller(cache, ray, drainer, clock, registry, ByName("in-tree autoscaling is on"))
+    c = build(ByName("in-tree autoscaling is on"))
     verdicts = await c.step(plan("w-1"))
     assert outcomes(verdicts) == [("w-1", "refused")]
     assert verdicts[0].reason == "in-tree autoscaling is on"
@@ -124,16 +125,10 @@ async def test_refused_cluster_drains_nothing(
 
 
 async def test_deployment_applier_keeps_the_marking_protocol(
-    emulator: VersionedEmulator,
-    synced: None,
-    cache: PodCache,
-    ray: FakeRay,
-    drainer: FakeDrainer,
-    clock: FakeClock,
-    registry: CollectorRegistry,
+    emulator: VersionedEmulator, drainer: FakeDrainer, clock: FakeClock, build: Build
 ) -> None:
     """With the Deployment applier the pods are marked and the settle waited, as before."""
-    c = controller(cache, ray, drainer, clock, registry, DeploymentApplier())
+    c = build(DeploymentApplier())
     await c.step(plan("w-1"))
     assert ("UPDATE", "w-1") in calls(emulator)
     assert clock.sleeps == [5.0]
