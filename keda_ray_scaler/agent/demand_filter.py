@@ -52,7 +52,8 @@ def used_of(node: WorkerNode) -> Resources:
     """Resources in use on a node (nothing for a pod not yet in Ray)."""
     if node.status is NodeStatus.PENDING or node.available == node.total:
         return Resources()
-    return Resources.from_units({k: max(v - node.available.get(k), 0) for k, v in node.total})
+    have = node.available.as_dict()
+    return Resources.from_units({k: max(v - have.get(k, 0), 0) for k, v in node.total})
 
 
 def pending_of(demand: Demand) -> Resources:
