@@ -35,16 +35,35 @@ from pathlib import Path
 from typing import Any
 
 import chart_install
+import pytest
 import requests
 import yaml
 from control_plane import REPO, Authority, ControlPlane, Process, spawn, wait_until
 from kubernetes import client, config, watch
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_server import PrometheusServer
+from prometheus_server import PrometheusServer, requires_prometheus
 from ray_cluster import RayCluster, ray_cluster
 from ray_kubelet import GroupShape, RayKubelet
 
 from keda_ray_scaler.demo.raylets import free_port
+
+#: The seed example both real-loop modules run: 20 tasks of {CPU: 5} on 10-CPU pods, 16 of them
+#: SHORT_S long and the rest held until released (at most HOLD_S); exactly 10 pods needed.
+SEED_TASKS = 20
+SEED_SHORT = 16
+SHORT_S = 20.0
+HOLD_S = 600.0
+EXPECTED_PODS = 10
+SEED_WAVES = [(0.0, [SHORT_S] * SEED_SHORT + [-HOLD_S] * (SEED_TASKS - SEED_SHORT))]
+
+#: Marks of a module that runs a real loop (control plane, Ray, Prometheus).
+REAL_LOOP_MARKS = [
+    pytest.mark.controlplane,
+    pytest.mark.ray,
+    pytest.mark.prometheus,
+    pytest.mark.timeout(900),
+    requires_prometheus,
+]
 
 NAMESPACE = "ray"
 CLUSTER = "demo"

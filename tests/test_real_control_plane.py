@@ -19,30 +19,25 @@ from pathlib import Path
 
 import pytest
 from control_plane import build_binaries, wait_until
-from prometheus_server import requires_prometheus
 from real_loop import (
+    EXPECTED_PODS,
     FIGURES,
     GROUP,
+    HOLD_S,
     IDLE_TIMEOUT_S,
     POLLING_INTERVAL_S,
+    REAL_LOOP_MARKS,
+    SEED_SHORT,
+    SEED_TASKS,
+    SEED_WAVES,
+    SHORT_S,
     RealLoop,
     Workload,
     real_loop,
 )
 
-pytestmark = [
-    pytest.mark.controlplane,
-    pytest.mark.ray,
-    pytest.mark.prometheus,
-    pytest.mark.timeout(900),
-    requires_prometheus,
-]
+pytestmark = REAL_LOOP_MARKS
 
-SEED_TASKS = 20
-SEED_SHORT = 16
-SHORT_S = 20.0
-HOLD_S = 600.0  # the long tasks hold their pods until released (at most this)
-EXPECTED_PODS = 10
 FAULT_S = 14.0  # > KEDA's cooldownPeriod (10 s in the overlay): a scale to zero would show
 CYCLES = 14  # waves 6 s apart: about 80 s of waves (tasks 1-5 s, idle timeout 5 s)
 RNG_SEED = int(os.environ.get("KRS_E2E_SEED", "20261123"))
@@ -62,7 +57,7 @@ def loop() -> Iterator[RealLoop]:
 @pytest.fixture(scope="module")
 def seed(loop: RealLoop) -> Iterator[Workload]:
     """20 tasks of {CPU: 5}: 16 of SHORT_S seconds, 4 held until released."""
-    workload = loop.submit([(0.0, [SHORT_S] * SEED_SHORT + [-HOLD_S] * (SEED_TASKS - SEED_SHORT))])
+    workload = loop.submit(SEED_WAVES)
     yield workload
     workload.release()
     workload.stop()

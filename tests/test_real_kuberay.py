@@ -17,7 +17,6 @@ import pytest
 from control_plane import build_binaries, wait_until
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_server import requires_prometheus
 from real_kuberay import (
     CLUSTER,
     FIGURES,
@@ -30,21 +29,18 @@ from real_kuberay import (
     KubeRayLoop,
     kuberay_loop,
 )
-from real_loop import Timeline, Workload
+from real_loop import (
+    EXPECTED_PODS,
+    REAL_LOOP_MARKS,
+    SEED_SHORT,
+    SEED_TASKS,
+    SEED_WAVES,
+    SHORT_S,
+    Timeline,
+    Workload,
+)
 
-pytestmark = [
-    pytest.mark.controlplane,
-    pytest.mark.ray,
-    pytest.mark.prometheus,
-    pytest.mark.timeout(900),
-    requires_prometheus,
-]
-
-SEED_TASKS = 20
-SEED_SHORT = 16
-SHORT_S = 20.0
-HOLD_S = 600.0
-EXPECTED_PODS = 10
+pytestmark = REAL_LOOP_MARKS
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +75,7 @@ def recorder(loop: KubeRayLoop) -> Iterator[GroupRecorder]:
 @pytest.fixture(scope="module")
 def seed(loop: KubeRayLoop, timeline: Timeline, recorder: GroupRecorder) -> Iterator[Workload]:
     """20 tasks of {CPU: 5}: 16 of SHORT_S seconds, 4 held until released."""
-    workload = loop.base.submit(
-        [(0.0, [SHORT_S] * SEED_SHORT + [-HOLD_S] * (SEED_TASKS - SEED_SHORT))]
-    )
+    workload = loop.base.submit(SEED_WAVES)
     yield workload
     workload.release()
     workload.stop()
