@@ -80,9 +80,13 @@ class RayKubelet:
         self._thread.start()
         return self
 
+    def request_stop(self) -> None:
+        """Ask the watch to stop (it ends within its 5 s timeout); no wait."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop watching, then stop every container it started."""
-        self._stop.set()
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(15)
         self._pool.shutdown(wait=True)

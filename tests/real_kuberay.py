@@ -321,6 +321,7 @@ def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
             alive=[agent, operator],
         )
         base.start_scaler()
+        stack.callback(kubelet.request_stop)  # first on the way out (see real_loop)
         yield KubeRayLoop(base, operator, ray, kubelet, client.CustomObjectsApi(api), core)
 
 

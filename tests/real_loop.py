@@ -124,9 +124,13 @@ class Timeline:
             self._threads.append(thread)
         return self
 
+    def request_stop(self) -> None:
+        """Ask both samplers to stop (the watch ends within its 5 s timeout); no wait."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop both samplers."""
-        self._stop.set()
+        self.request_stop()
         for thread in self._threads:
             thread.join(10)
 
@@ -598,4 +602,7 @@ def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
         loop.start_scaler()
         loop.timeline = Timeline(apps, loop.agent_url).start()
         stack.callback(loop.timeline.stop)
+        # First on the way out: the watch threads wind down while the processes stop.
+        stack.callback(kubelet.request_stop)
+        stack.callback(loop.timeline.request_stop)
         yield loop
