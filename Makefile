@@ -18,24 +18,34 @@ $(BIN)/keda-ray-scaler: pyproject.toml
 # Debian's prometheus package starts (and enables) a system-wide service on 9090, the scaler's
 # own default port: a policy-rc.d that refuses service starts is in place during the install
 # (only when the machine has none), and on a systemd host the unit is disabled and stopped.
-deps-debian: ## Debian packages the tests need: a real Prometheus server (and promtool), shellcheck; starts nothing
-	command -v prometheus >/dev/null && command -v shellcheck >/dev/null || { \
+# The real node's: the CNI plugins (bridge, host-local, loopback), debootstrap for the images'
+# root filesystem, busybox-static for the node's smoke-test image, libseccomp-dev for runc's
+# build (cgo), iproute2 and util-linux (unshare, nsenter) for the network namespace.
+DEBIAN_PACKAGES := prometheus shellcheck containernetworking-plugins debootstrap busybox-static libseccomp-dev pkg-config iproute2 util-linux
+
+deps-debian: ## Debian packages the tests need: Prometheus (and promtool), shellcheck, the real node's; starts nothing
+	dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
 	  apt-get update -qq; \
 	  own_policy=; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; own_policy=1; }; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus shellcheck; rc=$$?; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES); rc=$$?; \
 	  [ -z "$$own_policy" ] || rm -f /usr/sbin/policy-rc.d; \
 	  [ ! -d /run/systemd/system ] || systemctl disable --now prometheus >/dev/null 2>&1 || true; \
 	  exit $$rc; }
 
-test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane and KEDA
-	KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q --durations=25 $(PYTEST_ARGS)
+# The suite runs inside a network namespace of its own (e2e/netns.sh: loopback and the real
+# node's IP, no route out), where the real node's kubelet, containerd and pods live.
+BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/images.py)" bash e2e/netns.sh
 
-e2e-build: ## build (or find cached) the real-control-plane test's binaries; prints build times
+test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
+	$(BED) $(BIN)/pytest -q --durations=25 $(PYTEST_ARGS)
+
+e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
+	$(BIN)/python e2e/images.py >/dev/null
 
-e2e-local: install e2e-build ## the real-control-plane tests alone; end with their "e2e-local:" and "e2e-kuberay:" lines
-	@log=$$(mktemp); KRS_E2E_BIN="$$(bash e2e/build.sh)" $(BIN)/pytest -q \
-	  tests/test_real_control_plane.py tests/test_real_kuberay.py $(PYTEST_ARGS) | tee $$log; \
+e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-local:" and "e2e-kuberay:" lines
+	@log=$$(mktemp); $(BED) $(BIN)/pytest -q \
+	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py $(PYTEST_ARGS) | tee $$log; \
 	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(kuberay|local):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install

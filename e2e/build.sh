@@ -11,6 +11,10 @@
 #                  keda-reference/ its externalscaler.proto and CRDs (for the compatibility tests)
 #   helm           the Helm CLI (helm.sh/helm/v3), for the chart's tests (tests/test_chart.py)
 #   kuberay        the KubeRay operator (github.com/ray-project/kuberay/ray-operator), kuberay-crds/
+#   containerd     containerd, ctr and containerd-shim-runc-v2 (github.com/containerd/containerd/v2)
+#   runc           runc (github.com/opencontainers/runc; cgo with Debian's libseccomp)
+#                  containerd and runc are the real node's runtime (tests/real_node.py); its kubelet
+#                  is in the controlplane binary.
 #
 # Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
 set -euo pipefail
@@ -121,6 +125,23 @@ build_kuberay() {
   cp -r "$src/config/crd/bases" "$1/kuberay-crds"
 }
 
+# containerd: the real node's container runtime. A plain `go install` (its go.mod has no replace);
+# no cgo, no btrfs snapshotter (overlayfs is used).
+build_containerd() {
+  local pkg=github.com/containerd/containerd/v2 cmd
+  for cmd in containerd ctr containerd-shim-runc-v2; do
+    CGO_ENABLED=0 GOBIN="$1/bin" go install -tags "no_btrfs urfave_cli_no_docs" \
+      -ldflags "-s -w -X ${pkg}/version.Version=${CONTAINERD_VERSION}" "${pkg}/cmd/${cmd}@${CONTAINERD_VERSION}"
+  done
+}
+
+# runc: the OCI runtime containerd's shim calls, the version containerd's own CI pins; seccomp
+# needs cgo and libseccomp-dev (Debian).
+build_runc() {
+  CGO_ENABLED=1 GOBIN="$1/bin" go install -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w" \
+    "github.com/opencontainers/runc@${RUNC_VERSION}"
+}
+
 start=$SECONDS
 component kwok echo "$KWOK_VERSION"
 kwok=$dir
@@ -132,14 +153,18 @@ component helm echo "$HELM_VERSION"
 helm=$dir
 component kuberay echo "$KUBERAY_VERSION"
 kuberay=$dir
+component containerd echo "$CONTAINERD_VERSION"
+containerd=$dir
+component runc echo "$RUNC_VERSION"
+runc=$dir
 
 # The set the test uses: links to the components above.
-set_key="$(echo "$kwok $controlplane $keda $helm $kuberay" | sha256sum | cut -c1-16)"
+set_key="$(echo "$kwok $controlplane $keda $helm $kuberay $containerd $runc" | sha256sum | cut -c1-16)"
 out="$root/set-$set_key"
 if [[ ! -d "$out" ]]; then
   rm -rf "$out.partial"
   mkdir -p "$out.partial/bin"
-  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay"; do
+  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay" "$containerd" "$runc"; do
     for f in "$component_dir"/bin/*; do ln -s "$f" "$out.partial/bin/"; done
   done
   ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"

@@ -4,11 +4,13 @@ Everything but the kubelet is the real thing, built from Go modules by ``e2e/bui
 in ``e2e/versions.env`` and ``e2e/controlplane/go.mod``) into a cache directory outside the
 repository:
 
-- etcd (embedded, ``go.etcd.io/etcd/server/v3``), kube-apiserver (client-certificate auth, RBAC,
-  the aggregation layer), kube-controller-manager (every controller, the HPA synced every
-  ``hpa_sync_s``), kube-scheduler: one ``controlplane`` binary, one process each;
-- kwok (``sigs.k8s.io/kwok``) stands for the kubelets: it keeps fake nodes Ready and sets the
-  status of the pods bound to them (Running, Ready; deleted pods are finalized);
+- etcd (embedded, ``go.etcd.io/etcd/server/v3``), kube-apiserver (client-certificate auth, Node
+  and RBAC authorization, NodeRestriction, the aggregation layer, a client certificate for the
+  kubelets), kube-controller-manager (every controller, the HPA synced every ``hpa_sync_s``),
+  kube-scheduler: one ``controlplane`` binary, one process each;
+- kwok (``sigs.k8s.io/kwok``, unless ``kwok=False``) stands for the kubelets: it keeps fake nodes
+  Ready and sets the status of the pods bound to them (Running, Ready; deleted pods are
+  finalized); a real kubelet can join beside it (``tests/real_node.py``);
 - KEDA's operator and metrics adapter, out of cluster, talking mTLS to each other, the adapter
   registered as ``v1beta1.external.metrics.k8s.io`` through an ExternalName Service that
   resolves to 127.0.0.1 (Endpoints refuse loopback addresses).
@@ -314,6 +316,7 @@ class ControlPlane:
     workdir: Path
     bin_dir: Path
     hpa_sync_s: float = 2.0
+    kwok: bool = True
     processes: dict[str, Process] = field(default_factory=dict)
     apiserver_port: int = 0
     ca: Authority | None = None
@@ -351,10 +354,10 @@ class ControlPlane:
     @classmethod
     @contextlib.contextmanager
     def start(
-        cls, workdir: Path, bin_dir: Path, *, hpa_sync_s: float = 2.0
+        cls, workdir: Path, bin_dir: Path, *, hpa_sync_s: float = 2.0, kwok: bool = True
     ) -> Iterator[ControlPlane]:
-        """Start everything; stop every process (by PID) on exit."""
-        cp = cls(workdir, bin_dir, hpa_sync_s)
+        """Start everything (kwok only with ``kwok``); stop every process (by PID) on exit."""
+        cp = cls(workdir, bin_dir, hpa_sync_s, kwok)
         try:
             cp.boot()
             yield cp
@@ -362,14 +365,16 @@ class ControlPlane:
             cp.stop()
 
     def boot(self) -> None:
-        """PKI, etcd, API server, controller-manager, scheduler, kwok, KEDA; each waited for."""
+        """PKI, etcd, API server, controller-manager, scheduler, kwok (if ``kwok``), KEDA; each
+        waited for."""
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         self.pki.mkdir(parents=True, exist_ok=True)
         self._make_pki()
         self._start_etcd()
         self._start_apiserver()
         self._start_controllers()
-        self._start_kwok()
+        if self.kwok:
+            self._start_kwok()
         self._start_keda()
 
     def _make_pki(self) -> None:
@@ -380,6 +385,10 @@ class ControlPlane:
         front.issue("front-proxy-client", client=True).write(self.pki, "front-proxy-client")
         hosts = ["127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc", "10.0.0.1"]
         ca.issue("kube-apiserver", server=True, hosts=hosts).write(self.pki, "apiserver")
+        # The API server's client certificate towards kubelets (logs, exec, port-forward).
+        ca.issue(
+            "kube-apiserver-kubelet-client", organizations=["system:masters"], client=True
+        ).write(self.pki, "apiserver-kubelet-client")
         service_account_keys().write(self.pki, "sa")
         # KEDA's operator and adapter talk mTLS from one directory: ca.crt, tls.crt, tls.key.
         keda = self.pki / "keda"
@@ -434,7 +443,13 @@ class ControlPlane:
                 f"--tls-cert-file={p / 'apiserver.crt'}",
                 f"--tls-private-key-file={p / 'apiserver.key'}",
                 f"--client-ca-file={p / 'ca.crt'}",
-                "--authorization-mode=RBAC",
+                # Node: a kubelet may read what its own pods need; RBAC gives system:nodes nothing.
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--kubelet-client-certificate={p / 'apiserver-kubelet-client.crt'}",
+                f"--kubelet-client-key={p / 'apiserver-kubelet-client.key'}",
+                f"--kubelet-certificate-authority={p / 'ca.crt'}",
+                "--kubelet-preferred-address-types=InternalIP",
                 "--service-cluster-ip-range=10.0.0.0/24",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={p / 'sa.crt'}",
@@ -525,6 +540,8 @@ class ControlPlane:
     ) -> list[str]:
         """``count`` fake nodes managed by kwok, each with ``cpu`` and ``memory`` allocatable;
         with ``gpus``, ``nvidia.com/gpu`` too and the taint GPU nodes carry."""
+        if "kwok" not in self.processes:
+            raise RuntimeError("fake nodes need kwok: ControlPlane.start(..., kwok=True)")
         names = [f"{prefix}-{i}" for i in range(count)]
         docs = [_node(name, cpu, memory, gpus) for name in names]
         self.kubectl("apply", "-f", "-", input="\n---\n".join(yaml.safe_dump(d) for d in docs))

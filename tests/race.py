@@ -47,6 +47,8 @@ def _deployment() -> dict[str, Any]:
                 "metadata": {"labels": labels},
                 "spec": {
                     "terminationGracePeriodSeconds": 0,
+                    # kwok's fake nodes only: the real node beside them would try to pull it
+                    "nodeSelector": {"type": "kwok"},
                     "containers": [
                         {
                             "name": "pause",

@@ -1,11 +1,15 @@
 """A Ray driver for the real-control-plane test: waves of ``{CPU: 5}`` tasks, one JSON line each.
 
-    python tests/ray_workload.py GCS_ADDRESS HEAD_IP WAVES_JSON
+    python tests/ray_workload.py ADDRESS WAVES_JSON
+
+``ADDRESS`` is what ``ray.init`` takes: the real-node test gives the head's Ray Client address
+(``ray://NODE_IP:10001``), since this driver runs on the machine and the tasks in worker pods.
 
 ``WAVES_JSON`` is a list of ``[start_after_s, [seconds, ...]]``: each wave is submitted
 ``start_after_s`` after the driver connected, one task per duration; a negative duration ``-n``
 holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds.
-Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts.
+Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts (``MARKER_DIR`` and
+``RELEASE_FILE`` are paths as the worker pods see them: the test's share).
 Tasks never retry
 (``max_retries=0``), so a task whose pod is removed under it fails and says so. Output, one JSON
 object per line, on stdout:
@@ -33,7 +37,7 @@ def hold(seconds: float, release: str, marker: str) -> tuple[str, float, float]:
     """Occupy 5 CPUs of one worker pod for ``seconds``; return the pod and the wall-clock span.
 
     At start, the pod's name is written to the file ``marker`` (the test reads which pods are
-    busy from these files: the task runs on this machine).
+    busy from these files: the worker pods mount the test's share).
     """
     start = time.time()
     pod = os.environ.get("RAY_CLOUD_INSTANCE_ID", "?")
@@ -54,13 +58,12 @@ def emit(**fields: Any) -> None:
 
 
 def main(argv: list[str]) -> int:
-    gcs, head_ip, waves_json = argv
+    address, waves_json = argv
     waves: list[tuple[float, list[float]]] = json.loads(waves_json)
     release = os.environ.get("RELEASE_FILE", "/nonexistent")
     markers = os.environ["MARKER_DIR"]
     ray.init(
-        address=gcs,
-        _node_ip_address=head_ip,
+        address=address,
         log_to_driver=False,
         configure_logging=False,
     )

@@ -4,16 +4,21 @@
 KubeRay CRDs (from the pinned operator module, ``e2e/build.sh`` ``kuberay``) and the project's
 RayWorkerGroup CRD installed.
 
-:func:`kuberay_loop` starts the whole loop of :mod:`real_loop` in KubeRay mode, on 127.0.0.1:
+:func:`kuberay_loop` starts the whole loop of :mod:`real_loop` in KubeRay mode, inside the bed's
+network namespace:
 
-- the control plane, kwok and KEDA (:class:`control_plane.ControlPlane`), the KubeRay CRDs and
-  the real KubeRay operator (``kuberay-operator``, leader election off, out of cluster);
+- the control plane and KEDA (:class:`control_plane.ControlPlane`), the real node
+  (:mod:`real_node`), the KubeRay CRDs and the real KubeRay operator (``kuberay-operator``,
+  leader election off, out of cluster, with its init-container and probe injection off: both
+  call the head's Service DNS name or ``wget``, which the bed and the image do not have);
+- the scaler from the Helm chart with its real image (as in :mod:`real_loop`);
 - ``manifests/kuberay/example`` applied as a user would, through an overlay: the scaler's
-  address, test timings, the cpu group's memory left out (the local raylets have CPUs only);
-- a local Ray head (KubeRay's head pod is faked by kwok) and :class:`ray_kubelet.RayKubelet`
-  running a raylet for each Running worker pod KubeRay creates (``ray.io/node-type=worker``);
-- ``keda-ray-scaler agent --raycluster=demo`` with its ServiceAccount's token, Prometheus, the
-  scaler over mTLS.
+  address, test timings, and what the real node needs (:mod:`ray_on_node`: local images, the
+  head on the node's network at the node IP, workers on the pod bridge joining it by address,
+  small requests with Ray's logical CPUs from ``rayStartParams``). KubeRay creates the head pod
+  (Ray's head and the agent sidecar, ``--raycluster=demo``) and the worker pods; the kubelet
+  runs them;
+- Prometheus scraping the agent.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -34,19 +38,42 @@ import requests
 import yaml
 from control_plane import REPO, ControlPlane, Process, spawn, wait_until
 from kubernetes import client, config
+from pod_watch import PodWatch
 from prometheus_server import PrometheusServer
-from ray_cluster import RayCluster, ray_cluster
-from ray_kubelet import GroupShape, RayKubelet
+from ray_on_node import (
+    AGENT_PORT,
+    AGENT_RESOURCES,
+    GCS_ADDRESS,
+    HEAD_RESOURCES,
+    NODE_IP,
+    SHARE_MOUNT,
+    WORKER_RESOURCES,
+    Op,
+    agent_env_ops,
+    container_ops,
+    env,
+    kustomize_images,
+    load_images,
+    make_share,
+    patch,
+    pod_ops,
+)
 from real_loop import (
     COOLDOWN_S,
     IDLE_TIMEOUT_S,
     NAMESPACE,
     POLLING_INTERVAL_S,
     SCALE_DOWN_WINDOW_S,
+    SCALER_ADDRESS,
     RealLoop,
     _client_tls_secret,
     _scaler_pki,
+    agent_sample,
+    chart_values,
+    install_scaler,
+    scaler_pods,
 )
+from real_node import real_node
 
 from keda_ray_scaler.demo.raylets import free_port
 
@@ -59,7 +86,6 @@ RWG = ("keda-ray-scaler.io", "v1alpha1", "rayworkergroups")
 RC = ("ray.io", "v1", "rayclusters")
 #: figures of the KubeRay-mode test, printed as one ``e2e-kuberay:`` line (tests/conftest.py)
 FIGURES: dict[str, str] = {}
-_KRS = str(Path(sys.executable).with_name("keda-ray-scaler"))
 
 
 def install_crds(cp: ControlPlane, bin_dir: Path) -> None:
@@ -106,12 +132,13 @@ def custom_api(cp: ControlPlane) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(config.new_client_from_config(str(cp.admin_kubeconfig)))
 
 
-def _overlay(workdir: Path, scaler_port: int) -> Path:
-    """A user's overlay of manifests/kuberay/example: scaler address, timings, CPU-only workers."""
+def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port: int) -> Path:
+    """A user's overlay of manifests/kuberay/example on the real node: scaler address, timings,
+    local images, addresses without DNS (see :mod:`ray_on_node`)."""
     overlay = workdir / "overlay"
     overlay.mkdir()
-    so_ops = [
-        ("replace", "/spec/triggers/0/metadata/scalerAddress", f"127.0.0.1:{scaler_port}"),
+    so_ops: list[Op] = [
+        ("replace", "/spec/triggers/0/metadata/scalerAddress", SCALER_ADDRESS),
         ("replace", "/spec/pollingInterval", POLLING_INTERVAL_S),
         ("replace", "/spec/cooldownPeriod", COOLDOWN_S),
         (
@@ -120,26 +147,43 @@ def _overlay(workdir: Path, scaler_port: int) -> Path:
             SCALE_DOWN_WINDOW_S,
         ),
     ]
+    head = "/spec/headGroupSpec"
+    head_pod = f"{head}/template/spec"
+    agent = f"{head_pod}/containers/1"
     cpu = "/spec/workerGroupSpecs/0"
-    resources = f"{cpu}/template/spec/containers/0/resources"
-    rc_ops = [
+    cpu_pod = f"{cpu}/template/spec"
+    worker = f"{cpu_pod}/containers/0"
+    volume = {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
+    rc_ops: list[Op] = [
+        *pod_ops(head_pod, host_network=True),
+        ("add", f"{head}/rayStartParams/node-ip-address", NODE_IP),
+        *container_ops(f"{head_pod}/containers/0", HEAD_RESOURCES),
+        *container_ops(agent, AGENT_RESOURCES),
+        *agent_env_ops(agent, apiserver_port),
+        ("add", f"{agent}/args/-", "--interval=1"),
+        ("add", f"{agent}/args/-", "--settle-delay=1"),
         ("replace", f"{cpu}/idleTimeoutSeconds", IDLE_TIMEOUT_S),
-        ("remove", f"{resources}/limits/memory", None),
-        ("remove", f"{resources}/requests/memory", None),
+        *pod_ops(cpu_pod, host_network=False),
+        ("add", f"{cpu}/rayStartParams/address", GCS_ADDRESS),
+        # KubeRay runs ray start through bash -c: the variable expands there
+        ("add", f"{cpu}/rayStartParams/node-ip-address", "$MY_POD_IP"),
+        *container_ops(worker, WORKER_RESOURCES),
+        (
+            "add",
+            f"{worker}/env",
+            [env("MY_POD_IP", field="status.podIP"), env("RAY_ADDRESS", GCS_ADDRESS)],
+        ),
+        ("add", f"{cpu_pod}/volumes", [volume]),
+        ("add", f"{worker}/volumeMounts", [{"name": "krs-e2e", "mountPath": SHARE_MOUNT}]),
     ]
-
-    def ops(items: list[tuple[str, str, Any]]) -> str:
-        return yaml.safe_dump(
-            [{"op": o, "path": p, **({} if o == "remove" else {"value": v})} for o, p, v in items]
-        )
-
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [os.path.relpath(EXAMPLE, overlay)],
+        "images": kustomize_images(images),
         "patches": [
-            {"target": {"kind": "ScaledObject"}, "patch": ops(so_ops)},
-            {"target": {"kind": "RayCluster"}, "patch": ops(rc_ops)},
+            {"target": {"kind": "ScaledObject"}, "patch": patch(so_ops)},
+            {"target": {"kind": "RayCluster"}, "patch": patch(rc_ops)},
         ],
     }
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
@@ -150,10 +194,8 @@ def _overlay(workdir: Path, scaler_port: int) -> Path:
 class KubeRayLoop:
     """What :func:`kuberay_loop` started; reads of the cluster for the test's steps."""
 
-    base: RealLoop  # reused for start_scaler, submit, the scaler's process
+    base: RealLoop  # reused for the scaler, submit, the pod watch
     operator: Process
-    ray: RayCluster
-    kubelet: RayKubelet
     custom: client.CustomObjectsApi
     core: client.CoreV1Api
 
@@ -161,6 +203,11 @@ class KubeRayLoop:
     def cp(self) -> ControlPlane:
         """The control plane."""
         return self.base.cp
+
+    @property
+    def pod_watch(self) -> PodWatch:
+        """The worker pods' watch."""
+        return self.base.pods
 
     def raycluster(self) -> dict[str, Any]:
         """The RayCluster, as JSON."""
@@ -198,6 +245,11 @@ class KubeRayLoop:
                 return dict(c)
         return {}
 
+    def agent_log(self) -> str:
+        """The agent sidecar's log (``kubectl logs``)."""
+        head = self.base.head_pod().metadata.name
+        return self.cp.kubectl("logs", head, "-c", "agent", f"--namespace={NAMESPACE}").stdout
+
     def operator_deletions(self) -> tuple[set[str], set[str]]:
         """From KubeRay's own log: pods it deleted because ``workersToDelete`` named them, and
         pods it deleted at random (more pods than replicas)."""
@@ -214,24 +266,35 @@ class KubeRayLoop:
         return named, randomly
 
     def wait_pods(self, count: int, timeout_s: float) -> float:
-        """Wait until the group has ``count`` Running pods with a raylet; the time it took."""
+        """Wait until the group has ``count`` Ready pods, each a Ray node the agent sees; the
+        time it took."""
         start = time.monotonic()
 
         def reached() -> bool:
-            running = [p for p in self.pods().values() if p.status and p.status.phase == "Running"]
-            return len(running) == count and len(self.kubelet.running_pods(GROUP)) == count
+            ready = self.pod_watch.running_pods(GROUP) & set(self.pods())
+            if len(ready) != count:
+                return False
+            text = requests.get(self.base.agent_url, timeout=2).text
+            return not count or ready <= agent_sample(time.time(), text).pods
 
         wait_until(reached, timeout_s=timeout_s, what=f"{count} {GROUP} pods", interval_s=0.2)
         return time.monotonic() - start
 
 
+#: KubeRay's operator: no init container (``ray health-check`` on the head's Service DNS name)
+#: and no probes (``wget`` on 52365) injected: neither works on the bed (no CoreDNS; the image
+#: has no wget). A user's cluster has both.
+OPERATOR_ENV = {"ENABLE_INIT_CONTAINER_INJECTION": "false", "ENABLE_PROBES_INJECTION": "false"}
+
+
 @contextlib.contextmanager
-def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
+def kuberay_loop(bin_dir: Path, images: Path) -> Iterator[KubeRayLoop]:
     """Start everything (module docstring); stop everything by PID on exit."""
     workdir = Path(tempfile.mkdtemp(prefix="krs-kuberay-"))
+    refs = load_images(images)
     with contextlib.ExitStack() as stack:
-        cp = stack.enter_context(ControlPlane.start(workdir / "cp", bin_dir))
-        cp.add_nodes(nodes, prefix="worker-node", cpu="16", memory="64Gi")
+        cp = stack.enter_context(ControlPlane.start(workdir / "cp", bin_dir, kwok=False))
+        node = stack.enter_context(real_node(cp, bin_dir, images))
         install_crds(cp, bin_dir)
         (workdir / "logs").mkdir()
         operator = spawn(
@@ -245,84 +308,44 @@ def kuberay_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[KubeRayLoop]:
                 "--log-stdout-encoder=console",
             ],
             workdir / "logs",
+            OPERATOR_ENV,
         )
         stack.callback(operator.stop)
-        ray = stack.enter_context(ray_cluster())
+        share = make_share(workdir / "share")
         api = config.new_client_from_config(config_file=str(cp.admin_kubeconfig))
         core = client.CoreV1Api(api)
-        kubelet = RayKubelet(
-            ray,
-            core,
-            NAMESPACE,
-            f"ray.io/cluster={CLUSTER},ray.io/node-type=worker",
-            {GROUP: GroupShape(num_cpus=10)},
-        )
-        stack.enter_context(kubelet)
-        scaler_port, agent_port = free_port(), free_port()
-        _scaler_pki(workdir)
-        overlay = _overlay(workdir, scaler_port)
-        pki = _client_tls_secret(cp, workdir)
-        cp.kubectl("apply", "--server-side", "-k", str(overlay))
         (workdir / "prom").mkdir()
         prometheus = stack.enter_context(
-            PrometheusServer(workdir / "prom", [f"127.0.0.1:{agent_port}"])
+            PrometheusServer(workdir / "prom", [f"127.0.0.1:{AGENT_PORT}"])
+        )
+        _scaler_pki(workdir)
+        install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
+        _client_tls_secret(cp, workdir)
+        overlay = _overlay(workdir, share, refs, cp.apiserver_port)
+        cp.kubectl("apply", "--server-side", "-k", str(overlay))
+        pods = stack.enter_context(
+            PodWatch(core, NAMESPACE, f"ray.io/cluster={CLUSTER},ray.io/node-type=worker")
         )
         base = RealLoop(
             workdir=workdir,
+            share=share,
             cp=cp,
-            ray=ray,
-            kubelet=kubelet,
+            node=node,
+            pods=pods,
             prometheus=prometheus,
             core=core,
             apps=client.AppsV1Api(api),
             custom=client.CustomObjectsApi(api),
-            agent_port=agent_port,
-            scaler_port=scaler_port,
-            scaler_args=[
-                "serve",
-                "--host=127.0.0.1",
-                f"--port={scaler_port}",
-                "--metrics-port=-1",
-                f"--tls-cert={pki / 'server.crt'}",
-                f"--tls-key={pki / 'server.key'}",
-                f"--tls-client-ca={pki / 'ca.crt'}",
-                f"--prometheus-url={prometheus.url}",
-                "--refresh-interval=1",
-                "--log-format=json",
-            ],
-            agent_kubeconfig=cp.token_kubeconfig(NAMESPACE, "keda-ray-scaler-agent"),
-            spec_file=overlay / "unused",
         )
-        agent = spawn(
-            "agent",
-            [
-                _KRS,
-                "agent",
-                f"--raycluster={CLUSTER}",
-                f"--gcs-address={ray.gcs_address}",
-                "--host=127.0.0.1",
-                f"--port={agent_port}",
-                f"--namespace={NAMESPACE}",
-                f"--kubeconfig={base.agent_kubeconfig}",
-                "--interval=1",
-                "--settle-delay=1",
-                "--log-format=json",
-            ],
-            workdir / "logs",
-            ray.env,
-        )
-        base.agent = agent
-        stack.callback(base.stop_scaler)
-        stack.callback(base.stop_agent)
         wait_until(
             lambda: requests.get(base.agent_url, timeout=1).ok,
-            timeout_s=60,
-            what="the agent's /metrics",
-            alive=[agent, operator],
+            timeout_s=180,
+            what="the agent's /metrics (head pod Ready)",
+            alive=[operator],
         )
-        base.start_scaler()
-        stack.callback(kubelet.request_stop)  # first on the way out (see real_loop)
-        yield KubeRayLoop(base, operator, ray, kubelet, client.CustomObjectsApi(api), core)
+        wait_until(lambda: scaler_pods(core) == 1, timeout_s=120, what="the scaler pod Ready")
+        stack.callback(pods.request_stop)  # first on the way out (see real_loop)
+        yield KubeRayLoop(base, operator, client.CustomObjectsApi(api), core)
 
 
 class Periodic:

@@ -1,22 +1,26 @@
 """The whole loop for the real-control-plane test: Ray -> agent -> Prometheus -> scaler -> KEDA.
 
-:func:`real_loop` starts, on 127.0.0.1 and in one temporary directory:
+:func:`real_loop` starts, in one temporary directory, inside the bed's network namespace
+(``e2e/netns.sh``; every listener is on its loopback or the node IP, nothing routes out):
 
-- the control plane and KEDA (:mod:`control_plane`), with kwok nodes sized like worker nodes;
-- a Ray head with no CPUs (local) and :class:`ray_kubelet.RayKubelet` running a raylet per
-  Running worker pod;
+- the control plane and KEDA (:mod:`control_plane`), and **one real node** (:mod:`real_node`:
+  the kubelet, containerd and runc) that runs every pod of the loop from images built here
+  (``e2e/images.py``); one kwok node beside it for the deletion-cost race, whose pods never run;
+- the scaler installed from the Helm chart (``helm upgrade --install``) with its real image: its
+  gRPC probes, securityContext, limits and mTLS Secret enforced by the kubelet;
 - the project's example Ray cluster applied **as a user would**: ``kubectl apply -k`` of an
   overlay of ``manifests/examples/ray-cluster`` (the agent's ServiceAccount and Role included)
-  whose patches are what a user's overlay says: the scaler's address, a shorter idle timeout and
-  HPA windows so that a test takes minutes; KEDA's client certificate in the Secret the
-  TriggerAuthentication names;
-- the agent (authenticated with a token of its own ServiceAccount, so the Role is what is
-  tested), a real Prometheus scraping it, and the scaler installed from the Helm chart
-  (``helm upgrade --install``; its pod is faked by kwok) and run as a local process with the
-  chart Deployment's args, serving mTLS with certificates made here.
+  whose patches are what a user's overlay on this node says (:mod:`ray_on_node`: local images,
+  addresses without DNS, small requests) and the test's timings: the scaler's address, a
+  shorter idle timeout and HPA windows so that a test takes minutes; KEDA's client certificate
+  in the Secret the TriggerAuthentication names. The head pod runs Ray's head and the agent as
+  its sidecar (authenticated by its own ServiceAccount's token: the Role is what is tested);
+  worker pods run ``ray start`` and join it;
+- a real Prometheus scraping the agent.
 
 :class:`Timeline` samples what the test asserts on in the background: every Deployment change
-(through a watch) and the agent's own /metrics (victims, busy pods, wrong-victim counter).
+(through a watch) and the agent's own /metrics (victims, busy pods, wrong-victim counter);
+:class:`pod_watch.PodWatch` when each worker pod became Ready and when its deletion began.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,14 +43,35 @@ import chart_install
 import pytest
 import requests
 import yaml
-from control_plane import REPO, Authority, ControlPlane, Process, spawn, wait_until
+from containers import container_file, signal_container
+from control_plane import REPO, Authority, ControlPlane, wait_until
 from kubernetes import client, config, watch
+from pod_watch import PodWatch
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_server import PrometheusServer, requires_prometheus
-from ray_cluster import RayCluster, ray_cluster
-from ray_kubelet import GroupShape, RayKubelet
-
-from keda_ray_scaler.demo.raylets import free_port
+from ray_on_node import (
+    AGENT_PORT,
+    AGENT_RESOURCES,
+    CLIENT_ADDRESS,
+    HEAD_RESOURCES,
+    NODE_IP,
+    NODE_SELECTOR,
+    SHARE_MOUNT,
+    TOLERATIONS,
+    WORKER_RESOURCES,
+    Op,
+    agent_env_ops,
+    container_ops,
+    env,
+    kustomize_images,
+    load_images,
+    make_share,
+    patch,
+    pod_ops,
+    share_ops,
+    worker_args,
+)
+from real_node import RealNode, build_images, real_node
 
 #: The seed example both real-loop modules run: 20 tasks of {CPU: 5} on 10-CPU pods, 16 of them
 #: SHORT_S long and the rest held until released (at most HOLD_S); exactly 10 pods needed.
@@ -162,7 +188,7 @@ class Timeline:
         while not self._stop.is_set():
             with contextlib.suppress(requests.RequestException):
                 text = requests.get(self.agent_url, timeout=2).text
-                self.agent.append(_agent_sample(time.time(), text))
+                self.agent.append(agent_sample(time.time(), text))
             self._stop.wait(0.25)
 
     # -- reading -------------------------------------------------------------------------------
@@ -184,7 +210,7 @@ class Timeline:
         return self.agent[-1] if self.agent else None
 
 
-def _agent_sample(at: float, text: str) -> AgentSample:
+def agent_sample(at: float, text: str) -> AgentSample:
     victims: set[str] = set()
     pods: set[str] = set()
     total: dict[str, float] = {}
@@ -218,7 +244,8 @@ def _agent_sample(at: float, text: str) -> AgentSample:
 
 @dataclass
 class Workload:
-    """A running :mod:`ray_workload` driver; its JSON lines are read from its output file."""
+    """A running :mod:`ray_workload` driver (on this machine, through Ray Client); its JSON lines
+    are read from its output file, its tasks' markers from the share the worker pods mount."""
 
     popen: subprocess.Popen[bytes]
     out: Path
@@ -264,6 +291,38 @@ class Workload:
         stop_group(self.popen, 5)
 
 
+def submit(
+    workdir: Path, share: Path, n: int, waves: Sequence[tuple[float, Sequence[float]]]
+) -> Workload:
+    """Start driver ``n`` submitting ``waves`` to the head through Ray Client; its release file
+    and markers live in ``share`` (``SHARE_MOUNT`` in the worker pods)."""
+    out = workdir / f"workload-{n}.jsonl"
+    release = share / f"release-{n}"
+    markers = make_share(share / f"markers-{n}")
+    with (
+        out.open("wb") as stdout,
+        (workdir / "logs" / f"workload-{n}.log").open("wb") as err,
+    ):
+        popen = subprocess.Popen(
+            [
+                sys.executable,
+                str(WORKLOAD),
+                CLIENT_ADDRESS,
+                json.dumps([[a, list(d)] for a, d in waves]),
+            ],
+            env={
+                **os.environ,
+                "RELEASE_FILE": f"{SHARE_MOUNT}/{release.name}",
+                "MARKER_DIR": f"{SHARE_MOUNT}/{markers.name}",
+            },
+            stdout=stdout,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return Workload(popen, out, release, markers, time.time())
+
+
 # ---------------------------------------------------------------------------------------------
 # the loop
 
@@ -273,92 +332,95 @@ class RealLoop:
     """Everything :func:`real_loop` started; methods for the test's steps."""
 
     workdir: Path
+    share: Path
     cp: ControlPlane
-    ray: RayCluster
-    kubelet: RayKubelet
+    node: RealNode
+    pods: PodWatch
     prometheus: PrometheusServer
     core: client.CoreV1Api
     apps: client.AppsV1Api
     custom: client.CustomObjectsApi
-    agent_port: int
-    scaler_port: int
-    scaler_args: list[str]
-    agent_kubeconfig: Path
-    spec_file: Path
     timeline: Timeline | None = None
-    agent: Process | None = None
-    scaler: Process | None = None
     _workloads: int = 0
 
     @property
     def agent_url(self) -> str:
-        """The agent's /metrics."""
-        return f"http://127.0.0.1:{self.agent_port}/metrics"
+        """The agent's /metrics (the head pod is on the node's network)."""
+        return f"http://127.0.0.1:{AGENT_PORT}/metrics"
 
-    # -- processes -----------------------------------------------------------------------------
+    # -- the product's pods --------------------------------------------------------------------
+
+    def head_pod(self) -> Any:
+        """The Ray head pod (agent sidecar inside), not being deleted."""
+        pods = self.core.list_namespaced_pod(
+            NAMESPACE, label_selector=f"ray.io/cluster={CLUSTER},ray.io/node-type=head"
+        ).items
+        (pod,) = [p for p in pods if p.metadata.deletion_timestamp is None]
+        return pod
+
+    def stop_agent(self) -> None:
+        """The agent hangs: every process of its container stopped (SIGSTOP), as a stuck agent
+        looks to Prometheus (scrapes time out) and to the scaler (its data goes stale)."""
+        signal_container(self.head_pod(), AGENT_CONTAINER, signal.SIGSTOP)
 
     def start_agent(self) -> None:
-        """``keda-ray-scaler agent`` with its ServiceAccount's token, polling Ray every second."""
-        self.agent = spawn(
-            "agent",
-            [
-                _KRS,
-                "agent",
-                f"--cluster-spec={self.spec_file}",
-                f"--gcs-address={self.ray.gcs_address}",
-                "--host=127.0.0.1",
-                f"--port={self.agent_port}",
-                f"--namespace={NAMESPACE}",
-                f"--kubeconfig={self.agent_kubeconfig}",
-                "--interval=1",
-                "--settle-delay=1",
-                "--log-format=json",
-            ],
-            self.workdir / "logs",
-            self.ray.env,
-        )
-        agent = self.agent
-        wait_until(
-            lambda: requests.get(self.agent_url, timeout=1).ok,
-            timeout_s=60,
-            what="the agent's /metrics",
-            alive=[agent],
-        )
+        """The hung agent resumes (SIGCONT)."""
+        signal_container(self.head_pod(), AGENT_CONTAINER, signal.SIGCONT)
 
     def restart_agent_with(self, **group_fields: Any) -> None:
-        """Rewrite the group's fields in the cluster spec and restart the agent (it reads the spec
-        at start, as the sidecar container does)."""
-        spec = yaml.safe_load(self.spec_file.read_text())
+        """Rewrite the group's fields in the cluster spec ConfigMap, wait until the kubelet has
+        put it in the agent's volume, and stop the agent (SIGTERM): the kubelet restarts it and
+        it reads the new spec, as a user's rollout of the sidecar would."""
+        head = self.head_pod()
+        (volume,) = [v for v in head.spec.volumes if v.name == "cluster-spec"]
+        name = volume.config_map.name
+        spec = yaml.safe_load(
+            self.core.read_namespaced_config_map(name, NAMESPACE).data["cluster.yaml"]
+        )
         for group in spec["workerGroups"]:
             if group["name"] == GROUP:
                 group.update(group_fields)
-        self.spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
-        self.stop_agent()
-        self.start_agent()
-
-    def stop_agent(self) -> None:
-        """SIGTERM the agent by its PID."""
-        if self.agent is not None:
-            self.agent.stop()
-
-    def start_scaler(self) -> None:
-        """``keda-ray-scaler serve`` with the args of the chart's Deployment (installed with helm),
-        its mounted TLS files and listening flags made local: what the chart runs in a pod."""
-        log = self.workdir / "logs" / "scaler.log"
-        offset = log.stat().st_size if log.exists() else 0
-        self.scaler = spawn("scaler", [_KRS, *self.scaler_args], self.workdir / "logs")
-        scaler = self.scaler
+        text = yaml.safe_dump(spec, sort_keys=False)
+        self.core.patch_namespaced_config_map(name, NAMESPACE, {"data": {"cluster.yaml": text}})
+        # any pod update makes the kubelet sync the pod, which refreshes its ConfigMap volumes
+        self.core.patch_namespaced_pod(
+            head.metadata.name,
+            NAMESPACE,
+            {"metadata": {"annotations": {"krs.test/spec": str(time.time())}}},
+        )
         wait_until(
-            lambda: "scaler serving" in log.read_text(errors="replace")[offset:],
-            timeout_s=60,
-            what="the scaler",
-            alive=[scaler],
+            lambda: container_file(head, AGENT_CONTAINER, SPEC_PATH) == text,
+            timeout_s=120,
+            what="the new cluster spec in the agent's volume",
+        )
+        restarts = _restarts(head, AGENT_CONTAINER)
+        signal_container(head, AGENT_CONTAINER, signal.SIGTERM, main_only=True)
+        wait_until(
+            lambda: (
+                _restarts(self.head_pod(), AGENT_CONTAINER) > restarts
+                and requests.get(self.agent_url, timeout=1).ok
+            ),
+            timeout_s=120,
+            what="the agent restarted",
         )
 
+    def start_scaler(self) -> None:
+        """The chart's scaler Deployment at 1 replica, its pod Ready (gRPC health probe)."""
+        self._scale_scaler(1)
+
     def stop_scaler(self) -> None:
-        """SIGTERM the scaler by its PID."""
-        if self.scaler is not None:
-            self.scaler.stop()
+        """The chart's scaler Deployment at 0 replicas, its pod gone (SIGTERM, grace)."""
+        self._scale_scaler(0)
+
+    def _scale_scaler(self, replicas: int) -> None:
+        self.apps.patch_namespaced_deployment_scale(
+            chart_install.RELEASE, chart_install.NAMESPACE, {"spec": {"replicas": replicas}}
+        )
+        wait_until(
+            lambda: scaler_pods(self.core) == replicas,
+            timeout_s=120,
+            what=f"the scaler at {replicas} Ready pods",
+        )
 
     # -- reading the cluster -------------------------------------------------------------------
 
@@ -373,6 +435,12 @@ class RealLoop:
             NAMESPACE, label_selector=f"ray.io/cluster={CLUSTER},ray.io/group={group}"
         ).items
         return {p.metadata.name: p for p in pods if p.metadata.deletion_timestamp is None}
+
+    def ray_pods(self) -> frozenset[str]:
+        """Pods the agent sees as Ray nodes (its newest /metrics sample)."""
+        assert self.timeline is not None
+        last = self.timeline.last_agent()
+        return last.pods if last is not None else frozenset()
 
     def scaled_object(self, name: str = SCALED_OBJECT) -> dict[str, Any]:
         """The ScaledObject, as a dict."""
@@ -425,34 +493,35 @@ class RealLoop:
     def submit(self, waves: Sequence[tuple[float, Sequence[float]]]) -> Workload:
         """Start a driver submitting ``waves`` (see :mod:`ray_workload`)."""
         self._workloads += 1
-        n = self._workloads
-        out = self.workdir / f"workload-{n}.jsonl"
-        release = self.workdir / f"release-{n}"
-        markers = self.workdir / f"markers-{n}"
-        markers.mkdir()
-        with (
-            out.open("wb") as stdout,
-            (self.workdir / "logs" / f"workload-{n}.log").open("wb") as err,
-        ):
-            popen = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(WORKLOAD),
-                    self.ray.gcs_address,
-                    self.ray.head_ip,
-                    json.dumps([[a, list(d)] for a, d in waves]),
-                ],
-                env={**self.ray.env, "RELEASE_FILE": str(release), "MARKER_DIR": str(markers)},
-                stdout=stdout,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        return Workload(popen, out, release, markers, time.time())
+        return submit(self.workdir, self.share, self._workloads, waves)
 
 
-def _overlay(workdir: Path, scaler_port: int) -> Path:
-    """A user's overlay of the example Ray cluster: the scaler's address and test timings."""
+AGENT_CONTAINER = "agent"
+SPEC_PATH = "/etc/keda-ray-scaler/cluster.yaml"
+
+
+def _restarts(pod: Any, container: str) -> int:
+    for status in (pod.status and pod.status.container_statuses) or []:
+        if status.name == container:
+            return int(status.restart_count or 0)
+    return 0
+
+
+def scaler_pods(core: client.CoreV1Api) -> int:
+    """Ready scaler pods (none being deleted), or -1 while a deleted one still exists."""
+    pods = core.list_namespaced_pod(chart_install.NAMESPACE).items
+    if any(p.metadata.deletion_timestamp is not None for p in pods):
+        return -1
+    return sum(
+        1
+        for p in pods
+        if any(c.type == "Ready" and c.status == "True" for c in (p.status.conditions or []))
+    )
+
+
+def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port: int) -> Path:
+    """A user's overlay of the example Ray cluster on the real node (see :mod:`ray_on_node`):
+    the scaler's address, test timings, the local images, the pods pinned to the node."""
     overlay = workdir / "overlay"
     overlay.mkdir()
     example = REPO / "manifests" / "examples" / "ray-cluster"
@@ -460,8 +529,8 @@ def _overlay(workdir: Path, scaler_port: int) -> Path:
     for group in spec["workerGroups"]:
         group["idleTimeoutSeconds"] = IDLE_TIMEOUT_S
     (overlay / "cluster.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    ops = [
-        ("replace", "/spec/triggers/0/metadata/scalerAddress", f"127.0.0.1:{scaler_port}"),
+    so_ops: list[Op] = [
+        ("replace", "/spec/triggers/0/metadata/scalerAddress", SCALER_ADDRESS),
         ("replace", "/spec/pollingInterval", POLLING_INTERVAL_S),
         ("replace", "/spec/cooldownPeriod", COOLDOWN_S),
         (
@@ -470,18 +539,53 @@ def _overlay(workdir: Path, scaler_port: int) -> Path:
             SCALE_DOWN_WINDOW_S,
         ),
     ]
+    pod = "/spec/template/spec"
+    head, agent = f"{pod}/containers/0", f"{pod}/containers/1"
+    head_ops: list[Op] = [
+        *pod_ops(pod, host_network=True),
+        *container_ops(head, HEAD_RESOURCES),
+        ("add", f"{head}/args/-", f"--node-ip-address={NODE_IP}"),
+        *container_ops(agent, AGENT_RESOURCES),
+        *agent_env_ops(agent, apiserver_port),
+        # the test's timings, as the real-control-plane test always ran the agent
+        ("add", f"{agent}/args/-", "--interval=1"),
+        ("add", f"{agent}/args/-", "--settle-delay=1"),
+    ]
+    worker = f"{pod}/containers/0"
+
+    def worker_ops(*ray_resources: str) -> list[Op]:
+        return [
+            *pod_ops(pod, host_network=False),
+            *container_ops(worker, WORKER_RESOURCES),
+            ("replace", f"{worker}/args", worker_args(*ray_resources)),
+            ("add", f"{worker}/env/-", env("MY_POD_IP", field="status.podIP")),
+            *share_ops(pod, worker, share),
+        ]
+
+    # no GPU node, no device plugin: logical GPUs (container_ops replaces the resources with
+    # ones without nvidia.com/gpu; pod_ops replaces the GPU toleration)
+    gpu_ops = [
+        *worker_ops("--num-cpus=8", "--num-gpus=1"),
+    ]
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [os.path.relpath(example, overlay)],
+        "images": kustomize_images(images),
         "configMapGenerator": [
             {"name": "ray-demo-cluster-spec", "behavior": "replace", "files": ["cluster.yaml"]}
         ],
         "patches": [
+            {"target": {"kind": "ScaledObject"}, "patch": patch(so_ops)},
+            {"target": {"kind": "Deployment", "name": "ray-demo-head"}, "patch": patch(head_ops)},
             {
-                "target": {"kind": "ScaledObject"},
-                "patch": yaml.safe_dump([{"op": op, "path": p, "value": v} for op, p, v in ops]),
-            }
+                "target": {"kind": "Deployment", "name": DEPLOYMENT},
+                "patch": patch(worker_ops("--num-cpus=10")),
+            },
+            {
+                "target": {"kind": "Deployment", "name": "ray-demo-gpu-inference"},
+                "patch": patch(gpu_ops),
+            },
         ],
     }
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
@@ -508,12 +612,14 @@ def _client_tls_secret(cp: ControlPlane, workdir: Path) -> Path:
 
 def _scaler_pki(workdir: Path) -> Authority:
     """The scaler's server certificate and KEDA's client certificate, from one CA made here;
-    ``scaler-tls/`` holds the server's as its Secret's keys (tls.crt, tls.key, ca.crt)."""
+    ``scaler-tls/`` holds the server's as its Secret's keys (tls.crt, tls.key, ca.crt). The
+    server's names: the node IP (the scaler pod is on the node's network, see SCALER_ADDRESS)
+    and loopback."""
     pki = workdir / "scaler-pki"
     pki.mkdir()
     ca = Authority.create("keda-ray-scaler-e2e-scaler-ca")
     ca.pair.write(pki, "ca")
-    server = ca.issue("keda-ray-scaler", server=True, hosts=["127.0.0.1", "localhost"])
+    server = ca.issue("keda-ray-scaler", server=True, hosts=[NODE_IP, "127.0.0.1", "localhost"])
     server.write(pki, "server")
     ca.issue("keda-operator", client=True).write(pki, "client")
     tls = workdir / "scaler-tls"
@@ -523,14 +629,38 @@ def _scaler_pki(workdir: Path) -> Authority:
     return ca
 
 
-#: the chart's values in the real-control-plane test: one replica, a fast refresh; the Ray
-#: cluster's TriggerAuthentication and agent RBAC come from its own kustomization
-CHART_VALUES = {"replicas": "1", "refreshIntervalSeconds": "1"}
+#: The scaler pod listens on the node's network: with no kube-proxy on the bed, its Service's
+#: ClusterIP does not route, and a pod IP would change with every restart of the pod. A user's
+#: ScaledObject names the Service (``keda-ray-scaler.keda-ray-scaler.svc:9090``).
+SCALER_ADDRESS = f"{NODE_IP}:9090"
 
 
-def _install_chart(cp: ControlPlane, workdir: Path, bin_dir: Path) -> None:
-    """``helm upgrade --install`` the scaler's chart; the server Secret made by hand (no
-    cert-manager here), as docs/getting-started.md says."""
+def chart_values(images: dict[str, str], prometheus_url: str) -> dict[str, str]:
+    """The chart's values on the real node: one replica of the locally built image pinned to
+    the node, a fast refresh; the Ray cluster's TriggerAuthentication and agent RBAC come from
+    its own kustomization."""
+    repository, _, tag = images["keda-ray-scaler"].rpartition(":")
+    return {
+        "replicas": "1",
+        "refreshIntervalSeconds": "1",
+        "image.repository": repository,
+        "image.tag": tag,
+        "image.pullPolicy": "Never",
+        "prometheus.url": prometheus_url,
+        **{f"nodeSelector.{_escape(k)}": v for k, v in NODE_SELECTOR.items()},
+        **{f"tolerations[0].{k}": v for k, v in TOLERATIONS[0].items()},
+    }
+
+
+def _escape(key: str) -> str:
+    """A key for ``helm --set`` (dots in label keys escaped)."""
+    return key.replace(".", "\\.")
+
+
+def install_scaler(cp: ControlPlane, workdir: Path, bin_dir: Path, values: dict[str, str]) -> None:
+    """``helm upgrade --install`` the scaler's chart with its real image; the server Secret made
+    by hand (no cert-manager here), as docs/getting-started.md says. Then the one change the
+    bed needs (no kube-proxy): the pod on the node's network (see SCALER_ADDRESS)."""
     tls = workdir / "scaler-tls"
     cp.kubectl("create", "namespace", chart_install.NAMESPACE)
     cp.kubectl(
@@ -541,68 +671,69 @@ def _install_chart(cp: ControlPlane, workdir: Path, bin_dir: Path) -> None:
         f"--namespace={chart_install.NAMESPACE}",
         *[f"--from-file={tls / name}" for name in ("tls.crt", "tls.key", "ca.crt")],
     )
-    chart_install.install(str(bin_dir / "bin" / "helm"), cp.admin_kubeconfig, CHART_VALUES)
+    chart_install.install(str(bin_dir / "bin" / "helm"), cp.admin_kubeconfig, values)
+    host_network = {"spec": {"template": {"spec": {"hostNetwork": True}}}}
+    cp.kubectl(
+        "patch",
+        "deployment",
+        chart_install.RELEASE,
+        f"--namespace={chart_install.NAMESPACE}",
+        "--type=strategic",
+        f"--patch={json.dumps(host_network)}",
+    )
+
+
+def images_json() -> Path:
+    """The locally built images' index (``e2e/images.py``; ``KRS_E2E_IMAGES`` is its directory
+    when make built them)."""
+    if os.environ.get("KRS_E2E_IMAGES"):
+        return Path(os.environ["KRS_E2E_IMAGES"]) / "images.json"
+    return build_images()
 
 
 @contextlib.contextmanager
-def real_loop(bin_dir: Path, *, nodes: int = 14) -> Iterator[RealLoop]:
+def real_loop(bin_dir: Path, images: Path) -> Iterator[RealLoop]:
     """Start everything (module docstring); stop everything by PID on exit."""
     workdir = Path(tempfile.mkdtemp(prefix="krs-cp-"))
+    refs = load_images(images)
     with contextlib.ExitStack() as stack:
         cp = stack.enter_context(ControlPlane.start(workdir / "cp", bin_dir))
-        cp.add_nodes(nodes, prefix="worker-node", cpu="16", memory="64Gi")
-        # the example's gpu-inference group: its pods must run (a pod pending forever holds demand)
-        cp.add_nodes(2, prefix="gpu-node", cpu="16", memory="128Gi", gpus=1)
-        ray = stack.enter_context(ray_cluster())
+        # kwok nodes only for the deletion-cost race (tests/race.py): its pods never run
+        cp.add_nodes(1, prefix="fake-node", cpu="16", memory="64Gi")
+        node = stack.enter_context(real_node(cp, bin_dir, images))
+        share = make_share(workdir / "share")
         api = config.new_client_from_config(config_file=str(cp.admin_kubeconfig))
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-        kubelet = RayKubelet(
-            ray,
-            core,
-            NAMESPACE,
-            "ray.io/node-type=worker",
-            {GROUP: GroupShape(num_cpus=10), "gpu-inference": GroupShape(num_cpus=8, num_gpus=1)},
-        )
-        stack.enter_context(kubelet)
-        scaler_port, agent_port = free_port(), free_port()
-        _scaler_pki(workdir)
-        _install_chart(cp, workdir, bin_dir)
-        overlay = _overlay(workdir, scaler_port)
-        _client_tls_secret(cp, workdir)
-        cp.kubectl("apply", "-k", str(overlay))
         (workdir / "logs").mkdir(exist_ok=True)
         (workdir / "prom").mkdir()
         prometheus = stack.enter_context(
-            PrometheusServer(workdir / "prom", [f"127.0.0.1:{agent_port}"])
+            PrometheusServer(workdir / "prom", [f"127.0.0.1:{AGENT_PORT}"])
         )
+        _scaler_pki(workdir)
+        install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
+        _client_tls_secret(cp, workdir)
+        cp.kubectl("apply", "-k", str(_overlay(workdir, share, refs, cp.apiserver_port)))
+        pods = stack.enter_context(PodWatch(core, NAMESPACE, "ray.io/node-type=worker"))
         loop = RealLoop(
             workdir=workdir,
+            share=share,
             cp=cp,
-            ray=ray,
-            kubelet=kubelet,
+            node=node,
+            pods=pods,
             prometheus=prometheus,
             core=core,
             apps=apps,
             custom=client.CustomObjectsApi(api),
-            agent_port=agent_port,
-            scaler_port=scaler_port,
-            scaler_args=chart_install.local_serve_args(
-                str(bin_dir / "bin" / "helm"),
-                CHART_VALUES,
-                tls_dir=workdir / "scaler-tls",
-                prometheus_url=prometheus.url,
-                port=scaler_port,
-            ),
-            agent_kubeconfig=cp.token_kubeconfig(NAMESPACE, "keda-ray-scaler-agent"),
-            spec_file=overlay / "cluster.yaml",
         )
-        stack.callback(loop.stop_scaler)
-        stack.callback(loop.stop_agent)
-        loop.start_agent()
-        loop.start_scaler()
+        wait_until(
+            lambda: requests.get(loop.agent_url, timeout=1).ok,
+            timeout_s=180,
+            what="the agent's /metrics (head pod Ready)",
+        )
+        wait_until(lambda: scaler_pods(core) == 1, timeout_s=120, what="the scaler pod Ready")
         loop.timeline = Timeline(apps, loop.agent_url).start()
         stack.callback(loop.timeline.stop)
-        # First on the way out: the watch threads wind down while the processes stop.
-        stack.callback(kubelet.request_stop)
+        # First on the way out: the watch threads wind down while the pods and processes stop.
+        stack.callback(pods.request_stop)
         stack.callback(loop.timeline.request_stop)
         yield loop

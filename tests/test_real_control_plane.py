@@ -1,12 +1,15 @@
 """The whole loop against a real Kubernetes control plane and real KEDA (see ``real_loop``).
 
-Real: etcd, kube-apiserver (RBAC, aggregation), kube-controller-manager (HPA, ReplicaSet,
-Deployment controllers), kube-scheduler, KEDA's operator and metrics adapter, Prometheus, Ray,
-the agent and the scaler over mTLS. Stand-in: the kubelet (kwok for pod status, ``RayKubelet``
-for the Ray container of each worker pod). The steps run in file order on one loop and one
-workload; each prints its figures, and the suite's summary ends with one ``e2e-local:`` line.
+Real: etcd, kube-apiserver (RBAC, Node authorization, aggregation), kube-controller-manager
+(HPA, ReplicaSet, Deployment controllers), kube-scheduler, a real node (kubelet, containerd,
+runc) running the head pod with the agent sidecar, the worker pods and the scaler's pod from
+the product's own images, KEDA's operator and metrics adapter, Prometheus, Ray, mTLS. Not real:
+KEDA and Prometheus run as processes beside the node (in its network namespace), no CoreDNS or
+kube-proxy (see ``ray_on_node``). The steps run in file order on one loop and one workload; each
+prints its figures, and the suite's summary ends with one ``e2e-local:`` line.
 
-Build: ``e2e/build.sh`` (run by ``make e2e-local`` / ``make test``; cached outside the repository).
+Build: ``e2e/build.sh`` and ``e2e/images.py`` (run by ``make e2e-local`` / ``make test``; cached
+outside the repository); run inside ``e2e/netns.sh``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from control_plane import build_binaries, wait_until
+from ray_on_node import require_bed
 from real_loop import (
     EXPECTED_PODS,
     FIGURES,
@@ -33,6 +37,7 @@ from real_loop import (
     SHORT_S,
     RealLoop,
     Workload,
+    images_json,
     real_loop,
 )
 
@@ -45,9 +50,11 @@ RNG_SEED = int(os.environ.get("KRS_E2E_SEED", "20261123"))
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[RealLoop]:
-    """The real loop, once for the module (about 30 s to start)."""
+    """The real loop on the real node, once for the module."""
+    require_bed()
     bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
-    with real_loop(bin_dir) as started:
+    FIGURES["node"] = "real"
+    with real_loop(bin_dir, images_json()) as started:
         # each Deployment's default replica, drained and scaled in by KEDA
         started.wait_replicas(0, 180)
         started.wait_replicas(0, 60, name="ray-demo-gpu-inference")
@@ -69,10 +76,8 @@ def _max_replicas(loop: RealLoop, since: float) -> int:
 
 
 def _deleted_since(loop: RealLoop, since: float) -> list[tuple[str, float]]:
-    """Pods of the group whose deletion the kubelet saw since ``since``, with the time."""
-    return [
-        (e.pod, e.at) for e in list(loop.kubelet.events) if e.what == "deleted" and e.at >= since
-    ]
+    """Pods whose deletion began since ``since``, with the time."""
+    return loop.pods.deleted_since(since)
 
 
 def test_seed_example_scales_the_deployment_to_exactly_ten(loop: RealLoop, seed: Workload) -> None:
@@ -88,9 +93,9 @@ def test_seed_example_scales_the_deployment_to_exactly_ten(loop: RealLoop, seed:
     ready_at = wait_until(first_ready, timeout_s=15, what="the watch to show 10 Ready")
     FIGURES["seed: 10 Ready pods after"] = f"{ready_at - seed.submitted_at:.1f} s"
     wait_until(
-        lambda: len(loop.kubelet.running_pods(GROUP)) == EXPECTED_PODS,
+        lambda: len(loop.pods.running_pods(GROUP) & loop.ray_pods()) == EXPECTED_PODS,
         timeout_s=60,
-        what="10 raylets",
+        what="10 Ready pods that are Ray nodes",
     )
     time.sleep(5)  # a target above 10 would show within an HPA sync or two
     assert loop.deployment() == (EXPECTED_PODS, EXPECTED_PODS)
@@ -111,7 +116,7 @@ def test_idle_pods_go_and_busy_pods_stay(loop: RealLoop, seed: Workload) -> None
     loop.wait_replicas(len(busy), 120)
     FIGURES["idle pods removed after"] = f"{time.time() - done_at:.1f} s"
     assert set(loop.worker_pods()) == set(busy)
-    wait_until(lambda: loop.kubelet.live_pods(GROUP) == busy, timeout_s=30, what="deletions seen")
+    wait_until(lambda: loop.pods.live_pods(GROUP) == busy, timeout_s=30, what="deletions seen")
     deleted = _deleted_since(loop, seed.submitted_at)
     assert len(deleted) == EXPECTED_PODS - len(busy)
     for pod, at in deleted:
@@ -279,7 +284,7 @@ def test_a_lowered_max_replicas_removes_idle_pods_never_busy_ones(loop: RealLoop
         )
         loop.patch_scaled_object({"spec": {"maxReplicaCount": 2}})
         loop.wait_replicas(2, 90)
-        wait_until(lambda: len(loop.kubelet.live_pods(GROUP)) == 2, timeout_s=30, what="deletions")
+        wait_until(lambda: len(loop.pods.live_pods(GROUP)) == 2, timeout_s=30, what="deletions")
         FIGURES["cap lowered 4 -> 2"] = f"{time.time() - lowered:.1f} s"
         assert busy <= set(loop.worker_pods())
         deleted = _deleted_since(loop, lowered)

@@ -1,9 +1,11 @@
 """KubeRay mode, the whole loop against a real control plane, real KEDA and the real KubeRay
 operator (see ``real_kuberay``): KEDA's HPA scales a RayWorkerGroup, the agent applies it to the
 RayCluster, KubeRay creates and deletes the worker pods. The steps run in file order on one loop
-and one workload; the suite's summary ends with one ``e2e-kuberay:`` line.
+and one workload; the suite's summary ends with one ``e2e-kuberay:`` line. Every pod (head with
+the agent sidecar, workers, the scaler) runs on the real node from the product's own images.
 
-Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its Go module).
+Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its Go module) and
+``e2e/images.py``; run inside ``e2e/netns.sh``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from control_plane import build_binaries, wait_until
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
+from ray_on_node import require_bed
 from real_kuberay import (
     CLUSTER,
     FIGURES,
@@ -38,6 +41,7 @@ from real_loop import (
     SHORT_S,
     Timeline,
     Workload,
+    images_json,
 )
 
 pytestmark = REAL_LOOP_MARKS
@@ -45,9 +49,12 @@ pytestmark = REAL_LOOP_MARKS
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[KubeRayLoop]:
-    """The KubeRay loop, once for the module; the RayWorkerGroup reconciled at 0 pods."""
+    """The KubeRay loop on the real node, once for the module; the RayWorkerGroup reconciled
+    at 0 pods."""
+    require_bed()
     bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
-    with kuberay_loop(bin_dir) as started:
+    FIGURES["node"] = "real"
+    with kuberay_loop(bin_dir, images_json()) as started:
         wait_until(
             lambda: (started.worker_group().get("status") or {}).get("selector"),
             timeout_s=120,
@@ -82,10 +89,8 @@ def seed(loop: KubeRayLoop, timeline: Timeline, recorder: GroupRecorder) -> Iter
 
 
 def _deleted_since(loop: KubeRayLoop, since: float) -> list[tuple[str, float]]:
-    """Pods of the group whose deletion the kubelet saw since ``since``, with the time."""
-    return [
-        (e.pod, e.at) for e in list(loop.kubelet.events) if e.what == "deleted" and e.at >= since
-    ]
+    """Pods whose deletion began since ``since``, with the time."""
+    return loop.pod_watch.deleted_since(since)
 
 
 def _agent_counter(loop: KubeRayLoop, name: str) -> float:
@@ -148,7 +153,7 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
         FIGURES["idle to deletion"] = f"{time.monotonic() - idle_at:.1f} s"
     finally:
         editor.stop()
-    wait_until(lambda: loop.kubelet.live_pods(GROUP) == busy, timeout_s=30, what="deletions seen")
+    wait_until(lambda: loop.pod_watch.live_pods(GROUP) == busy, timeout_s=30, what="deletions seen")
     deleted = _deleted_since(loop, 0.0)
     named, randomly = loop.operator_deletions()
     not_named = [pod for pod, _ in deleted if pod not in named]
@@ -210,7 +215,7 @@ def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:
     )
     assert ready["status"] == "False"
     assert "enableInTreeAutoscaling: false" in ready["message"]
-    log = (loop.base.workdir / "logs" / "agent.log").read_text(errors="replace")
+    log = loop.agent_log()
     assert "RayCluster refused" in log and "enableInTreeAutoscaling: false" in log
     work = loop.base.submit([(0.0, [5.0])])
     try:
