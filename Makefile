@@ -43,10 +43,10 @@ e2e-build: ## build (or find cached) the test bed's binaries and images; prints 
 	bash e2e/build.sh >/dev/null
 	$(BIN)/python e2e/images.py >/dev/null
 
-e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-local:" and "e2e-kuberay:" lines
+e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-node:", "e2e-local:" and "e2e-kuberay:" lines
 	@log=$$(mktemp); $(BED) $(BIN)/pytest -q \
 	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py $(PYTEST_ARGS) | tee $$log; \
-	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(kuberay|local):' $$log | sort; rm -f $$log; exit $$status
+	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(kuberay|local|node):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench

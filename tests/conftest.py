@@ -23,6 +23,27 @@ for _var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDR
     os.environ.pop(_var, None)
 
 
+def pytest_runtest_makereport(item: object, call: object) -> None:
+    """A failing test on a real node gets the last log lines of every container that died
+    there (``kubectl logs --previous``) as a report section."""
+    import sys
+
+    node_module = sys.modules.get("real_node")
+    if node_module is None or getattr(call, "excinfo", None) is None:
+        return
+    for node in list(getattr(node_module, "ACTIVE", ())):
+        try:
+            logs = node.dead_container_logs()
+        except Exception as exc:  # the control plane may be what failed
+            logs = f"(container logs unavailable: {exc})"
+        if logs:
+            item.add_report_section(  # type: ignore[attr-defined]
+                call.when,  # type: ignore[attr-defined]
+                f"dead containers on {node.name}",
+                logs,
+            )
+
+
 def pytest_terminal_summary(terminalreporter: object) -> None:
     """The real-control-plane test's figures as one line that begins ``e2e-local:``."""
     import sys
@@ -31,6 +52,10 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     figures = getattr(loop, "FIGURES", None)
     if figures:
         line = "e2e-local: " + "; ".join(f"{k} {v}" for k, v in figures.items())
+        terminalreporter.write_line(line)  # type: ignore[attr-defined]
+    node = getattr(sys.modules.get("real_node"), "FIGURES", None)  # the real node's own tests
+    if node:
+        line = "e2e-node: " + "; ".join(f"{k} {v}" for k, v in node.items())
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
     kuberay = getattr(sys.modules.get("real_kuberay"), "FIGURES", None)  # KubeRay mode's test
     if kuberay:

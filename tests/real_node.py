@@ -79,10 +79,13 @@ KUBELET_PORT = 10250
 NETNS_HINT = "run under e2e/netns.sh: make e2e-local"
 CNI_BIN_DIR = Path("/usr/lib/cni")  # Debian's containernetworking-plugins
 LEGACY_LOG_DIR = Path("/var/log/containers")  # the kubelet links container logs here
+CNI_CACHE = Path("/var/lib/cni/results")  # libcni's cache, one file per sandbox and network
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes; containerd adds ".ttrpc"
 
 # Figures of the real-node tests (node start, pods, restarts), for a summary line.
 FIGURES: dict[str, Any] = {}
+# The nodes running now (tests/conftest.py prints their dead containers' logs on a failure).
+ACTIVE: list[RealNode] = []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +235,39 @@ class RealNode:
             if task == container_id:
                 return int(pid)
         raise LookupError(f"no task for {namespace}/{pod}/{container} ({container_id})")
+
+    def dead_containers(self) -> list[tuple[str, str, str, str]]:
+        """Containers on this node that died (restarted, or terminated with an error), as
+        ``(namespace, pod, container, why)``."""
+        pods = self.cp.get_json(
+            "pods", "--all-namespaces", f"--field-selector=spec.nodeName={self.name}"
+        )
+        dead = []
+        for pod in pods["items"]:
+            for status in pod.get("status", {}).get("containerStatuses") or []:
+                last = (status.get("lastState") or {}).get("terminated")
+                now = (status.get("state") or {}).get("terminated")
+                ended = last or (now if now and now.get("exitCode") else None)
+                if ended:
+                    restarts = status.get("restartCount", 0)
+                    why = f"{ended.get('reason', '')} exit {ended.get('exitCode')}, {restarts} restarts"
+                    dead.append(
+                        (pod["metadata"]["namespace"], pod["metadata"]["name"], status["name"], why)
+                    )
+        return dead
+
+    def dead_container_logs(self, tail: int = 20) -> str:
+        """The last log lines of every dead container (``kubectl logs --previous`` when it was
+        restarted), for a failing test's report."""
+        parts = []
+        for namespace, pod, container, why in self.dead_containers():
+            for previous in (True, False):
+                with contextlib.suppress(RuntimeError):
+                    text = self.logs(namespace, pod, container, previous=previous, tail=tail)
+                    label = "--previous" if previous else "current"
+                    parts.append(f"--- {namespace}/{pod}/{container} ({why}; {label}):\n{text}")
+                    break
+        return "\n".join(parts)
 
     def rss_mb(self) -> dict[str, float]:
         """Resident memory now: kubelet, containerd, and the sum over this containerd's shims."""
@@ -478,13 +514,16 @@ temp = '{c / "tmp"}'
             step("wait for the sandboxes to stop", self._wait_no_tasks)
         if kubelet is not None:
             kubelet.stop()
+        containers: list[str] = []
         if containerd is not None and containerd.alive():
             step("kill leftover tasks", self._kill_tasks)
+            containers = self.ctr("containers", "ls", "--quiet", check=False).stdout.split()
             containerd.stop()
         step("kill leftover shims", self._kill_shims)
         step("kill and remove the pods' cgroups", self._remove_cgroups)
         step("unmount", self._unmount_all)
         step("remove log links", self._remove_log_links)
+        step("remove CNI cache entries", self._remove_cni_cache, containers)
         if not problems:  # nothing mounted below: deleting cannot reach into another filesystem
             shutil.rmtree(self.state / "containerd" / "root", ignore_errors=True)
         if kubelet is not None:
@@ -583,6 +622,16 @@ temp = '{c / "tmp"}'
         if left:
             raise RuntimeError(f"still mounted: {left[:5]}")
 
+    def _remove_cni_cache(self, containers: Sequence[str]) -> None:
+        """libcni's cached results of this containerd's sandboxes (left where no CNI DEL ran:
+        the kubelet died first)."""
+        ours = set(containers)
+        if not ours or not CNI_CACHE.is_dir():
+            return
+        for entry in CNI_CACHE.iterdir():  # <network>-<container id>-<interface>
+            if ours & set(entry.name.split("-")):
+                entry.unlink()
+
     def _remove_log_links(self) -> None:
         if not LEGACY_LOG_DIR.is_dir():
             return
@@ -615,8 +664,11 @@ def real_node(
     node = RealNode(cp, bin_dir, images, state, name, teardown_grace_s)
     try:
         node.boot()
+        ACTIVE.append(node)
         yield node
     finally:
+        if node in ACTIVE:
+            ACTIVE.remove(node)
         node.stop()
 
 

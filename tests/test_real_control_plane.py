@@ -268,10 +268,13 @@ def test_a_lowered_max_replicas_removes_idle_pods_never_busy_ones(loop: RealLoop
     assert loop.timeline is not None
     loop.restart_agent_with(idleTimeoutSeconds=600)  # idle pods stay unless a cap removes them
     try:
-        warm = loop.submit([(0.0, [1.0] * 8)])
-        warm.wait(180)
+        # 8 held tasks need exactly 4 pods; released, the 4 pods stay (idle timeout 600 s)
+        warm = loop.submit([(0.0, [-HOLD_S] * 8)])
+        loop.wait_replicas(4, 180)
+        wait_until(lambda: len(list(warm.markers.iterdir())) == 8, timeout_s=120, what="warm")
+        warm.release()
+        warm.wait(60)
         assert warm.count("done") == 8
-        loop.wait_replicas(4, 60)
         held = loop.submit([(0.0, [-HOLD_S] * 2)])
         wait_until(lambda: len(list(held.markers.iterdir())) == 2, timeout_s=60, what="held")
         busy = held.busy_pods()

@@ -64,7 +64,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
         )
         (started.state / "shared").mkdir()
         yield started
-        FIGURES.update({f"pods_{k}": v for k, v in started.rss_mb().items()})
+        FIGURES.update({f"{k}_rss_mb_end": round(v, 1) for k, v in started.rss_mb().items()})
     FIGURES.update(started.figures)
     print("real-node: " + "; ".join(f"{k} {v}" for k, v in FIGURES.items()))
 
