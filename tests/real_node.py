@@ -250,7 +250,8 @@ class RealNode:
                 ended = last or (now if now and now.get("exitCode") else None)
                 if ended:
                     restarts = status.get("restartCount", 0)
-                    why = f"{ended.get('reason', '')} exit {ended.get('exitCode')}, {restarts} restarts"
+                    code = ended.get("exitCode")
+                    why = f"{ended.get('reason', '')} exit {code}, {restarts} restarts"
                     dead.append(
                         (pod["metadata"]["namespace"], pod["metadata"]["name"], status["name"], why)
                     )
