@@ -276,7 +276,18 @@ class RealNode:
             "kubelet": _rss_mb(self.kubelet.popen.pid),
             "containerd": _rss_mb(self.containerd.popen.pid),
             "shims": sum(_rss_mb(pid) for pid in self._shim_pids()),
+            "pods": self.pods_memory_mb(),
         }
+
+    def pods_memory_mb(self) -> float:
+        """Memory charged to every pod on this node now (the memory cgroup of its pods)."""
+        usage = (
+            Path("/sys/fs/cgroup/memory") / self.cgroup_root.lstrip("/") / "memory.usage_in_bytes"
+        )
+        try:
+            return int(usage.read_text()) / 2**20
+        except (OSError, ValueError):
+            return 0.0
 
     # -- start ----------------------------------------------------------------------------------
 

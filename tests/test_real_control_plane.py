@@ -98,6 +98,11 @@ def test_seed_example_scales_the_deployment_to_exactly_ten(loop: RealLoop, seed:
         what="10 Ready pods that are Ray nodes",
     )
     time.sleep(5)  # a target above 10 would show within an HPA sync or two
+    memory = loop.node.rss_mb()
+    FIGURES["memory at 10 pods"] = (
+        f"pods {memory['pods']:.0f} MB, kubelet {memory['kubelet']:.0f} MB, "
+        f"containerd {memory['containerd']:.0f} MB, shims {memory['shims']:.0f} MB"
+    )
     assert loop.deployment() == (EXPECTED_PODS, EXPECTED_PODS)
     assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS
 
