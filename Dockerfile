@@ -10,7 +10,7 @@ ARG RAY_IMAGE=rayproject/ray:2.60.0-py311
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY keda_ray_scaler ./keda_ray_scaler
 RUN pip wheel --wheel-dir /wheels --no-deps . \
  && pip wheel --wheel-dir /deps .

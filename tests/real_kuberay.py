@@ -59,18 +59,15 @@ from ray_on_node import (
     pod_ops,
 )
 from real_loop import (
-    COOLDOWN_S,
     IDLE_TIMEOUT_S,
     NAMESPACE,
-    POLLING_INTERVAL_S,
-    SCALE_DOWN_WINDOW_S,
-    SCALER_ADDRESS,
     RealLoop,
     _client_tls_secret,
     _scaler_pki,
     agent_sample,
     chart_values,
     install_scaler,
+    scaled_object_ops,
     scaler_pods,
 )
 from real_node import real_node
@@ -137,16 +134,6 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
     local images, addresses without DNS (see :mod:`ray_on_node`)."""
     overlay = workdir / "overlay"
     overlay.mkdir()
-    so_ops: list[Op] = [
-        ("replace", "/spec/triggers/0/metadata/scalerAddress", SCALER_ADDRESS),
-        ("replace", "/spec/pollingInterval", POLLING_INTERVAL_S),
-        ("replace", "/spec/cooldownPeriod", COOLDOWN_S),
-        (
-            "replace",
-            "/spec/advanced/horizontalPodAutoscalerConfig/behavior/scaleDown/stabilizationWindowSeconds",
-            SCALE_DOWN_WINDOW_S,
-        ),
-    ]
     head = "/spec/headGroupSpec"
     head_pod = f"{head}/template/spec"
     agent = f"{head_pod}/containers/1"
@@ -182,7 +169,7 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
         "resources": [os.path.relpath(EXAMPLE, overlay)],
         "images": kustomize_images(images),
         "patches": [
-            {"target": {"kind": "ScaledObject"}, "patch": patch(so_ops)},
+            {"target": {"kind": "ScaledObject"}, "patch": patch(scaled_object_ops())},
             {"target": {"kind": "RayCluster"}, "patch": patch(rc_ops)},
         ],
     }

@@ -519,6 +519,20 @@ def scaler_pods(core: client.CoreV1Api) -> int:
     )
 
 
+def scaled_object_ops() -> list[Op]:
+    """Both examples' ScaledObjects on the bed: the scaler's address, the test's timings."""
+    return [
+        ("replace", "/spec/triggers/0/metadata/scalerAddress", SCALER_ADDRESS),
+        ("replace", "/spec/pollingInterval", POLLING_INTERVAL_S),
+        ("replace", "/spec/cooldownPeriod", COOLDOWN_S),
+        (
+            "replace",
+            "/spec/advanced/horizontalPodAutoscalerConfig/behavior/scaleDown/stabilizationWindowSeconds",
+            SCALE_DOWN_WINDOW_S,
+        ),
+    ]
+
+
 def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port: int) -> Path:
     """A user's overlay of the example Ray cluster on the real node (see :mod:`ray_on_node`):
     the scaler's address, test timings, the local images, the pods pinned to the node."""
@@ -529,16 +543,6 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
     for group in spec["workerGroups"]:
         group["idleTimeoutSeconds"] = IDLE_TIMEOUT_S
     (overlay / "cluster.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    so_ops: list[Op] = [
-        ("replace", "/spec/triggers/0/metadata/scalerAddress", SCALER_ADDRESS),
-        ("replace", "/spec/pollingInterval", POLLING_INTERVAL_S),
-        ("replace", "/spec/cooldownPeriod", COOLDOWN_S),
-        (
-            "replace",
-            "/spec/advanced/horizontalPodAutoscalerConfig/behavior/scaleDown/stabilizationWindowSeconds",
-            SCALE_DOWN_WINDOW_S,
-        ),
-    ]
     pod = "/spec/template/spec"
     head, agent = f"{pod}/containers/0", f"{pod}/containers/1"
     head_ops: list[Op] = [
@@ -576,7 +580,7 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
             {"name": "ray-demo-cluster-spec", "behavior": "replace", "files": ["cluster.yaml"]}
         ],
         "patches": [
-            {"target": {"kind": "ScaledObject"}, "patch": patch(so_ops)},
+            {"target": {"kind": "ScaledObject"}, "patch": patch(scaled_object_ops())},
             {"target": {"kind": "Deployment", "name": "ray-demo-head"}, "patch": patch(head_ops)},
             {
                 "target": {"kind": "Deployment", "name": DEPLOYMENT},
