@@ -50,7 +50,7 @@ from keda_ray_scaler.demo.raylets import free_port
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "e2e" / "build.sh"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-_STOP_GRACE_S = 5.0  # then SIGKILL: everything lives in a temporary directory
+_STOP_GRACE_S = 2.0  # then SIGKILL: everything lives in a temporary directory
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,9 +56,14 @@ class PodWatch:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def deleted_since(self, since: float) -> list[tuple[str, float]]:
-        """Pods whose deletion began at or after ``since``, with the time (one entry a pod)."""
-        return [(e.pod, e.at) for e in list(self.events) if e.what == "deleted" and e.at >= since]
+    def deleted_since(self, since: float, group: str | None = None) -> list[tuple[str, float]]:
+        """Pods (of ``group``, or any) whose deletion began at or after ``since``, with the
+        time (one entry a pod)."""
+        return [
+            (e.pod, e.at)
+            for e in list(self.events)
+            if e.what == "deleted" and e.at >= since and group in (None, e.group)
+        ]
 
     def live_pods(self, group: str) -> set[str]:
         """Pods of ``group`` that still exist (terminating ones included)."""

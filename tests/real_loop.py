@@ -128,7 +128,7 @@ class AgentSample:
     victims: frozenset[str]
     busy: frozenset[str]
     pods: frozenset[str]
-    wrong_victims: float
+    wrong_victims: float  # the workload's group's (GROUP)
 
 
 @dataclass
@@ -232,7 +232,7 @@ def agent_sample(at: float, text: str) -> AgentSample:
                 and labels.get("resource") == "CPU"
             ):
                 available[labels["pod"]] = sample.value
-            elif sample.name == "ray_scaler_wrong_victims_total":
+            elif sample.name == "ray_scaler_wrong_victims_total" and labels.get("group") == GROUP:
                 wrong += sample.value
     busy = {pod for pod, cpus in total.items() if available.get(pod, cpus) < cpus}
     return AgentSample(at, frozenset(victims), frozenset(busy), frozenset(pods), wrong)
@@ -559,6 +559,10 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
 
     def worker_ops(*ray_resources: str) -> list[Op]:
         return [
+            # start at zero (the example leaves replicas out, so a new Deployment gets 1 pod
+            # that KEDA then drains and removes: about 30 s of the test's start on this node;
+            # the way to zero is what test_keda_takes_the_group_to_zero... checks)
+            ("add", "/spec/replicas", 0),
             *pod_ops(pod, host_network=False),
             *container_ops(worker, WORKER_RESOURCES),
             ("replace", f"{worker}/args", worker_args(*ray_resources)),

@@ -6,7 +6,7 @@ Needs root and the network namespace of ``e2e/netns.sh`` (skipped elsewhere)::
 
     e2e/netns.sh env KRS_E2E_BIN="$(bash e2e/build.sh)" .venv/bin/pytest -q tests/test_real_node.py
 
-``KRS_E2E_IMAGES`` may name an images.json of ``e2e/images.py``; otherwise it is built (cached).
+The node imports only the pause and busybox images (``e2e/images.py``, cached).
 Every wait is on the pod's status, a file or an event, never a fixed sleep. Figures go to
 ``real_node.FIGURES``.
 """
@@ -48,9 +48,9 @@ DEFAULT_FIRST_BACK_OFF_S = 10.0  # the kubelet's initial back-off without a cap;
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     """A control plane without kwok and one real node with pause and busybox, for the module."""
-    env_bin, env_images = os.environ.get("KRS_E2E_BIN"), os.environ.get("KRS_E2E_IMAGES")
+    env_bin = os.environ.get("KRS_E2E_BIN")
     bin_dir = Path(env_bin) if env_bin else build_binaries()
-    images = Path(env_images) if env_images else build_images("pause", "busybox")
+    images = build_images("pause", "busybox")
     workdir = tmp_path_factory.mktemp("realnode")
     with (
         ControlPlane.start(workdir / "cp", bin_dir, kwok=False) as cp,
