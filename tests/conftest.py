@@ -44,6 +44,11 @@ def pytest_runtest_makereport(item: object, call: object) -> None:
             )
 
 
+def _figures(figures: dict[str, object]) -> str:
+    """``key value; ...``; the kind of node that ran the workers as ``node=real``."""
+    return "; ".join(f"{k}={v}" if k == "node" else f"{k} {v}" for k, v in figures.items())
+
+
 def pytest_terminal_summary(terminalreporter: object) -> None:
     """The real-control-plane test's figures as one line that begins ``e2e-local:``."""
     import sys
@@ -51,13 +56,13 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     loop = sys.modules.get("real_loop")
     figures = getattr(loop, "FIGURES", None)
     if figures:
-        line = "e2e-local: " + "; ".join(f"{k} {v}" for k, v in figures.items())
+        line = "e2e-local: " + _figures(figures)
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
     node = getattr(sys.modules.get("real_node"), "FIGURES", None)  # the real node's own tests
     if node:
-        line = "e2e-node: " + "; ".join(f"{k} {v}" for k, v in node.items())
+        line = "e2e-node: " + _figures(node)
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
     kuberay = getattr(sys.modules.get("real_kuberay"), "FIGURES", None)  # KubeRay mode's test
     if kuberay:
-        line = "e2e-kuberay: " + "; ".join(f"{k} {v}" for k, v in kuberay.items())
+        line = "e2e-kuberay: " + _figures(kuberay)
         terminalreporter.write_line(line)  # type: ignore[attr-defined]

@@ -143,7 +143,7 @@ def test_a_base_image_without_stand_in_is_refused(tmp_path: Path) -> None:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A copy of what the product's key reads, plus a file it does not."""
-    for name in ("Dockerfile", "pyproject.toml", "README.md"):
+    for name in ("Dockerfile", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(
         ROOT / "keda_ray_scaler",
@@ -162,6 +162,7 @@ def repo(tmp_path: Path) -> Path:
         ("keda_ray_scaler/new_module.py", True),
         ("pyproject.toml", True),
         ("README.md", True),
+        ("LICENSE", True),
         ("Dockerfile", True),
         ("keda_ray_scaler/__pycache__/model.cpython-311.pyc", False),
         ("tests/test_x.py", False),
