@@ -99,7 +99,7 @@ SCALED_OBJECT = f"ray-demo-{GROUP}"
 IDLE_TIMEOUT_S = 5
 SCALE_DOWN_WINDOW_S = 10
 POLLING_INTERVAL_S = 2
-COOLDOWN_S = 10
+COOLDOWN_S = 5
 WORKLOAD = Path(__file__).with_name("ray_workload.py")
 #: figures of the real-control-plane test, printed as one ``e2e-local:`` line (tests/conftest.py)
 FIGURES: dict[str, str] = {}

@@ -43,8 +43,8 @@ from real_loop import (
 
 pytestmark = REAL_LOOP_MARKS
 
-FAULT_S = 14.0  # > KEDA's cooldownPeriod (10 s in the overlay): a scale to zero would show
-CYCLES = 9  # waves 6 s apart: about 50 s of waves (tasks 1-5 s, idle timeout 5 s)
+FAULT_S = 8.0  # > KEDA's cooldownPeriod (5 s in the overlay): a scale to zero would show
+CYCLES = 7  # waves 6 s apart: about 40 s of waves (tasks 1-5 s, idle timeout 5 s)
 RNG_SEED = int(os.environ.get("KRS_E2E_SEED", "20261123"))
 
 
