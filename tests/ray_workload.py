@@ -14,6 +14,7 @@ Tasks never retry
 (``max_retries=0``), so a task whose pod is removed under it fails and says so. Output, one JSON
 object per line, on stdout:
 
+    {"event": "connect_retry", "attempt": 1, "error": "..."}   (Ray Client refused; tried again)
     {"event": "connected", "at": <unix time>}
     {"event": "submitted", "wave": 0, "tasks": 20, "at": ...}
     {"event": "done", "task": 3, "pod": "ray-demo-cpu-...", "start": ..., "end": ...}
@@ -23,6 +24,7 @@ object per line, on stdout:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -30,6 +32,7 @@ import time
 from typing import Any
 
 import ray
+from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 
 @ray.remote(num_cpus=5, max_retries=0)
@@ -57,16 +60,34 @@ def emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
+def _log_retry(state: RetryCallState) -> None:
+    outcome = state.outcome
+    error = outcome.exception() if outcome is not None else None
+    emit(event="connect_retry", attempt=state.attempt_number, error=f"{error}"[:300])
+    with contextlib.suppress(Exception):  # a half-made client connection goes first
+        ray.shutdown()
+
+
+@retry(
+    retry=retry_if_exception_type(ConnectionError),
+    stop=stop_after_attempt(5),
+    wait=wait_fixed(2),
+    before_sleep=_log_retry,
+    reraise=True,
+)
+def connect(address: str) -> None:
+    """``ray.init``; a Ray Client connection the head refused while it starts its per-client
+    server (seen under load: the server process gone before Ray read its command line) is
+    tried again, each retry a JSON line."""
+    ray.init(address=address, log_to_driver=False, configure_logging=False)
+
+
 def main(argv: list[str]) -> int:
     address, waves_json = argv
     waves: list[tuple[float, list[float]]] = json.loads(waves_json)
     release = os.environ.get("RELEASE_FILE", "/nonexistent")
     markers = os.environ["MARKER_DIR"]
-    ray.init(
-        address=address,
-        log_to_driver=False,
-        configure_logging=False,
-    )
+    connect(address)
     t0 = time.monotonic()
     emit(event="connected", at=time.time())
     refs: dict[ray.ObjectRef, int] = {}
