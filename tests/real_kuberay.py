@@ -65,6 +65,7 @@ from real_loop import (
     _client_tls_secret,
     _scaler_pki,
     agent_sample,
+    apply_overlay,
     chart_values,
     install_scaler,
     scaled_object_ops,
@@ -309,7 +310,7 @@ def kuberay_loop(bin_dir: Path, images: Path) -> Iterator[KubeRayLoop]:
         install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
         _client_tls_secret(cp, workdir)
         overlay = _overlay(workdir, share, refs, cp.apiserver_port)
-        cp.kubectl("apply", "--server-side", "-k", str(overlay))
+        apply_overlay(cp, overlay, "--server-side")
         pods = stack.enter_context(
             PodWatch(core, NAMESPACE, f"ray.io/cluster={CLUSTER},ray.io/node-type=worker")
         )

@@ -196,12 +196,17 @@ def test_keda_takes_the_group_to_zero_once_every_pod_is_a_victim(
 def _time_to_first_ready(loop: RealLoop) -> float:
     """One 2 s task at zero: seconds until a pod of the group is Ready; the task then ends."""
     workload = loop.submit([(0.0, [2.0])])
-    loop.wait_replicas(1, 120)
-    workload.wait(60)
+    workload.wait(180)
     assert workload.count("done") == 1
     assert loop.timeline is not None
-    first = min(s.at for s in loop.timeline.replicas(since=workload.submitted_at) if s.ready >= 1)
-    return first - workload.submitted_at
+    timeline = loop.timeline
+
+    def first_ready() -> float | None:  # from the watch: the pod may come and go between reads
+        samples = timeline.replicas(since=workload.submitted_at)
+        return min((s.at for s in samples if s.ready >= 1), default=None)
+
+    first = wait_until(first_ready, timeout_s=15, what="the watch to show a Ready pod")
+    return float(first) - workload.submitted_at
 
 
 def test_new_demand_brings_the_group_back_from_zero_by_polling(loop: RealLoop) -> None:
