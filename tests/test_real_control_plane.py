@@ -57,7 +57,6 @@ def loop() -> Iterator[RealLoop]:
     with real_loop(bin_dir, images_json()) as started:
         # each Deployment's default replica, drained and scaled in by KEDA
         started.wait_replicas(0, 180)
-        started.wait_replicas(0, 60, name="ray-demo-gpu-inference")
         yield started
 
 
