@@ -126,7 +126,9 @@ def test_idle_pods_go_and_busy_pods_stay(loop: RealLoop, seed: Workload) -> None
     assert set(loop.worker_pods()) == set(busy)
     wait_until(lambda: loop.pods.live_pods(GROUP) == busy, timeout_s=30, what="deletions seen")
     deleted = _deleted_since(loop, seed.submitted_at)
-    assert len(deleted) == EXPECTED_PODS - len(busy)
+    # At least the ten less the busy ones; more when a pod came and went idle in between (KEDA's
+    # start-up fallback pod, or a pod that joined after the demand had moved): each still a victim.
+    assert len(deleted) >= EXPECTED_PODS - len(busy), deleted
     for pod, at in deleted:
         assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
         assert pod not in busy
