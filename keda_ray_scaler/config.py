@@ -23,6 +23,7 @@ from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
     Demand,
+    JoinFailure,
     NodeStatus,
     PlacementGroup,
     PlanningInput,
@@ -60,7 +61,7 @@ _GROUP_KEYS = ("name", "resources", "minReplicas", "maxReplicas", "idleTimeoutSe
 _SNAPSHOT_KEYS = ("bundles", "placementGroups", "constraints", "nodes")
 _BUNDLE_KEYS = ("resources", "count")
 _PG_KEYS = ("strategy", "bundles", "count")
-_NODE_KEYS = ("group", "pod", "total", "available", "idleSeconds", "state", "nodeId")
+_NODE_KEYS = ("group", "pod", "total", "available", "idleSeconds", "state", "nodeId", "reason")
 
 
 def _path(parent: str, child: str | int) -> str:
@@ -315,7 +316,19 @@ def _node(data: object, where: str, field: str, cluster: ClusterSpec) -> WorkerN
     node_id = n.get("nodeId", "")
     if not isinstance(node_id, str):
         raise ConfigError(where, _path(field, "nodeId"), f"expected a string, got {node_id!r}")
-    return WorkerNode(pod, group.name, total, available, idle, state, node_id)
+    failure = None
+    if state is NodeStatus.FAILING:
+        raw_reason = n.get("reason", JoinFailure.NOT_JOINED.value)
+        try:
+            failure = JoinFailure(raw_reason)
+        except ValueError as exc:
+            allowed = ", ".join(r.value for r in JoinFailure)
+            raise ConfigError(
+                where, _path(field, "reason"), f"{raw_reason!r} is not one of {allowed}"
+            ) from exc
+    elif "reason" in n:
+        raise ConfigError(where, _path(field, "reason"), "only a failing node has a reason")
+    return WorkerNode(pod, group.name, total, available, idle, state, node_id, failure)
 
 
 def parse_snapshot(data: object, where: str, cluster: ClusterSpec) -> PlanningInput:

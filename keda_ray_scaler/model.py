@@ -186,6 +186,18 @@ class NodeStatus(enum.StrEnum):
     RUNNING = "running"
     DRAINING = "draining"  # Ray is draining it: never receives demand, still counts as a pod
     VICTIM = "victim"  # drained AND marked for deletion, confirmed: the pod is going away
+    #: known not to become (or stay) a Ray node (``WorkerNode.failure`` says why): no
+    #: capacity, no Ray state, removable at once without a drain
+    FAILING = "failing"
+
+
+class JoinFailure(enum.StrEnum):
+    """Why a worker pod is known not to become (or stay) a Ray node."""
+
+    NOT_JOINED = "not_joined"  # no Ray node within the join timeout
+    UNSCHEDULABLE = "unschedulable"  # PodScheduled=False, reason Unschedulable: no node fits
+    CONTAINER_FAILING = "container_failing"  # ImagePullBackOff, CrashLoopBackOff, ...
+    RAY_NODE_DEAD = "ray_node_dead"  # its Ray node is DEAD while the pod lives
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +211,7 @@ class WorkerNode:
     idle_s: float = 0.0
     status: NodeStatus = NodeStatus.RUNNING
     node_id: str = ""  # Ray node id (hex), empty while pending
+    failure: JoinFailure | None = None  # set exactly when ``status`` is FAILING
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +221,16 @@ class PlanningInput:
     cluster: ClusterSpec
     demand: Demand = Demand()
     nodes: tuple[WorkerNode, ...] = ()
+    #: (group, most new pods it may get now) for groups backed off after pods that failed to
+    #: join (the agent's ``agent/backoff.py``); a group not listed has no such limit
+    launch_limits: tuple[tuple[str, int], ...] = ()
+
+    def launch_limit(self, group: str) -> int | None:
+        """The most new pods ``group`` may get now, or None when it is not backed off."""
+        for name, limit in self.launch_limits:
+            if name == group:
+                return limit
+        return None
 
 
 class UnplaceableReason(enum.StrEnum):
@@ -217,6 +240,7 @@ class UnplaceableReason(enum.StrEnum):
     MAX_REPLICAS = "max_replicas"  # a group could hold it, but is at maxReplicas
     MAX_WORKERS = "max_workers"  # the cluster-wide maxWorkers cap is reached
     UPSCALING_SPEED = "upscaling_speed"  # deferred: too many pods pending already
+    BACKED_OFF = "backed_off"  # a group could hold it, but is backed off after join failures
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +279,11 @@ class Why(enum.StrEnum):
     BUSY_ABOVE_CAP = "busy_above_cap"  # busy pods alone exceed a cap: they stay
     NEW_PODS = "new_pods"  # idle pods stay while the group gets new pods
     NOT_VICTIMS = "not_victims"  # the target never goes below pods that are not victims
+    # pods that will not be (or stay) Ray nodes, by JoinFailure: removable at once
+    NOT_JOINED = "not_joined"
+    UNSCHEDULABLE = "unschedulable"
+    CONTAINER_FAILING = "container_failing"
+    RAY_NODE_DEAD = "ray_node_dead"
     UNKNOWN_GROUP = "unknown_group"
 
 

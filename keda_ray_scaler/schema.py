@@ -25,6 +25,7 @@ from keda_ray_scaler.model import (
     ClusterSpec,
     Demand,
     DemandKind,
+    JoinFailure,
     NodeStatus,
     PlacementGroup,
     PlanningInput,
@@ -51,11 +52,15 @@ GROUP_MIN_REPLICAS: Final = PREFIX + "worker_group_min_replicas"  # {cluster, gr
 GROUP_MAX_REPLICAS: Final = PREFIX + "worker_group_max_replicas"  # {cluster, group}
 GROUP_IDLE_TIMEOUT: Final = PREFIX + "worker_group_idle_timeout_seconds"  # {cluster, group}
 GROUP_COST: Final = PREFIX + "worker_group_cost"  # {cluster, group}
+#: gauge {cluster, group}: the most new pods the group may get now, present only while the
+#: agent backs the group off after pods that did not join Ray (agent/backoff.py)
+GROUP_LAUNCH_LIMIT: Final = PREFIX + "worker_group_launch_limit"
 CLUSTER_MAX_WORKERS: Final = PREFIX + "cluster_max_workers"  # {cluster}; absent = no cap
 CLUSTER_UPSCALING_SPEED: Final = PREFIX + "cluster_upscaling_speed"  # {cluster}
 
 # --- nodes (one series set per worker pod) ----------------------------------------------
-#: gauge {cluster, group, pod, node_id, state}: 1; state = pending|running|draining|victim
+#: gauge {cluster, group, pod, node_id, state, reason}: 1;
+#: state = pending|running|draining|victim|failing; reason = the JoinFailure of a failing pod
 NODE_INFO: Final = PREFIX + "node_info"
 NODE_TOTAL: Final = PREFIX + "node_resource_total"  # {cluster, pod, resource}
 NODE_AVAILABLE: Final = PREFIX + "node_resource_available"  # {cluster, pod, resource}
@@ -82,6 +87,7 @@ LABEL_POD: Final = "pod"
 LABEL_NODE_ID: Final = "node_id"
 LABEL_STATE: Final = "state"
 LABEL_RESOURCE: Final = "resource"
+LABEL_REASON: Final = "reason"
 
 _RESOURCE_SEP: Final = ","
 _BUNDLE_SEP: Final = ";"
@@ -191,6 +197,9 @@ def encode(snapshot: ClusterSnapshot) -> list[Sample]:
             Sample(GROUP_IDLE_TIMEOUT, gl, g.idle_timeout_s),
             Sample(GROUP_COST, gl, g.cost),
         ]
+        limit = snapshot.input.launch_limit(g.name)
+        if limit is not None:
+            out.append(Sample(GROUP_LAUNCH_LIMIT, gl, float(limit)))
     demand: dict[tuple[str, str, str], int] = {}
     for kind, bundles in (
         (DemandKind.TASK, snapshot.input.demand.bundles),
@@ -207,7 +216,13 @@ def encode(snapshot: ClusterSnapshot) -> list[Sample]:
         out.append(Sample(DEMAND_BUNDLES, labels, float(count)))
     for n in snapshot.input.nodes:
         pl = {**c, LABEL_POD: n.pod}
-        info = {**pl, LABEL_GROUP: n.group, LABEL_NODE_ID: n.node_id, LABEL_STATE: n.status.value}
+        info = {
+            **pl,
+            LABEL_GROUP: n.group,
+            LABEL_NODE_ID: n.node_id,
+            LABEL_STATE: n.status.value,
+            LABEL_REASON: n.failure.value if n.failure is not None else "",
+        }
         out.append(Sample(NODE_INFO, info, 1.0))
         for metric, vec in ((NODE_TOTAL, n.total), (NODE_AVAILABLE, n.available)):
             for name, units in vec:
@@ -334,14 +349,24 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
                 idle_s=idle_s.get(pod, 0.0),
                 status=NodeStatus(s.labels[LABEL_STATE]),
                 node_id=s.labels.get(LABEL_NODE_ID, ""),
+                failure=_failure(s),
             )
         )
+    limits = _per_group(by_name, GROUP_LAUNCH_LIMIT)
+    launch = tuple((g, _count(limits[g])) for g in sorted(limits) if g in known)
     demand = Demand(
         bundles=tuple(sorted(bundles, key=lambda b: b.resources)),
         placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles))),
         constraints=tuple(sorted(constraints, key=lambda b: b.resources)),
     )
-    return ClusterSnapshot(PlanningInput(spec, demand, tuple(nodes)), when, success)
+    return ClusterSnapshot(PlanningInput(spec, demand, tuple(nodes), launch), when, success)
+
+
+def _failure(s: Sample) -> JoinFailure | None:
+    """A failing pod's reason (an agent that names none: not joined); None for any other."""
+    if s.labels[LABEL_STATE] != NodeStatus.FAILING.value:
+        return None
+    return JoinFailure(s.labels.get(LABEL_REASON) or JoinFailure.NOT_JOINED.value)
 
 
 def _node_vectors(samples: list[Sample]) -> dict[str, Resources]:

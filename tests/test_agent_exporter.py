@@ -22,7 +22,8 @@ from structlog.testing import capture_logs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry, complete_nodes
+from keda_ray_scaler.agent.joins import PodEntry
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, complete_nodes
 from keda_ray_scaler.agent.ray_state import (
     PodRef,
     RayState,
@@ -522,7 +523,10 @@ async def test_new_victims_are_published_in_the_same_poll() -> None:
     assert victims.plans[0].groups["cpu"].removable == ("ray-cpu-a",)
     assert [(n.pod, n.status) for n in snap.input.nodes] == [("ray-cpu-a", NodeStatus.VICTIM)]
     labels = {"cluster": "demo", "pod": "ray-cpu-a", "group": "cpu", "node_id": "ab" * 28}
-    assert registry.get_sample_value(schema.NODE_INFO, {**labels, "state": "victim"}) == 1.0
+    assert (
+        registry.get_sample_value(schema.NODE_INFO, {**labels, "state": "victim", "reason": ""})
+        == 1.0
+    )
 
 
 async def test_a_task_counted_running_and_pending_is_left_out_of_the_export_only() -> None:

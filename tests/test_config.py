@@ -289,7 +289,7 @@ def test_an_empty_snapshot_is_no_demand() -> None:
         (
             {"nodes": [{"group": "cpu", "pod": "a", "state": "idle"}]},
             "nodes[0].state",
-            "'idle' is not one of pending, running, draining, victim",
+            "'idle' is not one of pending, running, draining, victim, failing",
         ),
         (
             {"nodes": [{"group": "cpu", "pod": "a", "available": {"CPU": 11}}]},

@@ -27,6 +27,7 @@ from test_victims import (
 from keda_ray_scaler.agent.apply import Applier, DeploymentApplier
 from keda_ray_scaler.agent.kube import PodCache
 from keda_ray_scaler.agent.victims import VictimController, VictimSettings
+from keda_ray_scaler.model import Decision, DecisionKind, GroupPlan, Plan, Why
 
 __all__ = ["api", "cache", "clock", "drainer", "emulator", "ray", "registry", "running", "synced"]
 
@@ -133,3 +134,28 @@ async def test_deployment_applier_keeps_the_marking_protocol(
     assert ("UPDATE", "w-1") in calls(emulator)
     assert clock.sleeps == [5.0]
     assert c.victims() == {"w-1": "cpu"}
+
+
+async def test_kuberay_mode_names_a_failing_pod_without_a_drain_and_says_why(
+    emulator: VersionedEmulator, drainer: FakeDrainer, ray: FakeRay, build: Build
+) -> None:
+    """w-1 never joined Ray (no node): published at once for workersToDelete, with the plan's
+    reason; nothing drained (there was a KeyError here before pods without nodes could go)."""
+    del ray.by_pod["w-1"]
+    gp = GroupPlan(
+        "cpu",
+        target=2,
+        desired=2,
+        floor=3,
+        current=3,
+        busy=1,
+        new=0,
+        removable=("w-1",),
+        over_cap=("w-1",),
+        decisions=(Decision(DecisionKind.REMOVE, 1, Why.CONTAINER_FAILING, ("w-1",)),),
+    )
+    c = build(ByName())
+    verdicts = await c.step(Plan(groups={"cpu": gp}))
+    assert outcomes(verdicts) == [("w-1", "victim")]
+    assert verdicts[0].reason.startswith("container_failing:")
+    assert drainer.calls == [] and c.victims() == {"w-1": "cpu"}

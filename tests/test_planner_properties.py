@@ -12,6 +12,7 @@ from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
     Demand,
+    JoinFailure,
     NodeStatus,
     PlacementGroup,
     PlanningInput,
@@ -76,7 +77,12 @@ def inputs(draw: st.DrawFn, *, unbounded: bool = False) -> PlanningInput:
                 total=g.resources,
                 available=avail,
                 idle_s=draw(st.sampled_from([0.0, 30.0, 60.0, 120.0, 600.0])),
-                status=draw(st.sampled_from(list(NodeStatus))),
+                status=(status := draw(st.sampled_from(list(NodeStatus)))),
+                failure=(
+                    draw(st.sampled_from(list(JoinFailure)))
+                    if status is NodeStatus.FAILING
+                    else None
+                ),
             )
         )
     shape = st.sampled_from(DEMAND_SHAPES).map(Resources.of)
@@ -97,7 +103,13 @@ def inputs(draw: st.DrawFn, *, unbounded: bool = False) -> PlanningInput:
     speed = NO_SPEED_LIMIT if unbounded else draw(st.sampled_from([1.0, NO_SPEED_LIMIT]))
     cluster = ClusterSpec("prop", tuple(groups), max_workers, speed)
     demand = Demand(tuple(bundles), tuple(pgs), tuple(constraints))
-    return PlanningInput(cluster, demand, tuple(nodes))
+    limits = (
+        []
+        if unbounded
+        else draw(st.lists(st.tuples(st.sampled_from(groups), st.integers(0, 2)), max_size=2))
+    )
+    launch = tuple(sorted({g.name: n for g, n in limits}.items()))
+    return PlanningInput(cluster, demand, tuple(nodes), launch)
 
 
 @given(inputs())
@@ -108,7 +120,31 @@ def test_no_group_above_max_or_below_min(inp: PlanningInput) -> None:
         gp = plan(inp).groups[g.name]
         assert g.min_replicas <= gp.desired <= g.max_replicas
         assert gp.target == max(gp.desired, gp.floor)
-        assert gp.floor + gp.new <= max(g.max_replicas, g.min_replicas, gp.floor)
+        failing = sum(1 for n in inp.nodes if n.group == g.name and n.status is NodeStatus.FAILING)
+        # failing pods leave at once: new pods may replace them within maxReplicas
+        assert gp.floor - failing + gp.new <= max(g.max_replicas, g.min_replicas, gp.floor)
+
+
+@given(inputs())
+@settings(max_examples=100, deadline=None)
+def test_failing_pods_always_go_and_backed_off_groups_get_at_most_their_limit(
+    inp: PlanningInput,
+) -> None:
+    """A FAILING pod is removable at once, with its reason; a backed-off group gets at most
+    its launch limit of new pods beyond those minReplicas asks for."""
+    p = plan(inp)
+    for g in inp.cluster.worker_groups:
+        gp = p.groups[g.name]
+        failing = {n.pod for n in inp.nodes if n.group == g.name and n.status is NodeStatus.FAILING}
+        assert failing <= set(gp.over_cap) and failing <= set(gp.removable)
+        reasons = {pod: d.reason for d in gp.decisions for pod in d.pods if pod in failing}
+        for n in inp.nodes:
+            if n.pod in failing:
+                assert n.failure is not None and reasons[n.pod].value == n.failure.value
+        limit = inp.launch_limit(g.name)
+        if limit is not None:
+            staying = gp.floor - len(gp.over_cap)
+            assert gp.new <= max(limit, g.min_replicas - staying)
 
 
 @given(inputs())
@@ -135,14 +171,17 @@ def test_no_busy_pod_is_removable(inp: PlanningInput) -> None:
         for pod in gp.removable:
             node = by_pod[pod]
             assert node.group == g.name
-            assert node.status is NodeStatus.PENDING or (
+            # FAILING: not (or no longer) a Ray node, so nothing of it is in use
+            assert node.status in (NodeStatus.PENDING, NodeStatus.FAILING) or (
                 node.status is NodeStatus.RUNNING and node.available == node.total
             )
         idle_removal = gp.removable[len(gp.over_cap) :]
         for pod in idle_removal:
             assert by_pod[pod].status is NodeStatus.RUNNING
             assert by_pod[pod].idle_s >= g.idle_timeout_s
-        assert len(gp.removable) <= max(0, gp.floor - g.min_replicas)
+        # failing pods go even at minReplicas: new pods replace them (the minReplicas rule)
+        failing = sum(1 for pod in gp.removable if by_pod[pod].status is NodeStatus.FAILING)
+        assert len(gp.removable) - failing <= max(0, gp.floor - failing - g.min_replicas)
         idle = [by_pod[pod].idle_s for pod in idle_removal]
         assert idle == sorted(idle, reverse=True)
 

@@ -27,9 +27,11 @@ _HELP = {
     schema.GROUP_MAX_REPLICAS: "Worker group maxReplicas.",
     schema.GROUP_IDLE_TIMEOUT: "Worker group idleTimeoutSeconds.",
     schema.GROUP_COST: "Relative price of one pod of the worker group.",
+    schema.GROUP_LAUNCH_LIMIT: "Most new pods the group may get now (backed off after join "
+    "failures); absent: no limit.",
     schema.CLUSTER_MAX_WORKERS: "Cap on worker pods across groups (absent: no cap).",
     schema.CLUSTER_UPSCALING_SPEED: "Ray upscalingSpeed of the cluster.",
-    schema.NODE_INFO: "One worker pod: group, Ray node id and state; always 1.",
+    schema.NODE_INFO: "One worker pod: group, Ray node id, state and why failing; always 1.",
     schema.NODE_TOTAL: "Total logical resources of a worker pod's Ray node.",
     schema.NODE_AVAILABLE: "Available logical resources of a worker pod's Ray node.",
     schema.NODE_IDLE_SECONDS: "How long the pod's Ray node has been idle (0 when busy).",

@@ -31,6 +31,7 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from keda_ray_scaler.agent.joins import FAILING_WAITING
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.errors import KubernetesError
 
@@ -133,10 +134,13 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
     status = raw.get("status") or {}
     ready_since: float | None = None
     ready = False
+    unschedulable = False
     for cond in status.get("conditions") or ():
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             ready = True
             ready_since = _parse_time(cond.get("lastTransitionTime"))
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            unschedulable = cond.get("reason") == "Unschedulable"
     sidecars = {
         c.get("name")
         for c in spec.get("initContainers") or ()
@@ -173,7 +177,19 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
         pod_ip=str(status.get("podIP") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations=dict(meta.get("annotations") or {}),
+        unschedulable=unschedulable,
+        waiting=_failing_waiting(status),
     )
+
+
+def _failing_waiting(status: Mapping[str, Any]) -> str:
+    """The first failing waiting reason of an (init) container, else ""."""
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for c in status.get(key) or ():
+            reason = str(((c.get("state") or {}).get("waiting") or {}).get("reason") or "")
+            if reason in FAILING_WAITING:
+                return reason
+    return ""
 
 
 class PodStore:

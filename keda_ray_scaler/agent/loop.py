@@ -40,14 +40,18 @@ from keda_ray_scaler.agent.demand_filter import (
     without,
 )
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
+from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
+    JoinFailure,
     NodeStatus,
     Plan,
     PlanningInput,
+    Resources,
     WorkerNode,
 )
 
@@ -66,15 +70,6 @@ class VictimStep(Protocol):
     def victims(self) -> Mapping[str, str]: ...
 
     async def step(self, plan: Plan) -> Sequence[object]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PodEntry:
-    """An active worker pod as the pod cache sees it (for ``PENDING`` nodes)."""
-
-    name: str
-    group: str
-    active: bool = True  # False: Succeeded, Failed or being deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +95,15 @@ def complete_nodes(
     victims: Mapping[str, str],
     pods: Sequence[PodEntry] | None,
     gone: frozenset[str] = frozenset(),
+    failing: Mapping[str, JoinFailure] | None = None,
 ) -> tuple[WorkerNode, ...]:
     """Ray's worker nodes plus victims and pods not yet in Ray (pure; see the module doc).
 
     ``gone`` names pods the cache saw before and no longer has; with inactive ``pods`` their Ray
     nodes are left out unless they are victims (victims never count toward the floor anyway).
+    A pod not in Ray named in ``failing`` is ``FAILING`` (with its reason), not ``PENDING``.
     """
+    failing = failing or {}
     shapes = {g.name: g.resources for g in cluster.worker_groups}
     leaving = gone | {p.name for p in pods or () if not p.active}
     out: list[WorkerNode] = []
@@ -124,7 +122,12 @@ def complete_nodes(
         if p.active and p.name not in seen and p.group in shapes:
             seen.add(p.name)
             shape = shapes[p.group]
-            out.append(WorkerNode(p.name, p.group, shape, shape, status=NodeStatus.PENDING))
+            why = failing.get(p.name)
+            if why is None:
+                out.append(WorkerNode(p.name, p.group, shape, shape, status=NodeStatus.PENDING))
+            else:
+                status = NodeStatus.FAILING
+                out.append(WorkerNode(p.name, p.group, shape, Resources(), 0.0, status, "", why))
     out.sort(key=lambda n: (n.group, n.pod))
     return tuple(out)
 
@@ -144,6 +147,7 @@ class AgentLoop:
         planner: Callable[[PlanningInput], Plan] | None = None,
         victims: VictimStep | None = None,
         pods: Callable[[], Sequence[PodEntry] | None] | None = None,
+        joins: JoinTracker | None = None,
     ) -> None:
         self._cluster = cluster
         self._reader = reader
@@ -154,6 +158,7 @@ class AgentLoop:
         self._planner = planner
         self._victims = victims
         self._pods = pods
+        self._joins = joins
         self._last: schema.ClusterSnapshot = schema.ClusterSnapshot(
             PlanningInput(cluster), snapshot_time_s=0.0, success=False
         )
@@ -193,13 +198,17 @@ class AgentLoop:
         victims = self._victims.victims() if self._victims is not None else {}
         pods = self._pods() if self._pods is not None else None
         self._track_gone(pods, state.nodes)
-        nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone)
+        joins = JoinView({}, ())
+        if self._joins is not None:
+            in_ray = {n.pod for n in state.nodes}
+            joins = self._joins.observe(started, pods, in_ray, set(state.dead), victims)
+        nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone, joins.failing)
         current = poll_of(started, nodes, demand)
         excess = double_counted(self._history.earlier(started), current)
         self._history.record(current)
         exported, removed = without(demand, excess)
         self._metrics.double_counted.set(removed)
-        inp = PlanningInput(self._cluster, exported, nodes)
+        inp = PlanningInput(self._cluster, exported, nodes, joins.launch_limits)
         self._publish(inp, started)
         if self._settings.scale_down and self._victims is not None and self._planner:
             try:
@@ -242,6 +251,8 @@ def complete_nodes_again(
     victims: Mapping[str, str],
     gone: frozenset[str] = frozenset(),
 ) -> tuple[WorkerNode, ...]:
-    """Re-apply victims after a protocol step; pending pods already in ``inp`` are kept."""
-    pending = [PodEntry(n.pod, n.group) for n in inp.nodes if n.status is NodeStatus.PENDING]
-    return complete_nodes(inp.cluster, state.nodes, victims, pending, gone)
+    """Re-apply victims after a protocol step; pending and failing pods in ``inp`` are kept."""
+    waiting = (NodeStatus.PENDING, NodeStatus.FAILING)
+    pending = [PodEntry(n.pod, n.group) for n in inp.nodes if n.status in waiting]
+    failing = {n.pod: n.failure for n in inp.nodes if n.failure is not None}
+    return complete_nodes(inp.cluster, state.nodes, victims, pending, gone, failing)

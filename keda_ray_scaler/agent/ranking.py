@@ -56,6 +56,8 @@ class PodInfo:
     pod_ip: str = ""  # status.podIP: maps a Ray node that carries no pod name
     resource_version: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
+    unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
+    waiting: str = ""  # a failing waiting reason of a container (agent/joins.FAILING_WAITING)
 
     @property
     def active(self) -> bool:

@@ -80,6 +80,8 @@ class RayState:
     nodes: tuple[WorkerNode, ...]
     unmapped: int = 0  # worker nodes exported with group "" (no pod name, group or known IP)
     dropped_pg_shapes: int = 0  # task shapes asking placement-group resources (not scalable)
+    #: pods with a DEAD Ray node and no live one (the GCS keeps dead nodes for a while)
+    dead: frozenset[str] = frozenset()
 
 
 def _resources(entries: Mapping[str, float]) -> Resources:
@@ -176,8 +178,11 @@ def parse_status(
 
     nodes: list[WorkerNode] = []
     unmapped = 0
+    dead: set[str] = set()
     for ns in state.node_states:
         if ns.status == _DEAD:
+            if ns.instance_id:  # never by IP: a new pod may have the dead one's address
+                dead.add(ns.instance_id)
             continue
         total_raw = ns.total_resources
         if HEAD_RESOURCE in total_raw:
@@ -212,7 +217,8 @@ def parse_status(
         ),
         constraints=constraints,
     )
-    return RayState(demand, tuple(nodes), unmapped, dropped)
+    alive = {n.pod for n in nodes}
+    return RayState(demand, tuple(nodes), unmapped, dropped, frozenset(dead - alive))
 
 
 class GcsApi(Protocol):

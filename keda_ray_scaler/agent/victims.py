@@ -49,7 +49,15 @@ from keda_ray_scaler.agent.ranking import (
     check_takes_first,
 )
 from keda_ray_scaler.errors import KubernetesError, RayError
-from keda_ray_scaler.model import ClusterSpec, GroupPlan, NodeStatus, Plan, WorkerNode
+from keda_ray_scaler.model import (
+    ClusterSpec,
+    DecisionKind,
+    GroupPlan,
+    NodeStatus,
+    Plan,
+    Why,
+    WorkerNode,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -144,6 +152,13 @@ def clear_cost(settings: VictimSettings) -> Callable[[PodInfo], Mapping[str, str
         return {DELETION_COST: None, settings.owner_annotation: None}
 
     return decide
+
+
+def _removal_reasons(gp: GroupPlan) -> dict[str, str]:
+    """Pod -> why the plan removes it (``not_joined``, ``max_replicas``, ``idle_timeout``...)."""
+    return {
+        pod: d.reason.value for d in gp.decisions if d.kind is DecisionKind.REMOVE for pod in d.pods
+    }
 
 
 def _idle_problem(node: WorkerNode, idle_timeout_s: float) -> str:
@@ -365,10 +380,11 @@ class VictimController:
                 chosen.append(pod)
         if not chosen:
             return verdicts
+        why = _removal_reasons(gp)
         if self._applier is not None and self._applier.deletes_by_name:
             # Pods are deleted by name (KubeRay workersToDelete): no costs, no ranking check.
             for pod in chosen:
-                verdicts.append(await self._drain(name, pod, by_pod[pod.name]))
+                verdicts.append(await self._drain_or_publish(name, pod, by_pod, why))
             return verdicts
         chosen_names = {p.name for p in chosen}
         busy = [
@@ -389,13 +405,20 @@ class VictimController:
                 verdicts.append(await self._restore(pod, Outcome.NOT_CONFIRMED, problem))
             return verdicts
         for pod in marked:
-            node = by_pod.get(pod.name)
-            if node is None:  # above a cap and not yet a Ray node: nothing to drain
-                self._victims[pod.name] = (name, "")
-                verdicts.append(Verdict(name, pod.name, Outcome.VICTIM, "above a cap, no Ray node"))
-            else:
-                verdicts.append(await self._drain(name, pod, node))
+            verdicts.append(await self._drain_or_publish(name, pod, by_pod, why))
         return verdicts
+
+    async def _drain_or_publish(
+        self, group: str, pod: PodInfo, by_pod: Mapping[str, WorkerNode], why: Mapping[str, str]
+    ) -> Verdict:
+        """Drain the pod's Ray node; a pod with none (failing, or above a cap before it joined)
+        holds no Ray state and is published at once, with the plan's reason."""
+        node = by_pod.get(pod.name)
+        if node is not None:
+            return await self._drain(group, pod, node)
+        self._victims[pod.name] = (group, "")
+        reason = why.get(pod.name, Why.MAX_REPLICAS.value)
+        return Verdict(group, pod.name, Outcome.VICTIM, f"{reason}: no Ray node, nothing to drain")
 
     def _published_not_gone(self, group: str, pods: Mapping[str, PodInfo]) -> list[str]:
         """Published victims of ``group`` whose pods still exist, when pods go by cost.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,16 @@ from prometheus_client import CollectorRegistry, start_http_server
 from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry, VictimStep
+from keda_ray_scaler.agent.join_tracker import JoinSettings, JoinTracker
+from keda_ray_scaler.agent.joins import (
+    DEFAULT_BACKOFF_INITIAL_S,
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_JOIN_TIMEOUT_S,
+    BackoffSettings,
+    PodEntry,
+    PodJoinFacts,
+)
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, VictimStep
 from keda_ray_scaler.agent.ports import SystemClock
 from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader
 from keda_ray_scaler.errors import ConfigError
@@ -104,6 +114,26 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=0.0,
         help="drain deadline in seconds after now; 0 = none, as Ray's autoscaler (0)",
     )
+    g.add_argument(
+        "--join-timeout",
+        action="append",
+        default=[],
+        metavar="[GROUP=]SECONDS",
+        help="a worker pod with no Ray node this long after its creation is failing and "
+        "removed without a drain; GROUP= for one group, repeatable (300, Ray v2's)",
+    )
+    g.add_argument(
+        "--backoff-initial",
+        type=float,
+        default=DEFAULT_BACKOFF_INITIAL_S,
+        help="seconds a group gets no new pods after one failed to join; doubles per failure (30)",
+    )
+    g.add_argument(
+        "--backoff-max",
+        type=float,
+        default=DEFAULT_BACKOFF_MAX_S,
+        help="the longest back-off in seconds (600)",
+    )
     g = p.add_argument_group("logging")
     g.add_argument("--log-format", choices=("json", "console"), default="json")
     g.add_argument("--log-level", default="info", help="debug, info, warning, error")
@@ -114,11 +144,42 @@ def _check(ok: bool, flag: str, problem: str) -> None:
         raise ConfigError(_WHERE, flag, problem)
 
 
+def join_settings(args: argparse.Namespace) -> JoinSettings:
+    """``--join-timeout`` values and the back-off flags; raises :class:`ConfigError`."""
+    default, per_group = DEFAULT_JOIN_TIMEOUT_S, {}
+    for value in args.join_timeout:
+        group, _, seconds = str(value).rpartition("=")
+        try:
+            timeout = float(seconds)
+        except ValueError:
+            timeout = -1.0
+        _check(
+            timeout > 0 and math.isfinite(timeout),
+            "--join-timeout",
+            f"expected [GROUP=]SECONDS with SECONDS > 0, got {str(value)[:80]!r}",
+        )
+        if group:
+            per_group[group] = timeout
+        else:
+            default = timeout
+    backoff = BackoffSettings(args.backoff_initial, args.backoff_max)
+    return JoinSettings(default, per_group, backoff)
+
+
 def validate(args: argparse.Namespace) -> None:
     """Flag values a parser type cannot check; raises :class:`ConfigError` naming the flag."""
     _check(args.interval > 0, "--interval", f"must be > 0, got {args.interval:g}")
     _check(args.ray_timeout > 0, "--ray-timeout", f"must be > 0, got {args.ray_timeout:g}")
     _check(args.use_window >= 0, "--use-window", f"must be >= 0, got {args.use_window:g}")
+    _check(
+        args.backoff_initial > 0, "--backoff-initial", f"must be > 0, got {args.backoff_initial:g}"
+    )
+    _check(
+        args.backoff_max >= args.backoff_initial,
+        "--backoff-max",
+        f"must be >= --backoff-initial, got {args.backoff_max:g}",
+    )
+    join_settings(args)
     _check(args.max_shapes >= 3, "--max-shapes", f"must be >= 3, got {args.max_shapes}")
     _check(0 <= args.port <= 65535, "--port", f"must be 0..65535, got {args.port}")
     _check(args.settle_delay >= 0, "--settle-delay", f"must be >= 0, got {args.settle_delay:g}")
@@ -271,7 +332,15 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         def active_pods(cache: PodCache = cache) -> list[PodEntry] | None:
             if not cache.synced:
                 return None
-            return [PodEntry(p.name, p.group, p.active) for p in cache.pods()]
+            return [
+                PodEntry(
+                    p.name,
+                    p.group,
+                    p.active,
+                    PodJoinFacts(p.created_s, p.unschedulable, p.waiting),
+                )
+                for p in cache.pods()
+            ]
 
         pods = active_pods
 
@@ -298,6 +367,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         planner=plan,
         victims=victims,
         pods=pods,
+        joins=JoinTracker(spec, registry, join_settings(args)) if pods is not None else None,
     )
     start_http_server(args.port, addr=args.host, registry=registry)
     log.info("agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port)

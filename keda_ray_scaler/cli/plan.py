@@ -148,6 +148,10 @@ _WHY = {
     Why.NEW_PODS: "the group gets new pods",
     Why.NOT_VICTIMS: "{limit} pods are not victims",
     Why.UNKNOWN_GROUP: "unknown worker group",
+    Why.NOT_JOINED: "not a Ray node within the join timeout",
+    Why.UNSCHEDULABLE: "unschedulable: no node fits",
+    Why.CONTAINER_FAILING: "its container fails (image pull, crash loop, config)",
+    Why.RAY_NODE_DEAD: "its Ray node is dead",
 }
 
 _KIND = {

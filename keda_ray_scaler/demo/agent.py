@@ -16,8 +16,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, PodEntry
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader, RayState
 from keda_ray_scaler.agent.victims import VictimController, VictimSettings

@@ -1,4 +1,11 @@
-"""Caps lowered below what runs: which pods go, in Ray's order; pure.
+"""Pods that go at once: those that will not be Ray nodes, then those above a cap; pure.
+
+A ``FAILING`` pod (``WorkerNode.failure``: not joined within its timeout, unschedulable, a
+failing container, a dead Ray node) holds no Ray state: it goes first, whatever the caps, with
+its reason as the decision's (``Why.NOT_JOINED`` ...), like Ray v2's reconciler terminating an
+instance not ``RAY_RUNNING`` in time. It is left out of the caps' count.
+
+Caps lowered below what runs: which pods go, in Ray's order.
 
 Ray autoscaler v2 (``_enforce_max_workers_per_type``, then ``_enforce_max_workers_global``,
 ordered by ``_sort_nodes_for_termination``): pods that are not yet Ray nodes go first, then
@@ -52,12 +59,17 @@ def cut_to_caps(cluster: ClusterSpec, pods: Sequence[Sequence[WorkerNode]]) -> C
     decisions: list[list[Decision]] = [[] for _ in groups]
     spare: list[tuple[tuple[int, float, str], int]] = []
     for i, g in enumerate(groups):
-        candidates = sorted((n for n in pods[i] if removable_now(n)), key=cap_order)
-        excess = len(pods[i]) - g.max_replicas
+        failing = sorted((n for n in pods[i] if n.status is NodeStatus.FAILING), key=_by_pod)
+        leaving[i] = [n.pod for n in failing]
+        decisions[i] = failing_decisions(failing)
+        rest = [n for n in pods[i] if n.status is not NodeStatus.FAILING]
+        candidates = sorted((n for n in rest if removable_now(n)), key=cap_order)
+        excess = len(rest) - g.max_replicas
+        over = [n.pod for n in candidates[: max(0, excess)]]
         if excess > 0:
-            leaving[i] = [n.pod for n in candidates[:excess]]
-            _record(decisions[i], leaving[i], excess, Why.MAX_REPLICAS, g.max_replicas)
-        spare += [(cap_order(n), i) for n in candidates[len(leaving[i]) :]]
+            leaving[i] += over
+            _record(decisions[i], over, excess, Why.MAX_REPLICAS, g.max_replicas)
+        spare += [(cap_order(n), i) for n in candidates[len(over) :]]
     out: list[Decision] = []
     if cluster.max_workers is not None:
         left = [len(p) - len(gone) for p, gone in zip(pods, leaving, strict=True)]
@@ -86,6 +98,22 @@ def cut_to_caps(cluster: ClusterSpec, pods: Sequence[Sequence[WorkerNode]]) -> C
                 Decision(DecisionKind.KEEP, short, Why.BUSY_ABOVE_CAP, (), cluster.max_workers)
             )
     return CapCut(tuple(tuple(p) for p in leaving), tuple(tuple(d) for d in decisions), tuple(out))
+
+
+def failing_decisions(failing: Sequence[WorkerNode]) -> list[Decision]:
+    """One REMOVE decision per failure reason, pods named."""
+    by_reason: dict[Why, list[str]] = {}
+    for n in failing:
+        why = Why(n.failure.value) if n.failure is not None else Why.NOT_JOINED
+        by_reason.setdefault(why, []).append(n.pod)
+    return [
+        Decision(DecisionKind.REMOVE, len(pods), why, tuple(pods))
+        for why, pods in sorted(by_reason.items())
+    ]
+
+
+def _by_pod(node: WorkerNode) -> str:
+    return node.pod
 
 
 def _record(into: list[Decision], gone: list[str], excess: int, why: Why, limit: int) -> None:

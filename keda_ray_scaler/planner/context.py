@@ -72,7 +72,8 @@ class Context:
     running: tuple[int, ...]
     pending: tuple[int, ...]
     usable: tuple[tuple[int, WorkerNode], ...]  # (group, node) in the order they take demand
-    hard: tuple[int, ...]  # new pods maxReplicas allows
+    hard: tuple[int, ...]  # new pods maxReplicas (and a launch back-off) allow
+    backed_off: tuple[bool, ...]  # the group's new pods are limited by a launch back-off
     budget: int  # new pods maxWorkers allows
     tasks: tuple[tuple[Vec, int], ...]
     constraints: tuple[tuple[Vec, int], ...]
@@ -160,7 +161,8 @@ def build_context(inp: PlanningInput) -> Context:
         running=tuple(_count(p, NodeStatus.RUNNING, leaving) for p in pods),
         pending=tuple(_count(p, NodeStatus.PENDING, leaving) for p in pods),
         usable=tuple((g, node) for _, g, node in usable),
-        hard=tuple(max(0, g.max_replicas - staying[i]) for i, g in enumerate(wgroups)),
+        hard=tuple(_new_pods_allowed(inp, g, staying[i]) for i, g in enumerate(wgroups)),
+        backed_off=tuple(inp.launch_limit(g.name) is not None for g in wgroups),
         budget=budget,
         tasks=_shapes(index, bundles),
         constraints=_shapes(index, floors),
@@ -170,6 +172,13 @@ def build_context(inp: PlanningInput) -> Context:
             Decision(DecisionKind.IGNORE, 1, Why.UNKNOWN_GROUP, (pod,)) for pod in ignored
         ),
     )
+
+
+def _new_pods_allowed(inp: PlanningInput, group: WorkerGroup, staying: int) -> int:
+    """New pods maxReplicas allows, at most the group's launch limit when it is backed off."""
+    room = max(0, group.max_replicas - staying)
+    limit = inp.launch_limit(group.name)
+    return room if limit is None else min(room, max(0, limit))
 
 
 def _count(pods: Sequence[WorkerNode], status: NodeStatus, leaving: set[str]) -> int:

@@ -201,7 +201,12 @@ def explain(
         reason, detail = UnplaceableReason.MAX_WORKERS, "maxWorkers reached"
     else:
         open_ = [i for i in fitting if ctx.hard[i] - new[i] > 0]
-        if not open_:
+        backed_off = [i for i in fitting if ctx.backed_off[i]]
+        if not open_ and backed_off:
+            names = ", ".join(wgroups[i].name for i in backed_off)
+            reason = UnplaceableReason.BACKED_OFF
+            detail = f"backed off after pods that did not join Ray: {names}"
+        elif not open_:
             names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in fitting)
             reason, detail = UnplaceableReason.MAX_REPLICAS, f"at maxReplicas: {names}"
         elif u.kind is DemandKind.TASK and all(speed_left[i] <= 0 for i in open_):

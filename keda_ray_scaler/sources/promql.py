@@ -38,6 +38,7 @@ SCHEMA_LABELS: Final = frozenset(
         schema.LABEL_NODE_ID,
         schema.LABEL_STATE,
         schema.LABEL_RESOURCE,
+        schema.LABEL_REASON,
     }
 )
 

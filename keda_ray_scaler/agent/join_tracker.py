@@ -1,0 +1,170 @@
+"""Which worker pods will not be Ray nodes, and which groups are backed off: the agent's memory
+between polls around the pure rules of :mod:`~keda_ray_scaler.agent.joins`.
+
+Each poll hands :meth:`JoinTracker.observe` the pods (from the pod cache), the pods that are
+Ray nodes, the pods whose Ray node is DEAD and the published victims; it answers the failing
+pods with their reasons (``NodeStatus.FAILING`` in the export) and the groups' launch limits
+(``PlanningInput.launch_limits``), and keeps the series: failures by reason (counter), back-off
+seconds left and launch limit per group (gauges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.agent.joins import (
+    DEFAULT_JOIN_TIMEOUT_S,
+    Backoff,
+    BackoffSettings,
+    PodEntry,
+    after_failures,
+    join_failure,
+    launch_limit,
+    newly_failing,
+    remaining_s,
+)
+from keda_ray_scaler.model import ClusterSpec, JoinFailure
+
+log = structlog.get_logger(__name__)
+
+#: counter {cluster, group, reason}: worker pods found failing to become (or stay) Ray nodes
+JOIN_FAILURES = schema.PREFIX + "agent_join_failures_total"
+#: gauge {cluster, group}: seconds left of the group's launch back-off (0: none)
+BACKOFF_SECONDS = schema.PREFIX + "agent_backoff_seconds"
+
+
+@dataclass(frozen=True, slots=True)
+class JoinSettings:
+    """``join_timeout_s``: the default; ``group_timeouts_s``: per group (config file)."""
+
+    join_timeout_s: float = DEFAULT_JOIN_TIMEOUT_S
+    group_timeouts_s: Mapping[str, float] = field(default_factory=dict)
+    backoff: BackoffSettings = field(default_factory=BackoffSettings)
+
+    def timeout_s(self, group: str) -> float:
+        """The join timeout of ``group``."""
+        return self.group_timeouts_s.get(group, self.join_timeout_s)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinView:
+    """One poll's answer: failing pods (pod -> reason) and launch limits (group, limit)."""
+
+    failing: Mapping[str, JoinFailure]
+    launch_limits: tuple[tuple[str, int], ...]
+
+
+class JoinTracker:
+    """Join states and back-offs of one Ray cluster's worker groups."""
+
+    def __init__(
+        self, cluster: ClusterSpec, registry: CollectorRegistry, settings: JoinSettings
+    ) -> None:
+        self._cluster = cluster
+        self._settings = settings
+        self._backoff: dict[str, Backoff] = {g.name: Backoff() for g in cluster.worker_groups}
+        self._failing: dict[str, JoinFailure] = {}
+        self._coming: set[tuple[str, str]] = set()  # (pod, group) coming at the last poll
+        self._view = JoinView({}, ())
+        self._log = log.bind(cluster=cluster.name)
+        labels = [schema.LABEL_CLUSTER, schema.LABEL_GROUP]
+        self._failures = Counter(
+            JOIN_FAILURES.removesuffix("_total"),
+            "Worker pods found failing to become (or stay) Ray nodes, by reason.",
+            [*labels, schema.LABEL_REASON],
+            registry=registry,
+        )
+        self._seconds = Gauge(
+            BACKOFF_SECONDS,
+            "Seconds left of the group's launch back-off after pods that did not join (0: none).",
+            labels,
+            registry=registry,
+        )
+        for g in cluster.worker_groups:
+            self._seconds.labels(cluster.name, g.name).set(0)
+            for why in JoinFailure:
+                self._failures.labels(cluster.name, g.name, why.value)
+
+    @property
+    def view(self) -> JoinView:
+        """The last poll's answer."""
+        return self._view
+
+    def observe(
+        self,
+        now_s: float,
+        pods: Sequence[PodEntry] | None,
+        in_ray: set[str],
+        dead: set[str],
+        victims: Mapping[str, str],
+    ) -> JoinView:
+        """One poll; ``pods`` None (cache not synced) keeps the last answer."""
+        if pods is None:
+            return self._view
+        failing: dict[str, JoinFailure] = {}
+        coming: set[tuple[str, str]] = set()
+        groups = {g.name for g in self._cluster.worker_groups}
+        for p in pods:
+            if not p.active or p.group not in groups or p.name in in_ray or p.name in victims:
+                continue
+            why = join_failure(
+                p.facts,
+                ray_dead=p.name in dead,
+                now_s=now_s,
+                timeout_s=self._settings.timeout_s(p.group),
+            )
+            if why is None:
+                coming.add((p.name, p.group))
+            else:
+                failing[p.name] = why
+        group_of = {p.name: p.group for p in pods}
+        self._record_failures(failing, group_of)
+        self._record_joins(in_ray)
+        fresh = newly_failing(self._failing, failing)
+        for name in groups:
+            count = sum(1 for pod in fresh if group_of.get(pod) == name)
+            before = self._backoff[name]
+            self._backoff[name] = after_failures(before, count, now_s, self._settings.backoff)
+            if count:
+                self._log.warning(
+                    "worker group backed off",
+                    worker_group=name,
+                    failures=self._backoff[name].failures,
+                    wait_s=round(remaining_s(self._backoff[name], now_s), 1),
+                )
+        self._failing, self._coming = failing, coming
+        limits: list[tuple[str, int]] = []
+        for name in sorted(groups):
+            b = self._backoff[name]
+            self._seconds.labels(self._cluster.name, name).set(remaining_s(b, now_s))
+            limit = launch_limit(
+                b,
+                now_s=now_s,
+                coming=sum(1 for _, g in coming if g == name),
+                failing=sum(1 for pod in failing if group_of.get(pod) == name),
+            )
+            if limit is not None:
+                limits.append((name, limit))
+        self._view = JoinView(dict(sorted(failing.items())), tuple(limits))
+        return self._view
+
+    def _record_failures(
+        self, failing: Mapping[str, JoinFailure], group_of: Mapping[str, str]
+    ) -> None:
+        for pod, why in sorted(failing.items()):
+            if self._failing.get(pod) is why:
+                continue
+            group = group_of.get(pod, "")
+            self._failures.labels(self._cluster.name, group, why.value).inc()
+            self._log.warning("worker pod failing", worker_group=group, pod=pod, reason=why.value)
+
+    def _record_joins(self, in_ray: set[str]) -> None:
+        for pod, group in sorted(self._coming):
+            if pod in in_ray and self._backoff[group].active():
+                self._backoff[group] = Backoff()
+                self._log.info("worker group back-off ended", worker_group=group, joined=pod)

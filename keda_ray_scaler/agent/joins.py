@@ -1,0 +1,148 @@
+"""A worker pod's way into Ray: coming, joined, or known not to come; and the group back-off.
+
+Pure: the caller passes the time and keeps the state (:class:`Backoff` values).
+
+A pod of a known group with no live Ray node is, in this order:
+
+- ``RAY_NODE_DEAD``: Ray reports a DEAD node for it (its raylet died; a restarted container
+  registers a new node, which makes it joined again);
+- ``UNSCHEDULABLE``: ``PodScheduled=False`` with reason ``Unschedulable`` (no node fits: the
+  scheduler's own verdict, the fastest signal; quota or spot capacity that never comes);
+- ``CONTAINER_FAILING``: a container (or init container) waits for a reason that is a failure
+  (:data:`FAILING_WAITING`: image pull, crash loop, bad config) rather than a start;
+- ``NOT_JOINED``: none of those, but no Ray node ``join_timeout_s`` after the pod was created
+  (Ray v2's ``InstanceReconcileConfig`` terminates an instance not ``RAY_RUNNING`` 300 s after
+  allocation: the same default);
+- else coming (``None``): counted as capacity, as Ray counts a launching instance.
+
+A failing pod holds no Ray state, so it is removed without a drain (``NodeStatus.FAILING``).
+
+The back-off: each pod of a group found failing (a dead Ray node aside: that is a fault of a
+running node, not of the group's pods) doubles the group's wait, from ``initial_s`` up to
+``max_s``; while it runs the group gets no new pods; after it, one at a time (a pod coming, or a
+failing pod not yet gone, holds the next) until a pod of the group joins Ray, which ends it. So
+a group whose image is broken costs at most one pod at a time and never loops create/delete
+(kuberay#865).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from keda_ray_scaler.model import JoinFailure
+
+#: Ray v2's ``InstanceReconcileConfig`` allocate -> RAY_RUNNING timeout, in seconds.
+DEFAULT_JOIN_TIMEOUT_S = 300.0
+#: The first wait after a failure: long enough for the failed pod to be removed (victim
+#: protocol: marks, 5 s settle, KEDA's poll and the HPA's sync) before a new one is made.
+DEFAULT_BACKOFF_INITIAL_S = 30.0
+#: The longest wait: Ray v2 queues an unallocated request again after 600 s.
+DEFAULT_BACKOFF_MAX_S = 600.0
+
+#: Container waiting reasons that mean the container will not start as it is (kubelet's
+#: ``images.ErrImagePull`` ... and ``kuberuntime`` errors); ContainerCreating and
+#: PodInitializing are normal starts.
+FAILING_WAITING = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CrashLoopBackOff",
+        "CreateContainerError",
+        "CreateContainerConfigError",
+        "RunContainerError",
+        "PreStartHookError",
+        "PostStartHookError",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PodJoinFacts:
+    """What Kubernetes says about a pod that is not (yet) a Ray node."""
+
+    created_s: float | None = None  # metadata.creationTimestamp
+    unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
+    waiting: str = ""  # a failing waiting reason of one of its containers, else ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodEntry:
+    """A worker pod as the pod cache sees it: for ``PENDING`` and ``FAILING`` nodes."""
+
+    name: str
+    group: str
+    active: bool = True  # False: Succeeded, Failed or being deleted
+    facts: PodJoinFacts = PodJoinFacts()
+
+
+def join_failure(
+    facts: PodJoinFacts, *, ray_dead: bool, now_s: float, timeout_s: float
+) -> JoinFailure | None:
+    """Why a pod with no live Ray node will not become one; None while it may (see module)."""
+    if ray_dead:
+        return JoinFailure.RAY_NODE_DEAD
+    if facts.unschedulable:
+        return JoinFailure.UNSCHEDULABLE
+    if facts.waiting in FAILING_WAITING:
+        return JoinFailure.CONTAINER_FAILING
+    if facts.created_s is not None and now_s - facts.created_s >= timeout_s:
+        return JoinFailure.NOT_JOINED
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffSettings:
+    """``initial_s`` doubling per failure up to ``max_s``; see the module docstring."""
+
+    initial_s: float = DEFAULT_BACKOFF_INITIAL_S
+    max_s: float = DEFAULT_BACKOFF_MAX_S
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """One group's back-off: failures since a pod last joined, and the end of the wait."""
+
+    failures: int = 0
+    until_s: float = 0.0
+
+    def active(self) -> bool:
+        """The group had failures no join has ended yet."""
+        return self.failures > 0
+
+
+def after_failures(b: Backoff, count: int, now_s: float, settings: BackoffSettings) -> Backoff:
+    """``count`` new failing pods at ``now_s``: the wait doubles for each."""
+    if count <= 0:
+        return b
+    failures = b.failures + count
+    wait = min(settings.initial_s * 2 ** (failures - 1), settings.max_s)
+    return replace(b, failures=failures, until_s=max(b.until_s, now_s + wait))
+
+
+def launch_limit(b: Backoff, *, now_s: float, coming: int, failing: int) -> int | None:
+    """New pods the group may get now: None (no limit) unless backed off; 0 while the wait
+    runs or a pod is coming or a failing pod is not gone yet; else 1."""
+    if not b.active():
+        return None
+    if now_s < b.until_s or coming > 0 or failing > 0:
+        return 0
+    return 1
+
+
+def remaining_s(b: Backoff, now_s: float) -> float:
+    """Seconds left of the wait (0 when none)."""
+    return max(0.0, b.until_s - now_s) if b.active() else 0.0
+
+
+def newly_failing(
+    before: Mapping[str, JoinFailure], now: Mapping[str, JoinFailure]
+) -> dict[str, JoinFailure]:
+    """Pods failing now that were not before, dead Ray nodes left out (not the group's fault)."""
+    return {
+        pod: why
+        for pod, why in now.items()
+        if pod not in before and why is not JoinFailure.RAY_NODE_DEAD
+    }

@@ -1,0 +1,314 @@
+"""Pods that will not be Ray nodes: classification, back-off, the loop's export and the plan."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+from prometheus_client import CollectorRegistry
+from ray.core.generated import autoscaler_pb2 as pb
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.join_tracker import (
+    BACKOFF_SECONDS,
+    JOIN_FAILURES,
+    JoinSettings,
+    JoinTracker,
+)
+from keda_ray_scaler.agent.joins import (
+    Backoff,
+    BackoffSettings,
+    PodEntry,
+    PodJoinFacts,
+    after_failures,
+    join_failure,
+    launch_limit,
+)
+from keda_ray_scaler.agent.kube import pod_info
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.ray_state import RayState, parse_status
+from keda_ray_scaler.model import (
+    Bundle,
+    ClusterSpec,
+    Demand,
+    JoinFailure,
+    NodeStatus,
+    PlanningInput,
+    Resources,
+    UnplaceableReason,
+    Why,
+    WorkerGroup,
+    WorkerNode,
+)
+from keda_ray_scaler.planner import plan
+
+CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=10)
+BIG = WorkerGroup("big", Resources.of(CPU=20), max_replicas=10, cost=3.0)
+SPEC = ClusterSpec("demo", (CPU, BIG))
+FIVE = Bundle(Resources.of(CPU=5), 2)
+
+
+# --- classification ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("facts", "dead", "age_s", "expected"),
+    [
+        (PodJoinFacts(), False, 10.0, None),  # young, nothing wrong: coming
+        (PodJoinFacts(), False, 300.0, JoinFailure.NOT_JOINED),  # the timeout
+        (PodJoinFacts(unschedulable=True), False, 1.0, JoinFailure.UNSCHEDULABLE),
+        (PodJoinFacts(waiting="ImagePullBackOff"), False, 1.0, JoinFailure.CONTAINER_FAILING),
+        (PodJoinFacts(waiting="CrashLoopBackOff"), False, 1.0, JoinFailure.CONTAINER_FAILING),
+        (PodJoinFacts(waiting="ContainerCreating"), False, 1.0, None),  # a normal start
+        (PodJoinFacts(waiting="CrashLoopBackOff"), True, 1.0, JoinFailure.RAY_NODE_DEAD),
+    ],
+)
+def test_a_pod_not_in_ray_is_coming_until_kubernetes_or_the_timeout_says_otherwise(
+    facts: PodJoinFacts, dead: bool, age_s: float, expected: JoinFailure | None
+) -> None:
+    """At once for unschedulable, failing containers and dead nodes; after the timeout else."""
+    facts = PodJoinFacts(1000.0, facts.unschedulable, facts.waiting)
+    got = join_failure(facts, ray_dead=dead, now_s=1000.0 + age_s, timeout_s=300.0)
+    assert got == expected
+
+
+def test_pod_info_reads_the_schedulers_verdict_and_failing_waits() -> None:
+    """PodScheduled=False/Unschedulable and a waiting reason from the API's JSON."""
+    raw = {
+        "metadata": {"name": "w-1", "labels": {"ray.io/group": "cpu"}},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+            "initContainerStatuses": [
+                {"name": "wait", "state": {"waiting": {"reason": "ErrImagePull"}}}
+            ],
+            "containerStatuses": [
+                {"name": "ray", "state": {"waiting": {"reason": "PodInitializing"}}}
+            ],
+        },
+    }
+    info = pod_info(raw, "ray.io/group")
+    assert (info.unschedulable, info.waiting) == (True, "ErrImagePull")
+    raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "True"}]}
+    assert (pod_info(raw, "ray.io/group").unschedulable, pod_info(raw, "ray.io/group").waiting) == (
+        False,
+        "",
+    )
+
+
+def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_live_one() -> None:
+    """A restarted pod's new node makes it alive again; a dead node with no name is no pod's."""
+
+    def ns(node_id: bytes, pod: str, status: int, ip: str) -> pb.NodeState:
+        total = {"CPU": 10}
+        return pb.NodeState(
+            node_id=node_id.ljust(28, b"\0"),
+            instance_id=pod,
+            ray_node_type_name="cpu" if pod else "",
+            node_ip_address=ip,
+            status=status,
+            total_resources=total,
+            available_resources=total,
+        )
+
+    nodes = [
+        ns(b"a", "w-a", pb.DEAD, "10.0.0.1"),
+        ns(b"b", "w-b", pb.DEAD, "10.0.0.2"),
+        ns(b"c", "w-b", pb.IDLE, "10.0.0.3"),  # w-b restarted: a new live node
+        ns(b"d", "", pb.DEAD, "10.0.0.4"),
+    ]
+    state = pb.GetClusterStatusReply(
+        cluster_resource_state=pb.ClusterResourceState(node_states=nodes)
+    )
+    from keda_ray_scaler.agent.ray_state import PodRef
+
+    got = parse_status(state, SPEC, pods_by_ip={"10.0.0.4": PodRef("w-new", "cpu")})
+    assert got.dead == frozenset({"w-a"})
+
+
+# --- back-off ---------------------------------------------------------------------------------
+
+
+def test_the_back_off_doubles_per_failure_up_to_its_cap_and_then_allows_one_pod() -> None:
+    """30, 60, 120 ... 600 s; 0 new pods while it runs or a pod is coming or failing; then 1."""
+    s = BackoffSettings(30.0, 100.0)
+    b = after_failures(Backoff(), 1, 0.0, s)
+    assert b.until_s == 30.0
+    assert launch_limit(b, now_s=29.9, coming=0, failing=0) == 0
+    assert launch_limit(b, now_s=30.0, coming=0, failing=0) == 1
+    assert launch_limit(b, now_s=30.0, coming=1, failing=0) == 0
+    assert launch_limit(b, now_s=30.0, coming=0, failing=1) == 0
+    b = after_failures(b, 1, 40.0, s)
+    assert b.until_s == 100.0  # 40 + 60
+    b = after_failures(b, 2, 200.0, s)
+    assert b.until_s == 300.0  # 200 + min(30 * 8, 100)
+    assert launch_limit(Backoff(), now_s=0.0, coming=0, failing=0) is None
+
+
+def entry(name: str, group: str = "cpu", created: float = 0.0, **facts: object) -> PodEntry:
+    """A pod entry created at ``created``."""
+    return PodEntry(name, group, True, PodJoinFacts(created, **facts))  # type: ignore[arg-type]
+
+
+def test_the_tracker_backs_a_group_off_once_per_new_failing_pod_and_a_join_ends_it() -> None:
+    """Failures counted by reason; the back-off shows in the gauge and the launch limit."""
+    registry = CollectorRegistry()
+    tracker = JoinTracker(
+        SPEC, registry, JoinSettings(100.0, {"big": 50.0}, BackoffSettings(30.0, 600.0))
+    )
+    pods = [entry("c-1", waiting="CrashLoopBackOff"), entry("b-1", "big")]
+    view = tracker.observe(10.0, pods, set(), set(), {})
+    assert view.failing == {"c-1": JoinFailure.CONTAINER_FAILING}
+    assert view.launch_limits == (("cpu", 0),)
+    labels = {"cluster": "demo", "group": "cpu", "reason": "container_failing"}
+    assert registry.get_sample_value(JOIN_FAILURES, labels) == 1.0
+    assert registry.get_sample_value(BACKOFF_SECONDS, {"cluster": "demo", "group": "cpu"}) == 30.0
+    # the same pod failing again is no new failure
+    view = tracker.observe(20.0, pods, set(), set(), {})
+    assert registry.get_sample_value(JOIN_FAILURES, labels) == 1.0
+    # big's own timeout (50 s) passes: not joined
+    view = tracker.observe(60.0, pods, set(), set(), {})
+    assert view.failing["b-1"] is JoinFailure.NOT_JOINED
+    assert dict(view.launch_limits) == {"cpu": 0, "big": 0}
+    # c-1 went (a victim, then deleted); the wait is over: one pod at a time
+    view = tracker.observe(200.0, [entry("b-1", "big")], set(), set(), {})
+    assert dict(view.launch_limits)["cpu"] == 1
+    view = tracker.observe(201.0, [entry("c-2", created=200.0)], set(), set(), {})
+    assert dict(view.launch_limits)["cpu"] == 0  # c-2 is coming
+    view = tracker.observe(205.0, [entry("c-2", created=200.0)], {"c-2"}, set(), {})
+    assert "cpu" not in dict(view.launch_limits)  # c-2 joined: the back-off ended
+    assert registry.get_sample_value(BACKOFF_SECONDS, {"cluster": "demo", "group": "cpu"}) == 0.0
+
+
+def test_a_dead_ray_node_fails_its_pod_without_backing_the_group_off() -> None:
+    """A raylet killed under a running pod is not the group's pods failing to start."""
+    tracker = JoinTracker(SPEC, CollectorRegistry(), JoinSettings())
+    view = tracker.observe(10.0, [entry("c-1")], set(), {"c-1"}, {})
+    assert view.failing == {"c-1": JoinFailure.RAY_NODE_DEAD}
+    assert view.launch_limits == ()
+
+
+def test_victims_and_inactive_pods_are_never_failing() -> None:
+    """A drained victim whose node is gone, or a terminating pod, is not a join failure."""
+    tracker = JoinTracker(SPEC, CollectorRegistry(), JoinSettings(join_timeout_s=1.0))
+    gone = PodEntry("c-2", "cpu", False, PodJoinFacts(0.0))
+    view = tracker.observe(100.0, [entry("c-1"), gone], set(), {"c-1"}, {"c-1": "cpu"})
+    assert view.failing == {}
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+def failing(pod: str, group: WorkerGroup, why: JoinFailure) -> WorkerNode:
+    """A failing pod of ``group``."""
+    return WorkerNode(
+        pod, group.name, group.resources, Resources(), 0.0, NodeStatus.FAILING, "", why
+    )
+
+
+def test_a_failing_pod_is_no_capacity_and_goes_at_once_with_its_reason() -> None:
+    """Two {CPU: 5} tasks and an unschedulable cpu pod: a new cpu pod, the stuck one removable."""
+    inp = PlanningInput(SPEC, Demand((FIVE,)), (failing("c-1", CPU, JoinFailure.UNSCHEDULABLE),))
+    gp = plan(inp).groups["cpu"]
+    assert (gp.new, gp.removable, gp.over_cap, gp.floor, gp.target) == (
+        1,
+        ("c-1",),
+        ("c-1",),
+        1,
+        1,
+    )
+    assert any(d.reason is Why.UNSCHEDULABLE and d.pods == ("c-1",) for d in gp.decisions)
+    # as a pending pod it would have held the tasks: no new pod
+    pending = WorkerNode("c-1", "cpu", CPU.resources, CPU.resources, status=NodeStatus.PENDING)
+    assert plan(PlanningInput(SPEC, Demand((FIVE,)), (pending,))).groups["cpu"].new == 0
+
+
+def test_a_backed_off_group_sends_its_demand_to_the_next_group_that_fits() -> None:
+    """cpu backed off (limit 0): the tasks go to big, the dearer group; said when none can."""
+    inp = PlanningInput(
+        SPEC,
+        Demand((FIVE,)),
+        (failing("c-1", CPU, JoinFailure.CONTAINER_FAILING),),
+        launch_limits=(("cpu", 0),),
+    )
+    p = plan(inp)
+    assert (p.groups["cpu"].new, p.groups["big"].new) == (0, 1)
+    assert p.groups["cpu"].target == 1  # held by the failing pod until it is a victim
+    only_cpu = ClusterSpec("demo", (CPU,))
+    p = plan(PlanningInput(only_cpu, Demand((FIVE,)), launch_limits=(("cpu", 0),)))
+    assert [u.reason for u in p.unplaceable] == [UnplaceableReason.BACKED_OFF]
+
+
+def test_failing_pods_and_launch_limits_survive_the_export() -> None:
+    """encode -> decode keeps the state, the reason and the limits."""
+    inp = PlanningInput(
+        SPEC,
+        Demand((FIVE,)),
+        (failing("c-1", CPU, JoinFailure.NOT_JOINED),),
+        launch_limits=(("cpu", 1),),
+    )
+    snap = schema.ClusterSnapshot(inp, 1700000000.0, True)
+    back = schema.decode(schema.encode(snap))["demo"]
+    assert back.input.nodes == inp.nodes
+    assert back.input.launch_limits == (("cpu", 1),)
+
+
+# --- the loop ---------------------------------------------------------------------------------
+
+
+class Clock:
+    """Fake time."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, s: float) -> None:
+        self.t += s
+
+
+class Reader:
+    """Always the same Ray state."""
+
+    def __init__(self, state: RayState) -> None:
+        self.state = state
+
+    async def read(self) -> RayState:
+        return self.state
+
+
+def test_the_loop_exports_a_pod_past_its_join_timeout_as_failing_and_backs_its_group_off() -> None:
+    """One pod created 400 s ago with no Ray node: failing (not_joined), cpu limited to 0."""
+    registry = CollectorRegistry()
+    clock = Clock()
+    pods: Sequence[PodEntry] = [PodEntry("c-1", "cpu", True, PodJoinFacts(clock.t - 400.0))]
+    loop = AgentLoop(
+        SPEC,
+        Reader(RayState(Demand((FIVE,)), ())),
+        SnapshotCollector(registry),
+        AgentMetrics(registry, "demo"),
+        clock,
+        LoopSettings(),
+        pods=lambda: pods,
+        joins=JoinTracker(SPEC, registry, JoinSettings()),
+    )
+    snap = asyncio.run(loop.poll_once())
+    assert [(n.pod, n.status, n.failure) for n in snap.input.nodes] == [
+        ("c-1", NodeStatus.FAILING, JoinFailure.NOT_JOINED)
+    ]
+    assert snap.input.launch_limits == (("cpu", 0),)
+    labels = {
+        "cluster": "demo",
+        "pod": "c-1",
+        "group": "cpu",
+        "node_id": "",
+        "state": "failing",
+        "reason": "not_joined",
+    }
+    assert registry.get_sample_value(schema.NODE_INFO, labels) == 1.0
+    limit = {"cluster": "demo", "group": "cpu"}
+    assert registry.get_sample_value(schema.GROUP_LAUNCH_LIMIT, limit) == 0.0
