@@ -7,12 +7,13 @@ never silently becomes a default.
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -33,6 +34,8 @@ from keda_ray_scaler.model import (
     WorkerNode,
 )
 from keda_ray_scaler.schema import ShapeError, encode_shape
+
+E = TypeVar("E", bound=enum.StrEnum)
 
 #: KubeRay's upscalingSpeed when ``upscalingMode`` is unset or ``Default``: no rate limit.
 DEFAULT_UPSCALING_SPEED = 1000.0
@@ -284,6 +287,15 @@ def _placement_group(data: object, where: str, field: str) -> PlacementGroup:
     return PlacementGroup(strategy, bundles, _int(pg.get("count", 1), where, _path(field, "count")))
 
 
+def _enum(kind: type[E], raw: object, where: str, field: str) -> E:
+    """``raw`` as a member of the string enum ``kind``; the error lists the allowed values."""
+    for member in kind:
+        if member.value == raw:
+            return member
+    allowed = ", ".join(m.value for m in kind)
+    raise ConfigError(where, field, f"{raw!r} is not one of {allowed}")
+
+
 def _node(data: object, where: str, field: str, cluster: ClusterSpec) -> WorkerNode:
     n = _mapping(data, where, field, _NODE_KEYS)
     group_name = _required(n, "group", where, field)
@@ -296,14 +308,9 @@ def _node(data: object, where: str, field: str, cluster: ClusterSpec) -> WorkerN
     pod = _required(n, "pod", where, field)
     if not isinstance(pod, str) or not pod:
         raise ConfigError(where, _path(field, "pod"), f"expected a pod name, got {pod!r}")
-    raw_state = n.get("state", NodeStatus.RUNNING.value)
-    try:
-        state = NodeStatus(raw_state)
-    except ValueError as exc:
-        allowed = ", ".join(s.value for s in NodeStatus)
-        raise ConfigError(
-            where, _path(field, "state"), f"{raw_state!r} is not one of {allowed}"
-        ) from exc
+    state = _enum(
+        NodeStatus, n.get("state", NodeStatus.RUNNING.value), where, _path(field, "state")
+    )
     total = group.resources
     if "total" in n:
         total = parse_resources(n["total"], where, _path(field, "total"))
@@ -318,14 +325,8 @@ def _node(data: object, where: str, field: str, cluster: ClusterSpec) -> WorkerN
         raise ConfigError(where, _path(field, "nodeId"), f"expected a string, got {node_id!r}")
     failure = None
     if state is NodeStatus.FAILING:
-        raw_reason = n.get("reason", JoinFailure.NOT_JOINED.value)
-        try:
-            failure = JoinFailure(raw_reason)
-        except ValueError as exc:
-            allowed = ", ".join(r.value for r in JoinFailure)
-            raise ConfigError(
-                where, _path(field, "reason"), f"{raw_reason!r} is not one of {allowed}"
-            ) from exc
+        reason = n.get("reason", JoinFailure.NOT_JOINED.value)
+        failure = _enum(JoinFailure, reason, where, _path(field, "reason"))
     elif "reason" in n:
         raise ConfigError(where, _path(field, "reason"), "only a failing node has a reason")
     return WorkerNode(pod, group.name, total, available, idle, state, node_id, failure)
