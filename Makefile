@@ -36,20 +36,21 @@ deps-debian: ## Debian packages the tests need: Prometheus (and promtool), shell
 # node's IP, no route out), where the real node's kubelet, containerd and pods live.
 BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/images.py)" bash e2e/netns.sh
 
-# The real node's own checks (tests/test_real_node.py: restarts, SIGTERM, securityContext)
-# run in e2e-local only: the product's real-node modules exercise the node too, and CI's time
-# is the budget.
+# The real node's own checks (tests/test_real_node.py: restarts, SIGTERM, securityContext) and
+# the fault matrix (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in
+# e2e-local only: the product's real-node modules exercise the node too, and CI's time is the
+# budget.
 test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
-	$(BED) $(BIN)/pytest -q --durations=25 --ignore=tests/test_real_node.py $(PYTEST_ARGS)
+	$(BED) $(BIN)/pytest -q --durations=25 --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
 	$(BIN)/python e2e/images.py >/dev/null
 
-e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-node:", "e2e-local:" and "e2e-kuberay:" lines
+e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:" and "e2e-node:" lines
 	@log=$$(mktemp); $(BED) $(BIN)/pytest -q \
-	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py $(PYTEST_ARGS) | tee $$log; \
-	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(kuberay|local|node):' $$log | sort; rm -f $$log; exit $$status
+	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py tests/test_real_faults.py $(PYTEST_ARGS) | tee $$log; \
+	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(faults|kuberay|local|node):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench

@@ -49,20 +49,21 @@ def _figures(figures: dict[str, object]) -> str:
     return "; ".join(f"{k}={v}" if k == "node" else f"{k} {v}" for k, v in figures.items())
 
 
+#: (module, its figures' name, the summary line's prefix), in the order the lines are printed
+_SUMMARY_LINES = (
+    ("real_loop", "FIGURES", "e2e-local"),  # the real-control-plane test (Deployment mode)
+    ("real_node", "FIGURES", "e2e-node"),  # the real node's own tests
+    ("real_kuberay", "FIGURES", "e2e-kuberay"),  # KubeRay mode's test
+    ("test_real_faults", "FAULT_FIGURES", "e2e-faults"),  # the fault matrix
+)
+
+
 def pytest_terminal_summary(terminalreporter: object) -> None:
-    """The real-control-plane test's figures as one line that begins ``e2e-local:``."""
+    """Each real-node module's figures as one line (``e2e-local:``, ``e2e-node:`` ...)."""
     import sys
 
-    loop = sys.modules.get("real_loop")
-    figures = getattr(loop, "FIGURES", None)
-    if figures:
-        line = "e2e-local: " + _figures(figures)
-        terminalreporter.write_line(line)  # type: ignore[attr-defined]
-    node = getattr(sys.modules.get("real_node"), "FIGURES", None)  # the real node's own tests
-    if node:
-        line = "e2e-node: " + _figures(node)
-        terminalreporter.write_line(line)  # type: ignore[attr-defined]
-    kuberay = getattr(sys.modules.get("real_kuberay"), "FIGURES", None)  # KubeRay mode's test
-    if kuberay:
-        line = "e2e-kuberay: " + _figures(kuberay)
-        terminalreporter.write_line(line)  # type: ignore[attr-defined]
+    for module, name, prefix in _SUMMARY_LINES:
+        figures = getattr(sys.modules.get(module), name, None)
+        if figures:
+            line = f"{prefix}: " + _figures(figures)
+            terminalreporter.write_line(line)  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ class PodEvent:
     at: float  # time.time()
     pod: str
     group: str
-    what: str  # "ready" | "deleted" (deletion began) | "gone"
+    what: str  # "created" (first seen) | "ready" | "deleted" (deletion began) | "gone"
 
 
 @dataclass
@@ -64,6 +64,30 @@ class PodWatch:
             for e in list(self.events)
             if e.what == "deleted" and e.at >= since and group in (None, e.group)
         ]
+
+    def created_since(self, since: float, group: str) -> list[tuple[str, float]]:
+        """Pods of ``group`` first seen at or after ``since``, with the time."""
+        return [
+            (e.pod, e.at)
+            for e in list(self.events)
+            if e.what == "created" and e.at >= since and e.group == group
+        ]
+
+    def most_alive(self, group: str, since: float) -> int:
+        """The most pods of ``group`` that existed at once (deleting ones included) since
+        ``since``, from the events (pods alive at ``since`` count from then)."""
+        alive: set[str] = set()
+        most = 0
+        for e in sorted(list(self.events), key=lambda e: e.at):
+            if e.group != group:
+                continue
+            if e.what == "created":
+                alive.add(e.pod)
+            elif e.what == "gone":
+                alive.discard(e.pod)
+            if e.at >= since:
+                most = max(most, len(alive))
+        return most
 
     def live_pods(self, group: str) -> set[str]:
         """Pods of ``group`` that still exist (terminating ones included)."""
@@ -119,6 +143,8 @@ class PodWatch:
                 self._pods[name] = pod
         was_ready = before is not None and _ready(before)
         was_deleting = before is not None and before.metadata.deletion_timestamp is not None
+        if before is None and not gone:
+            self._record(now, pod, "created")
         if not was_ready and _ready(pod) and not gone:
             self._record(now, pod, "ready")
         if not was_deleting and (gone or pod.metadata.deletion_timestamp is not None):

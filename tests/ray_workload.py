@@ -9,7 +9,8 @@
 ``start_after_s`` after the driver connected, one task per duration; a negative duration ``-n``
 holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds.
 Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts (``MARKER_DIR`` and
-``RELEASE_FILE`` are paths as the worker pods see them: the test's share).
+``RELEASE_FILE`` are paths as the worker pods see them: the test's share). ``TASK_RESOURCES``
+(environment, JSON, optional) adds custom resources every task asks, e.g. ``{"broken": 1}``.
 Tasks never retry
 (``max_retries=0``), so a task whose pod is removed under it fails and says so. Output, one JSON
 object per line, on stdout:
@@ -87,6 +88,8 @@ def main(argv: list[str]) -> int:
     waves: list[tuple[float, list[float]]] = json.loads(waves_json)
     release = os.environ.get("RELEASE_FILE", "/nonexistent")
     markers = os.environ["MARKER_DIR"]
+    extra = json.loads(os.environ.get("TASK_RESOURCES") or "{}")
+    task = hold.options(resources=extra) if extra else hold
     connect(address)
     t0 = time.monotonic()
     emit(event="connected", at=time.time())
@@ -95,7 +98,7 @@ def main(argv: list[str]) -> int:
         time.sleep(max(0.0, t0 + after_s - time.monotonic()))
         for seconds in durations:
             n_task = len(refs)
-            refs[hold.remote(seconds, release, os.path.join(markers, str(n_task)))] = n_task
+            refs[task.remote(seconds, release, os.path.join(markers, str(n_task)))] = n_task
         emit(event="submitted", wave=n, tasks=len(durations), at=time.time())
     pending = list(refs)
     while pending:

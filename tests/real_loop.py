@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,10 +292,15 @@ class Workload:
 
 
 def submit(
-    workdir: Path, share: Path, n: int, waves: Sequence[tuple[float, Sequence[float]]]
+    workdir: Path,
+    share: Path,
+    n: int,
+    waves: Sequence[tuple[float, Sequence[float]]],
+    resources: dict[str, float] | None = None,
 ) -> Workload:
     """Start driver ``n`` submitting ``waves`` to the head through Ray Client; its release file
-    and markers live in ``share`` (``SHARE_MOUNT`` in the worker pods)."""
+    and markers live in ``share`` (``SHARE_MOUNT`` in the worker pods); every task also asks
+    ``resources`` (custom Ray resources) when given."""
     out = workdir / f"workload-{n}.jsonl"
     release = share / f"release-{n}"
     markers = make_share(share / f"markers-{n}")
@@ -314,6 +319,7 @@ def submit(
                 **os.environ,
                 "RELEASE_FILE": f"{SHARE_MOUNT}/{release.name}",
                 "MARKER_DIR": f"{SHARE_MOUNT}/{markers.name}",
+                "TASK_RESOURCES": json.dumps(resources or {}),
             },
             stdout=stdout,
             stderr=err,
@@ -490,10 +496,14 @@ class RealLoop:
 
     # -- work ----------------------------------------------------------------------------------
 
-    def submit(self, waves: Sequence[tuple[float, Sequence[float]]]) -> Workload:
+    def submit(
+        self,
+        waves: Sequence[tuple[float, Sequence[float]]],
+        resources: dict[str, float] | None = None,
+    ) -> Workload:
         """Start a driver submitting ``waves`` (see :mod:`ray_workload`)."""
         self._workloads += 1
-        return submit(self.workdir, self.share, self._workloads, waves)
+        return submit(self.workdir, self.share, self._workloads, waves, resources)
 
 
 AGENT_CONTAINER = "agent"
@@ -605,7 +615,15 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
     return overlay
 
 
-def apply_overlay(cp: ControlPlane, overlay: Path, *apply_flags: str) -> None:
+Docs = list[dict[str, Any]]
+
+
+def apply_overlay(
+    cp: ControlPlane,
+    overlay: Path,
+    *apply_flags: str,
+    transform: Callable[[Docs], Docs] | None = None,
+) -> None:
     """``kubectl apply`` of the overlay's objects, the ScaledObjects last.
 
     ``kubectl apply -k`` sends the ScaledObjects before their TriggerAuthentication (kustomize
@@ -616,6 +634,8 @@ def apply_overlay(cp: ControlPlane, overlay: Path, *apply_flags: str) -> None:
     same order is what docs/getting-started.md asks of users.
     """
     docs = [d for d in yaml.safe_load_all(cp.kubectl("kustomize", str(overlay)).stdout) if d]
+    if transform is not None:  # a module's own additions (tests/test_real_faults.py)
+        docs = transform(docs)
     for batch in (
         [d for d in docs if d["kind"] != "ScaledObject"],
         [d for d in docs if d["kind"] == "ScaledObject"],
@@ -725,8 +745,11 @@ def images_json() -> Path:
 
 
 @contextlib.contextmanager
-def real_loop(bin_dir: Path, images: Path) -> Iterator[RealLoop]:
-    """Start everything (module docstring); stop everything by PID on exit."""
+def real_loop(
+    bin_dir: Path, images: Path, transform: Callable[[Docs], Docs] | None = None
+) -> Iterator[RealLoop]:
+    """Start everything (module docstring); stop everything by PID on exit. ``transform``
+    changes the overlay's objects before they are applied (more worker groups, agent flags)."""
     workdir = Path(tempfile.mkdtemp(prefix="krs-cp-"))
     refs = load_images(images)
     with contextlib.ExitStack() as stack:
@@ -745,7 +768,7 @@ def real_loop(bin_dir: Path, images: Path) -> Iterator[RealLoop]:
         _scaler_pki(workdir)
         install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
         _client_tls_secret(cp, workdir)
-        apply_overlay(cp, _overlay(workdir, share, refs, cp.apiserver_port))
+        apply_overlay(cp, _overlay(workdir, share, refs, cp.apiserver_port), transform=transform)
         pods = stack.enter_context(PodWatch(core, NAMESPACE, "ray.io/node-type=worker"))
         loop = RealLoop(
             workdir=workdir,

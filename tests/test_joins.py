@@ -179,6 +179,8 @@ def test_the_tracker_backs_a_group_off_once_per_new_failing_pod_and_a_join_ends_
     assert dict(view.launch_limits)["cpu"] == 0  # c-2 is coming
     view = tracker.observe(205.0, [entry("c-2", created=200.0)], {"c-2"}, set(), {})
     assert "cpu" not in dict(view.launch_limits)  # c-2 joined: the back-off ended
+    assert tracker.backoff_message("cpu") == ""
+    assert tracker.backoff_message("big").startswith("1 pod(s) did not join Ray (last: not_joined)")
     assert registry.get_sample_value(BACKOFF_SECONDS, {"cluster": "demo", "group": "cpu"}) == 0.0
 
 

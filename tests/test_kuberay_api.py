@@ -85,6 +85,7 @@ class Env:
     def make_applier(self, api: Any) -> KubeRayApplier:
         """The applier on ``api`` (the real client, or a wrapper of it)."""
         settings = KubeRaySettings(namespace=self.ns, raycluster="demo")
+        self.backoff: dict[str, str] = {}
         return KubeRayApplier(
             KubeRayApi(api, settings, wait=tenacity.wait_none()),
             self.pods,
@@ -93,6 +94,7 @@ class Env:
             Clock(),
             CollectorRegistry(),
             cluster="demo",
+            backoff=lambda group: self.backoff.get(group, ""),
         )
 
     def scale(self, replicas: int) -> None:
@@ -280,3 +282,17 @@ def test_agent_mode_flags(argv: list[str], problem: str) -> None:
     args = build_parser().parse_args(["agent", *argv])
     with pytest.raises(ConfigError, match=problem):
         validate(args)
+
+
+def test_a_backed_off_group_says_why_in_its_condition(cp: ControlPlane) -> None:
+    """BackedOff=True with the agent's message while the group is backed off; False after."""
+    env = Env(cp, 1)
+    env.backoff["cpu"] = "1 pod(s) did not join Ray (last: container_failing); ..."
+    env.apply()
+    (backed,) = [c for c in env.rwg()["status"]["conditions"] if c["type"] == "BackedOff"]
+    assert (backed["status"], backed["reason"]) == ("True", "JoinFailures")
+    assert backed["message"].startswith("1 pod(s) did not join Ray")
+    env.backoff.clear()
+    env.apply()
+    (backed,) = [c for c in env.rwg()["status"]["conditions"] if c["type"] == "BackedOff"]
+    assert (backed["status"], backed["reason"]) == ("False", "NoJoinFailures")

@@ -71,6 +71,8 @@ class JoinTracker:
         self._failing: dict[str, JoinFailure] = {}
         self._coming: set[tuple[str, str]] = set()  # (pod, group) coming at the last poll
         self._view = JoinView({}, ())
+        self._now_s = 0.0
+        self._last_reason: dict[str, JoinFailure] = {}  # group -> its latest failure
         self._log = log.bind(cluster=cluster.name)
         labels = [schema.LABEL_CLUSTER, schema.LABEL_GROUP]
         self._failures = Counter(
@@ -95,6 +97,20 @@ class JoinTracker:
         """The last poll's answer."""
         return self._view
 
+    def backoff_message(self, group: str) -> str:
+        """Why the group gets few or no new pods (for a RayWorkerGroup condition); "" if not."""
+        b = self._backoff.get(group)
+        if b is None or not b.active():
+            return ""
+        limit = dict(self._view.launch_limits).get(group)
+        left = remaining_s(b, self._now_s)
+        why = self._last_reason.get(group, JoinFailure.NOT_JOINED).value
+        now = f"no new pods for {left:.0f} s" if left > 0 else f"new pods now: {limit}"
+        return (
+            f"{b.failures} pod(s) did not join Ray (last: {why}); {now}, then one at a time "
+            "until a pod joins"
+        )
+
     def observe(
         self,
         now_s: float,
@@ -106,6 +122,7 @@ class JoinTracker:
         """One poll; ``pods`` None (cache not synced) keeps the last answer."""
         if pods is None:
             return self._view
+        self._now_s = now_s
         failing: dict[str, JoinFailure] = {}
         coming: set[tuple[str, str]] = set()
         groups = {g.name for g in self._cluster.worker_groups}
@@ -161,6 +178,8 @@ class JoinTracker:
                 continue
             group = group_of.get(pod, "")
             self._failures.labels(self._cluster.name, group, why.value).inc()
+            if why is not JoinFailure.RAY_NODE_DEAD:
+                self._last_reason[group] = why
             self._log.warning("worker pod failing", worker_group=group, pod=pod, reason=why.value)
 
     def _record_joins(self, in_ray: set[str]) -> None:

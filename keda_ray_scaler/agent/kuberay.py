@@ -105,9 +105,13 @@ class KubeRayApplier:
         *,
         cluster: str,
         conflict_attempts: int = 5,
+        backoff: Callable[[str], str] | None = None,
     ) -> None:
         """``conflict_attempts``: decisions per group and round when patches keep meeting a
-        changed RayCluster (each on a fresh read); the next round starts over."""
+        changed RayCluster (each on a fresh read); the next round starts over. ``backoff``:
+        why a group is backed off after pods that did not join Ray ("" when not), shown as the
+        RayWorkerGroup's ``BackedOff`` condition."""
+        self._backoff = backoff
         self._api = api
         self._cluster = cluster
         self._attempts = conflict_attempts
@@ -196,6 +200,10 @@ class KubeRayApplier:
             self._condition(status, "Ready", True, "Reconciled", verdict.reason)
         if state is not None:
             self._bounds(status, name, state, scaled)
+        if self._backoff is not None:
+            message = self._backoff(group)
+            reason = "JoinFailures" if message else "NoJoinFailures"
+            self._condition(status, "BackedOff", bool(message), reason, message or "pods join Ray")
         if self._synced():
             await self._write_status(rwg, status)
         return verdict, rc

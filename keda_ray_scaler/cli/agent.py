@@ -280,6 +280,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     tasks: list[asyncio.Task[None]] = []
     victims: VictimStep | None = None
     pods: Callable[[], list[PodEntry] | None] | None = None
+    joins: JoinTracker | None = None
     if not args.no_scale_down:
         from keda_ray_scaler.agent.kube import KubeSettings, PodCache
         from keda_ray_scaler.agent.victims import VictimController, VictimSettings
@@ -295,6 +296,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
             ),
             registry,
         )
+        joins = JoinTracker(spec, registry, join_settings(args))
         applier = None
         if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
             from kubernetes import client
@@ -314,6 +316,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
                 clock,
                 registry,
                 cluster=args.raycluster,
+                backoff=joins.backoff_message,
             )
             tasks.append(asyncio.create_task(run_applier(applier, clock, args.interval)))
         controller = VictimController(
@@ -367,7 +370,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         planner=plan,
         victims=victims,
         pods=pods,
-        joins=JoinTracker(spec, registry, join_settings(args)) if pods is not None else None,
+        joins=joins,
     )
     start_http_server(args.port, addr=args.host, registry=registry)
     log.info("agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port)
