@@ -439,6 +439,9 @@ class FakeVictims:
     def victims(self) -> Mapping[str, str]:
         return self.current
 
+    def saw_in_ray(self, pods: frozenset[str]) -> None:
+        self.in_ray = pods
+
     async def step(self, plan: Plan) -> Sequence[object]:
         self.plans.append(plan)
         self.current = self.after

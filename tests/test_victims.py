@@ -444,6 +444,28 @@ async def test_a_deleted_victim_is_reported_and_leaves_the_published_set(
     assert controller.victims() == {}
 
 
+async def test_a_pod_never_seen_in_ray_going_instead_is_no_wrong_victim(
+    emulator: VersionedEmulator,
+    cache: PodCache,
+    synced: None,
+    make_controller: Callable[..., VictimController],
+    registry: CollectorRegistry,
+    ray: FakeRay,
+) -> None:
+    """w-3 never was a Ray node (KEDA's fallback pod, one that never joined): the ReplicaSet
+    taking it while w-1 is expected loses nothing, so the group is not frozen."""
+    del ray.by_pod["w-3"]
+    controller = make_controller()
+    await controller.step(plan("w-1"))
+    await emulator.delete(f"/api/v1/namespaces/{NS}/pods/w-3")
+    assert await cache.wait_until(lambda: cache.get_cached("w-3") is None, 10)
+    verdicts = await controller.step(plan())
+    assert outcomes(verdicts) == [("w-3", "pod_gone")]
+    labels = {"cluster": "demo", "group": "cpu"}
+    assert registry.get_sample_value(schema.SCALE_DOWN_FROZEN, labels) == 0.0
+    assert controller.frozen() == frozenset()
+
+
 async def test_a_wrong_victim_is_counted_logged_and_freezes_the_group(
     emulator: VersionedEmulator,
     cache: PodCache,

@@ -69,6 +69,8 @@ class VictimStep(Protocol):
 
     def victims(self) -> Mapping[str, str]: ...
 
+    def saw_in_ray(self, pods: frozenset[str]) -> None: ...
+
     async def step(self, plan: Plan) -> Sequence[object]: ...
 
 
@@ -196,6 +198,8 @@ class AgentLoop:
         if state.unmapped:
             self._log.warning("unmapped ray nodes", count=state.unmapped)
         victims = self._victims.victims() if self._victims is not None else {}
+        if self._victims is not None:
+            self._victims.saw_in_ray(frozenset(n.pod for n in state.nodes))
         pods = self._pods() if self._pods is not None else None
         self._track_gone(pods, state.nodes)
         joins = JoinView({}, ())

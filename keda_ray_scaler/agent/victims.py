@@ -20,7 +20,10 @@ number of victims) only after every step below succeeded for it:
 5. **publish**: :meth:`VictimController.victims`;
 6. **verify**: a pod of a group with published victims that disappears without being a victim
    is a wrong victim: counted, logged, and the group's scale-down is frozen until
-   :meth:`VictimController.unfreeze` (or an agent restart).
+   :meth:`VictimController.unfreeze` (or an agent restart). A pod never seen as a Ray node
+   (:meth:`VictimController.saw_in_ray`, every poll) held no Ray state: its going is no wrong
+   victim (the ReplicaSet takes unscheduled and not-ready pods first, e.g. KEDA's fallback pod
+   or one that never joined).
 
 Every step starts with :meth:`VictimController.reconcile`: a pod carrying the agent's victim
 mark that is not a published victim gets its cost restored unless its Ray node is draining or
@@ -196,6 +199,7 @@ class VictimController:
         self._victims: dict[str, tuple[str, str]] = {}  # pod -> (group, drained node id)
         self._frozen: set[str] = set()
         self._seen: dict[str, set[str]] = {}  # group -> active pods at the last step
+        self._joined: set[str] = set()  # pods seen as Ray nodes (pruned to the cache's pods)
         self._log = log.bind(cluster=cluster.name)
         self._verdicts = Counter(
             VICTIM_VERDICTS,
@@ -228,6 +232,10 @@ class VictimController:
         """Groups whose scale-down is frozen."""
         return frozenset(self._frozen)
 
+    def saw_in_ray(self, pods: frozenset[str]) -> None:
+        """These pods are Ray nodes now (the loop's poll): they hold Ray state."""
+        self._joined |= pods
+
     def unfreeze(self, group: str) -> None:
         """The operator's action after looking at a wrong victim."""
         self._frozen.discard(group)
@@ -250,6 +258,7 @@ class VictimController:
         except RayError as exc:
             verdicts += [Verdict(g, "", Outcome.RAY_UNAVAILABLE, str(exc)) for g in groups]
             return self._record(verdicts)
+        self.saw_in_ray(frozenset(n.pod for n in nodes))
         verdicts += await self._reconcile(nodes)
         for name in groups:
             verdicts += await self._run_group(plan.groups[name], nodes)
@@ -286,9 +295,13 @@ class VictimController:
                 if name in self._victims:
                     del self._victims[name]
                     verdicts.append(Verdict(group, name, Outcome.DELETED, "victim pod is gone"))
+                elif expecting and name not in self._joined:
+                    reason = "never a Ray node: nothing lost"
+                    verdicts.append(Verdict(group, name, Outcome.POD_GONE, reason))
                 elif expecting:
                     verdicts.append(self._wrong_victim(group, name))
         self._seen = current
+        self._joined &= {p for pods in current.values() for p in pods}
         return verdicts
 
     def _wrong_victim(self, group: str, pod: str) -> Verdict:
