@@ -38,6 +38,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--long-seconds", type=float, default=30.0)
     p.add_argument(
+        "--worker-start-delay",
+        type=float,
+        default=0.0,
+        help="seconds each Ray worker process sleeps as it starts, as a runtime_env that "
+        "installs packages would (0)",
+    )
+    p.add_argument(
         "--idle-timeout", type=float, default=10.0, help="idleTimeoutSeconds of the group"
     )
     p.add_argument(
@@ -66,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("tasks", "task_seconds", "long_seconds", "idle_timeout", "stall", "deadline"):
         if getattr(args, name) <= 0:
             raise ConfigError("demo", "--" + name.replace("_", "-"), "must be positive")
+    if args.worker_start_delay < 0:
+        raise ConfigError("demo", "--worker-start-delay", "must be >= 0")
     if not 0 <= args.long_tasks <= args.tasks:
         raise ConfigError("demo", "--long-tasks", f"must be between 0 and --tasks ({args.tasks})")
     configure_logging(json=False, level=args.log_level)
@@ -84,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         task_seconds=args.task_seconds,
         long_tasks=args.long_tasks,
         long_seconds=args.long_seconds,
+        worker_start_delay_s=args.worker_start_delay,
         idle_timeout_s=args.idle_timeout,
         stall_s=args.stall,
         deadline_s=args.deadline,

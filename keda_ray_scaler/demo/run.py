@@ -65,6 +65,7 @@ class DemoSettings:
     task_seconds: float = 8.0
     long_tasks: int = 0  # tasks that keep their pod busy after the others ended
     long_seconds: float = 30.0
+    worker_start_delay_s: float = 0.0  # each worker process of the workload starts this late
     poll_interval_s: float = 1.0  # agent poll, scaler refresh and KEDA poll
     settle_s: float = 1.0  # the victim protocol's settling delay (5 s in production)
     #: HPA scaleDown.stabilizationWindowSeconds: longer than agent poll + scaler refresh, the
@@ -383,6 +384,7 @@ async def _start_driver(
         f"--seconds={settings.task_seconds}",
         f"--long={settings.long_tasks}",
         f"--long-seconds={settings.long_seconds}",
+        f"--worker-start-delay={settings.worker_start_delay_s}",
         env={**env, "RAY_ADDRESS": gcs_address},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,

@@ -18,6 +18,15 @@ from collections.abc import Sequence
 
 import ray
 
+#: Environment variable: seconds every worker process of the workload sleeps as it starts.
+START_DELAY_ENV = "KRS_WORKER_START_DELAY"
+
+
+def slow_start() -> None:
+    """The workers' ``worker_process_setup_hook``: a start that takes ``KRS_WORKER_START_DELAY``
+    seconds, as a ``runtime_env`` that installs packages would."""
+    time.sleep(float(os.environ.get(START_DELAY_ENV, "0")))
+
 
 def _emit(**fields: object) -> None:
     print(json.dumps(fields, sort_keys=True), flush=True)
@@ -31,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--long", type=int, default=0)
     p.add_argument("--long-seconds", type=float, default=30.0)
+    p.add_argument("--worker-start-delay", type=float, default=0.0)
     args = p.parse_args(argv)
 
     @ray.remote(num_cpus=args.cpus, max_retries=0)
@@ -38,7 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         time.sleep(seconds)
         return index, os.environ.get("RAY_CLOUD_INSTANCE_ID", "?")
 
-    ray.init(logging_level=logging.ERROR, log_to_driver=False)
+    runtime_env = None
+    if args.worker_start_delay > 0:
+        runtime_env = {
+            "env_vars": {START_DELAY_ENV: str(args.worker_start_delay)},
+            "worker_process_setup_hook": f"{__name__}.slow_start",
+        }
+    ray.init(logging_level=logging.ERROR, log_to_driver=False, runtime_env=runtime_env)
     refs = [
         hold.remote(i, args.long_seconds if i >= args.tasks - args.long else args.seconds)
         for i in range(args.tasks)
