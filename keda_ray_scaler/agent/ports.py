@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.model import WorkerNode
 
 
@@ -104,3 +105,35 @@ class VictimSource(Protocol):
     """
 
     def victims(self) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
+class PodSource(Protocol):
+    """The worker pods the victim protocol reads and annotates: the Kubernetes pod cache
+    (``kube.PodCache``) or the demo's in-memory pods (``demo.pods.DemoPods``).
+
+    - ``synced``: the pods are a complete, current list (never act on an unsynced one);
+    - ``pods()``: every pod, terminating ones included, sorted by name; ``get_cached(name)``;
+    - ``wait_until(predicate, timeout_s)``: wait (real time) until ``predicate()`` holds on the
+      pods, re-checked on every change; its last value;
+    - ``update(name, decide, fresh=)``: change one pod's annotations as ``decide(pod)`` says
+      (value None deletes), never on stale data (``fresh``: the first decision on a fresh
+      read); the pod as written, None when it is gone; raises ``KubernetesError``.
+    """
+
+    @property
+    def synced(self) -> bool: ...
+
+    def pods(self) -> tuple[PodInfo, ...]: ...
+
+    def get_cached(self, name: str) -> PodInfo | None: ...
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool: ...
+
+    async def update(
+        self,
+        name: str,
+        decide: Callable[[PodInfo], Mapping[str, str | None]],
+        *,
+        fresh: bool = False,
+    ) -> PodInfo | None: ...

@@ -1,5 +1,10 @@
 """Safe scale-down: choose, mark, confirm, drain, publish, verify; one worker group at a time.
 
+Three steps in code: :func:`~keda_ray_scaler.agent.choose.choose` (pure: which pods, with typed
+verdicts), ``_confirm`` (re-validate right before acting, as Karpenter does: marks seen through
+the watch, the ReplicaSet's ranking) and the patches and drains around them (marks in
+:mod:`~keda_ray_scaler.agent.marks`), on a :class:`~keda_ray_scaler.agent.ports.PodSource`.
+
 The pod-deletion-cost annotation is only a hint the ReplicaSet controller reads from its cache
 (kubernetes/kubernetes#126138), and a Ray node may get work right after it was seen idle. So a
 pod is published as a victim (``NodeStatus.VICTIM``, the scaler lowers the target by exactly the
@@ -33,145 +38,42 @@ mid-protocol leaves no undrained pod marked as victim once it runs again.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.apply import Applier
-from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.ports import Clock, Drainer, RayView
-from keda_ray_scaler.agent.ranking import (
-    DELETION_COST,
-    INT32_MAX,
-    INT32_MIN,
-    PodInfo,
-    check_takes_first,
+from keda_ray_scaler.agent.choose import GroupView, choose, removal_reasons
+from keda_ray_scaler.agent.marks import (
+    VictimSettings,
+    clear_cost,
+    has_mark,
+    owns_cost,
+    set_cost,
 )
+from keda_ray_scaler.agent.ports import Clock, Drainer, PodSource, RayView
+from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo, check_takes_first
+from keda_ray_scaler.agent.verdicts import Outcome, Verdict
 from keda_ray_scaler.errors import KubernetesError, RayError
-from keda_ray_scaler.model import (
-    ClusterSpec,
-    DecisionKind,
-    GroupPlan,
-    NodeStatus,
-    Plan,
-    Why,
-    WorkerNode,
-)
+from keda_ray_scaler.model import ClusterSpec, GroupPlan, NodeStatus, Plan, Why, WorkerNode
+
+__all__ = [
+    "Outcome",
+    "Verdict",
+    "VictimController",
+    "VictimSettings",
+    "clear_cost",
+    "has_mark",
+    "owns_cost",
+    "set_cost",
+]
 
 log = structlog.get_logger(__name__)
 
 #: counter {cluster, group, outcome}: victim protocol decisions
 VICTIM_VERDICTS = "ray_scaler_victim_verdicts_total"
-
-
-class Outcome(enum.StrEnum):
-    """What happened to one candidate pod (a metric label and a log field)."""
-
-    NOT_SYNCED = "not_synced"  # the pod cache is not synced: nothing done
-    FROZEN = "frozen"  # the group's scale-down is frozen after a wrong victim
-    RAY_UNAVAILABLE = "ray_unavailable"  # the re-check could not read Ray: nothing done
-    KUBE_ERROR = "kube_error"  # an API call failed after retries: marks rolled back
-    POD_GONE = "pod_gone"  # not an active pod of the group any more
-    NO_NODE = "no_node"  # no Ray node for the pod
-    NOT_IDLE = "not_idle"  # the re-check found the node busy, draining or idle too briefly
-    NOT_OWNED = "not_owned"  # someone else owns the pod's deletion cost
-    NOT_CONFIRMED = "not_confirmed"  # marks not seen, or the ranking would take another pod
-    DRAIN_REJECTED = "drain_rejected"  # Ray refused the drain: cost restored
-    AWAITING_DELETION = "awaiting_deletion"  # the group's published victims are not gone yet
-    VICTIM = "victim"  # drained and confirmed: published
-    RESTORED = "restored"  # a stale victim mark was removed
-    RESURRECTED = "resurrected"  # a victim's pod runs a new Ray node: unpublished, restored
-    DELETED = "deleted"  # a published victim's pod is gone: the scale-down took it
-    WRONG_VICTIM = "wrong_victim"  # a pod that was not a victim went: group frozen
-    REFUSED = "refused"  # the applier refuses scale-down of the group (e.g. in-tree autoscaler)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One decision, with the reason a human needs."""
-
-    group: str
-    pod: str
-    outcome: Outcome
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class VictimSettings:
-    """Tuning of the protocol.
-
-    - ``settle_s``: wait after the marks are seen, so the ReplicaSet controller's informer has
-      them too (#126138 lost a race of 0.6 s); default 5 s.
-    - ``confirm_timeout_s``: how long to wait for the watch to show the marks (real time).
-    - ``drain_deadline_s``: drain deadline after ``now``; 0 sends deadline 0 (Ray: none).
-    - ``victim_cost`` / ``busy_cost``: int32 extremes, the range the controller parses.
-    - ``owner_annotation``: the marker; its value is the cost the agent wrote.
-    """
-
-    settle_s: float = 5.0
-    confirm_timeout_s: float = 10.0
-    drain_deadline_s: float = 0.0
-    victim_cost: int = INT32_MIN
-    busy_cost: int = INT32_MAX
-    owner_annotation: str = "ray-scaler.keda.sh/deletion-cost"
-
-
-def owns_cost(pod: PodInfo, settings: VictimSettings) -> bool:
-    """The agent may write the cost: none is set, or the marker says the agent wrote it."""
-    cost = pod.annotations.get(DELETION_COST)
-    return cost is None or pod.annotations.get(settings.owner_annotation) == cost
-
-
-def has_mark(pod: PodInfo, value: int, settings: VictimSettings) -> bool:
-    """The pod carries the agent's own mark with this cost."""
-    text = str(value)
-    annotations = pod.annotations
-    return annotations.get(DELETION_COST) == text and (
-        annotations.get(settings.owner_annotation) == text
-    )
-
-
-def set_cost(value: int, settings: VictimSettings) -> Callable[[PodInfo], Mapping[str, str | None]]:
-    """A decision for :meth:`PodCache.update`: write ``value`` with the marker, if owned."""
-
-    def decide(pod: PodInfo) -> Mapping[str, str | None]:
-        if not owns_cost(pod, settings):
-            return {}
-        return {DELETION_COST: str(value), settings.owner_annotation: str(value)}
-
-    return decide
-
-
-def clear_cost(settings: VictimSettings) -> Callable[[PodInfo], Mapping[str, str | None]]:
-    """A decision for :meth:`PodCache.update`: remove the agent's cost and marker, if owned."""
-
-    def decide(pod: PodInfo) -> Mapping[str, str | None]:
-        if settings.owner_annotation not in pod.annotations or not owns_cost(pod, settings):
-            return {}
-        return {DELETION_COST: None, settings.owner_annotation: None}
-
-    return decide
-
-
-def _removal_reasons(gp: GroupPlan) -> dict[str, str]:
-    """Pod -> why the plan removes it (``not_joined``, ``max_replicas``, ``idle_timeout``...)."""
-    return {
-        pod: d.reason.value for d in gp.decisions if d.kind is DecisionKind.REMOVE for pod in d.pods
-    }
-
-
-def _idle_problem(node: WorkerNode, idle_timeout_s: float) -> str:
-    if node.status != NodeStatus.RUNNING:
-        return f"node is {node.status}"
-    if node.available != node.total:
-        return f"node uses resources (available {node.available} of {node.total})"
-    if node.idle_s < idle_timeout_s:
-        return f"idle {node.idle_s:g}s < idleTimeoutSeconds {idle_timeout_s:g}"
-    return ""
 
 
 class VictimController:
@@ -180,7 +82,7 @@ class VictimController:
     def __init__(
         self,
         cluster: ClusterSpec,
-        pods: PodCache,
+        pods: PodSource,
         ray: RayView,
         drainer: Drainer,
         clock: Clock,
@@ -357,43 +259,25 @@ class VictimController:
 
     async def _run_group(self, gp: GroupPlan, nodes: Sequence[WorkerNode]) -> list[Verdict]:
         name = gp.name
-        candidates = [p for p in gp.removable if p not in self._victims]
-        if not candidates:
-            return []
-        if name in self._frozen:
-            return [Verdict(name, p, Outcome.FROZEN, "scale-down frozen") for p in candidates]
-        if self._applier is not None and (refusal := self._applier.refusal(name)):
-            return [Verdict(name, p, Outcome.REFUSED, refusal) for p in candidates]
         pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
-        if waiting := self._published_not_gone(name, pods):
-            reason = f"published victims {waiting} not deleted yet"
-            return [Verdict(name, p, Outcome.AWAITING_DELETION, reason) for p in candidates]
         spec = self._cluster.group(name)
-        idle_timeout_s = spec.idle_timeout_s if spec else 0.0
         by_pod = {n.pod: n for n in nodes}
-        verdicts: list[Verdict] = []
-        chosen: list[PodInfo] = []
-        over_cap = set(gp.over_cap)
-        for pod_name in candidates:
-            pod, node = pods.get(pod_name), by_pod.get(pod_name)
-            # above a cap the idle timeout does not protect; a pod not yet in Ray has no node
-            timeout_s = 0.0 if pod_name in over_cap else idle_timeout_s
-            if pod is None:
-                verdicts.append(Verdict(name, pod_name, Outcome.POD_GONE, "no active pod"))
-            elif node is None and pod_name not in over_cap:
-                verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
-            elif node is not None and (problem := _idle_problem(node, timeout_s)):
-                verdicts.append(Verdict(name, pod_name, Outcome.NOT_IDLE, problem))
-            elif not owns_cost(pod, self._settings):
-                cost = pod.annotations.get(DELETION_COST)
-                verdicts.append(
-                    Verdict(name, pod_name, Outcome.NOT_OWNED, f"cost {cost} set by another")
-                )
-            else:
-                chosen.append(pod)
+        view = GroupView(
+            plan=gp,
+            pods=pods,
+            nodes=by_pod,
+            victims=frozenset(self._victims),
+            waiting=tuple(self._published_not_gone(name, pods)),
+            frozen=name in self._frozen,
+            refusal=self._applier.refusal(name) if self._applier is not None else "",
+            idle_timeout_s=spec.idle_timeout_s if spec else 0.0,
+        )
+        choice = choose(view, self._settings)
+        verdicts = list(choice.verdicts)
+        chosen = list(choice.chosen)
         if not chosen:
             return verdicts
-        why = _removal_reasons(gp)
+        why = removal_reasons(gp)
         if self._applier is not None and self._applier.deletes_by_name:
             # Pods are deleted by name (KubeRay workersToDelete): no costs, no ranking check.
             for pod in chosen:

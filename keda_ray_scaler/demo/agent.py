@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.joins import PodEntry
-from keda_ray_scaler.agent.kube import PodCache
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader, RayState
@@ -66,10 +65,9 @@ class DemoAgent:
         self.registry = CollectorRegistry()
         gcs = GcsConnection(gcs_address)
         reader = RayReader(gcs, spec)
-        # The victim controller uses five members of the pod cache; DemoPods has them all.
         self._victims = VictimController(
             spec,
-            cast(PodCache, pods),
+            pods,
             reader,
             RayDrainer(gcs.get),
             clock,
@@ -122,7 +120,7 @@ class DemoAgent:
         return {
             n.pod
             for n in self._nodes()
-            if n.status is not NodeStatus.PENDING and n.available != n.total
+            if n.status in (NodeStatus.RUNNING, NodeStatus.DRAINING) and n.available != n.total
         }
 
     def pod_states(self) -> tuple[int, ...]:

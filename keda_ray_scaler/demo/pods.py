@@ -44,9 +44,14 @@ class DemoPods(PodStore):
         return self._pods.get(name)
 
     async def update(
-        self, name: str, decide: Callable[[PodInfo], Mapping[str, str | None]]
+        self,
+        name: str,
+        decide: Callable[[PodInfo], Mapping[str, str | None]],
+        *,
+        fresh: bool = False,
     ) -> PodInfo | None:
-        """Apply ``decide(pod)``'s annotation changes (None deletes); None when the pod is gone."""
+        """Apply ``decide(pod)``'s annotation changes (None deletes); None when the pod is gone.
+        ``fresh`` changes nothing: the store is always fresh."""
         pod = self._pods.get(name)
         if pod is None:
             return None

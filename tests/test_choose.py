@@ -1,0 +1,77 @@
+"""The victim protocol's first step on plain values: which removable pods may go now."""
+
+from __future__ import annotations
+
+import pytest
+
+from keda_ray_scaler.agent.choose import Choice, GroupView, choose
+from keda_ray_scaler.agent.marks import VictimSettings
+from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
+from keda_ray_scaler.model import GroupPlan, NodeStatus, Resources, WorkerNode
+
+POD = Resources.of(CPU=10)
+SETTINGS = VictimSettings()
+
+
+def node(pod: str, *, idle_s: float = 120.0, used: bool = False) -> WorkerNode:
+    """An idle (or busy) Ray node of ``pod``."""
+    available = Resources.of(CPU=5) if used else POD
+    return WorkerNode(pod, "cpu", POD, available, idle_s, NodeStatus.RUNNING, f"n-{pod}")
+
+
+def view(removable: tuple[str, ...], over_cap: tuple[str, ...] = (), **kw: object) -> GroupView:
+    """Group cpu with pods w-1..w-4; w-1, w-2 idle, w-3 busy, w-4 not in Ray."""
+    gp = GroupPlan("cpu", 1, 1, 4, 4, 1, 0, removable=removable, over_cap=over_cap)
+    pods = {f"w-{i}": PodInfo(f"w-{i}", group="cpu") for i in range(1, 5)}
+    nodes = {"w-1": node("w-1"), "w-2": node("w-2", idle_s=10.0), "w-3": node("w-3", used=True)}
+    args: dict[str, object] = {"pods": pods, "nodes": nodes, "idle_timeout_s": 60.0, **kw}
+    return GroupView(gp, **args)  # type: ignore[arg-type]
+
+
+def outcomes(c: Choice) -> tuple[list[str], list[tuple[str, str]]]:
+    """Chosen pod names and (pod, outcome) of the verdicts."""
+    return [p.name for p in c.chosen], [(v.pod, v.outcome.value) for v in c.verdicts]
+
+
+def test_only_idle_past_the_timeout_unused_owned_pods_are_chosen() -> None:
+    """w-1 goes; w-2 idle too briefly, w-3 busy, w-4 not a Ray node, w-9 not a pod."""
+    c = choose(view(("w-1", "w-2", "w-3", "w-4", "w-9")), SETTINGS)
+    assert outcomes(c) == (
+        ["w-1"],
+        [
+            ("w-2", "not_idle"),
+            ("w-3", "not_idle"),
+            ("w-4", "no_node"),
+            ("w-9", "pod_gone"),
+        ],
+    )
+
+
+def test_over_cap_and_failing_pods_go_at_once_without_a_node_but_never_busy() -> None:
+    """Above a cap or failing: no idle timeout, no Ray node needed; a busy node still stays."""
+    c = choose(view(("w-2", "w-3", "w-4"), over_cap=("w-2", "w-3", "w-4")), SETTINGS)
+    assert outcomes(c) == (["w-2", "w-4"], [("w-3", "not_idle")])
+
+
+def test_a_cost_set_by_someone_else_is_never_taken() -> None:
+    """A deletion cost without the agent's marker belongs to another owner."""
+    v = view(("w-1",))
+    pods = {**v.pods, "w-1": PodInfo("w-1", group="cpu", annotations={DELETION_COST: "5"})}
+    c = choose(GroupView(v.plan, pods, v.nodes, idle_timeout_s=60.0), SETTINGS)
+    assert outcomes(c) == ([], [("w-1", "not_owned")])
+
+
+@pytest.mark.parametrize(
+    ("kw", "outcome"),
+    [
+        ({"frozen": True}, "frozen"),
+        ({"refusal": "in-tree autoscaling is on"}, "refused"),
+        ({"waiting": ("w-9",)}, "awaiting_deletion"),
+    ],
+)
+def test_a_frozen_refused_or_waiting_group_takes_nothing(
+    kw: dict[str, object], outcome: str
+) -> None:
+    """Every candidate gets the group's verdict; published victims are no candidates."""
+    c = choose(view(("w-1", "w-2"), victims=frozenset({"w-2"}), **kw), SETTINGS)  # type: ignore[arg-type]
+    assert outcomes(c) == ([], [("w-1", outcome)])
