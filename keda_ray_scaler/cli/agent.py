@@ -13,31 +13,32 @@ import asyncio
 import contextlib
 import math
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import CollectorRegistry, start_http_server
 
 from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
-from keda_ray_scaler.agent.drain import RayDrainer
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.join_tracker import JoinSettings, JoinTracker
+from keda_ray_scaler.agent.join_tracker import JoinSettings
 from keda_ray_scaler.agent.joins import (
     DEFAULT_BACKOFF_INITIAL_S,
     DEFAULT_BACKOFF_MAX_S,
     DEFAULT_JOIN_TIMEOUT_S,
     BackoffSettings,
-    PodEntry,
-    PodJoinFacts,
 )
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, VictimStep
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader
+from keda_ray_scaler.agent.ray_state import GcsConnection
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.telemetry import configure_logging
+
+if TYPE_CHECKING:
+    from keda_ray_scaler.agent.apply import Applier
+    from keda_ray_scaler.agent.builder import ApplierFactory
+    from keda_ray_scaler.agent.join_tracker import JoinTracker
+    from keda_ray_scaler.agent.kube import PodCache
 
 _WHERE = "agent"
 log = structlog.get_logger(__name__)
@@ -270,108 +271,79 @@ def kube_api(kubeconfig: Path | None, context: str | None) -> Any:
         raise ConfigError(_WHERE, field, f"{problem}; {_KUBE_HINT}") from exc
 
 
-async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
-    registry = CollectorRegistry()
-    clock = SystemClock()
-    pods_by_ip: Callable[[], dict[str, PodRef]] = dict  # the IP fallback, once pods are cached
-    reader = RayReader(gcs, spec, timeout_s=args.ray_timeout, pods_by_ip=lambda: pods_by_ip())
-    collector = SnapshotCollector(registry)
-    metrics = AgentMetrics(registry, spec.name)
-    tasks: list[asyncio.Task[None]] = []
-    victims: VictimStep | None = None
-    pods: Callable[[], list[PodEntry] | None] | None = None
-    joins: JoinTracker | None = None
-    if not args.no_scale_down:
-        from keda_ray_scaler.agent.kube import KubeSettings, PodCache
-        from keda_ray_scaler.agent.victims import VictimController, VictimSettings
+def _kuberay_applier(
+    args: argparse.Namespace,
+    api: Any,
+    cache: PodCache,
+    clock: SystemClock,
+    registry: CollectorRegistry,
+) -> ApplierFactory:
+    """KubeRay mode's applier, made once the victims and the join tracker exist."""
+    from kubernetes import client
 
-        selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
-        cache = PodCache(
-            api,
-            KubeSettings(
-                namespace=args.namespace,
-                label_selector=selector,
-                cluster=spec.name,
-                group_label=args.group_label,
+    from keda_ray_scaler.agent.kuberay import KubeRayApplier
+    from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
+
+    def make(victims: Callable[[], Mapping[str, str]], joins: JoinTracker) -> Applier:
+        return KubeRayApplier(
+            KubeRayApi(
+                client.CustomObjectsApi(api.api_client),
+                KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
             ),
-            registry,
-        )
-        joins = JoinTracker(spec, registry, join_settings(args))
-        applier = None
-        if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
-            from kubernetes import client
-
-            from keda_ray_scaler.agent.apply import run_applier
-            from keda_ray_scaler.agent.kuberay import KubeRayApplier
-            from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
-
-            applier = KubeRayApplier(
-                KubeRayApi(
-                    client.CustomObjectsApi(api.api_client),
-                    KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
-                ),
-                cache,
-                lambda: cache.synced,
-                lambda: controller.victims(),
-                clock,
-                registry,
-                cluster=args.raycluster,
-                backoff=joins.backoff_message,
-            )
-            tasks.append(asyncio.create_task(run_applier(applier, clock, args.interval)))
-        controller = VictimController(
-            spec,
             cache,
-            reader,
-            RayDrainer(gcs.get, timeout_s=args.ray_timeout),
+            lambda: cache.synced,
+            victims,
             clock,
             registry,
-            VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
-            applier=applier,
+            cluster=args.raycluster,
+            backoff=joins.backoff_message,
         )
-        victims = controller
-        tasks.append(asyncio.create_task(cache.run()))
 
-        def active_pods(cache: PodCache = cache) -> list[PodEntry] | None:
-            if not cache.synced:
-                return None
-            return [
-                PodEntry(
-                    p.name,
-                    p.group,
-                    p.active,
-                    PodJoinFacts(p.created_s, p.unschedulable, p.waiting),
-                )
-                for p in cache.pods()
-            ]
+    return make
 
-        pods = active_pods
 
-        def ip_map(cache: PodCache = cache) -> dict[str, PodRef]:
-            active = (p for p in cache.pods() if p.pod_ip and p.active)
-            return {p.pod_ip: PodRef(p.name, p.group) for p in active}
+async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
+    from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+    from keda_ray_scaler.agent.loop import LoopSettings
+    from keda_ray_scaler.agent.victims import VictimSettings
 
-        pods_by_ip = ip_map
-
-    from keda_ray_scaler.planner import plan
-
-    loop = AgentLoop(
-        spec,
-        reader,
-        collector,
-        metrics,
-        clock,
-        LoopSettings(
+    clock = SystemClock()
+    tasks: list[asyncio.Task[None]] = []
+    settings = AgentSettings(
+        loop=LoopSettings(
             interval_s=args.interval,
             max_shapes=args.max_shapes,
             scale_down=not args.no_scale_down,
             use_window_s=args.use_window,
         ),
-        planner=plan,
-        victims=victims,
-        pods=pods,
-        joins=joins,
+        victims=VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
+        joins=join_settings(args),
+        ray_timeout_s=args.ray_timeout,
     )
+    registry = CollectorRegistry()
+    cache = None
+    applier: ApplierFactory | None = None
+    if not args.no_scale_down:
+        from keda_ray_scaler.agent.kube import KubeSettings, PodCache
+
+        selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
+        kube = KubeSettings(
+            namespace=args.namespace,
+            label_selector=selector,
+            cluster=spec.name,
+            group_label=args.group_label,
+        )
+        cache = PodCache(api, kube, registry)
+        if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
+            applier = _kuberay_applier(args, api, cache, clock, registry)
+    agent = build_agent(spec, gcs, clock, settings, pods=cache, applier=applier, registry=registry)
+    if cache is not None:
+        tasks.append(asyncio.create_task(cache.run()))
+    if agent.applier is not None:
+        from keda_ray_scaler.agent.apply import run_applier
+
+        tasks.append(asyncio.create_task(run_applier(agent.applier, clock, args.interval)))
+    loop = agent.loop
     start_http_server(args.port, addr=args.host, registry=registry)
     log.info("agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port)
     stop = asyncio.Event()

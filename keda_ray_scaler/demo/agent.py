@@ -1,8 +1,8 @@
 """The agent, in-process, for the demo: the real agent loop on the demo's in-memory pods.
 
-:class:`DemoAgent` wires what ``keda-ray-scaler agent`` wires (``cli/agent.py``): the Ray
-reader and drainer on one GCS connection, the poll loop (:class:`AgentLoop`), the victim
-controller and the ``/metrics`` exporter, with :class:`~keda_ray_scaler.demo.pods.DemoPods` in
+:class:`DemoAgent` is wired by the CLI's own builder (``agent/builder.py``): the Ray reader and
+drainer on one GCS connection, the poll loop, the join tracker, the victim controller and the
+``/metrics`` exporter, with :class:`~keda_ray_scaler.demo.pods.DemoPods` as the pod source in
 place of the Kubernetes pod cache. One :meth:`DemoAgent.step` is one poll.
 """
 
@@ -12,18 +12,15 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import start_http_server
 
-from keda_ray_scaler.agent.drain import RayDrainer
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.joins import PodEntry
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+from keda_ray_scaler.agent.loop import LoopSettings
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader, RayState
-from keda_ray_scaler.agent.victims import VictimController, VictimSettings
+from keda_ray_scaler.agent.victims import VictimSettings
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode
-from keda_ray_scaler.planner import plan
 
 
 class ActivePodsReader:
@@ -62,29 +59,22 @@ class DemoAgent:
         self.spec = spec
         self.gcs_address = gcs_address
         self.env = dict(env)
-        self.registry = CollectorRegistry()
-        gcs = GcsConnection(gcs_address)
-        reader = RayReader(gcs, spec)
-        self._victims = VictimController(
-            spec,
-            pods,
-            reader,
-            RayDrainer(gcs.get),
-            clock,
-            self.registry,
-            VictimSettings(settle_s=settle_s, confirm_timeout_s=5.0),
+        settings = AgentSettings(
+            loop=LoopSettings(interval_s=1.0),
+            victims=VictimSettings(settle_s=settle_s, confirm_timeout_s=5.0),
         )
-        self._loop = AgentLoop(
+        agent = build_agent(
             spec,
-            ActivePodsReader(reader, pods),
-            SnapshotCollector(self.registry),
-            AgentMetrics(self.registry, spec.name),
+            GcsConnection(gcs_address),
             clock,
-            LoopSettings(interval_s=1.0),
-            planner=plan,
-            victims=self._victims,
-            pods=lambda: [PodEntry(p.name, p.group) for p in pods.pods() if p.active],
+            settings,
+            pods=pods,
+            wrap_reader=lambda reader: ActivePodsReader(reader, pods),
         )
+        assert agent.victims is not None  # the demo always has pods
+        self.registry = agent.registry
+        self._victims = agent.victims
+        self._loop = agent.loop
         self.registered: set[str] = set()  # pods whose Ray node has been seen
         self._http: Any = None
         self.metrics_url = ""

@@ -1,0 +1,123 @@
+"""One place that wires the agent: the CLI (``keda-ray-scaler agent``) and the demo both call
+:func:`build_agent`, so the two can never wire it differently.
+
+Parts: the Ray reader and drainer on one GCS connection, the ``/metrics`` exporter, the poll loop
+(:class:`~keda_ray_scaler.agent.loop.AgentLoop`) and, with a pod source, the join tracker and
+the victim controller (with the KubeRay applier when one is made). What differs between callers
+is passed in: the pod source (Kubernetes pod cache or the demo's pods), the settings, an applier
+factory, and a wrapper of the reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+
+from keda_ray_scaler.agent.apply import Applier
+from keda_ray_scaler.agent.drain import RayDrainer
+from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.join_tracker import JoinSettings, JoinTracker
+from keda_ray_scaler.agent.joins import PodEntry, PodJoinFacts
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
+from keda_ray_scaler.agent.marks import VictimSettings
+from keda_ray_scaler.agent.ports import Clock, PodSource
+from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader
+from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.model import ClusterSpec
+from keda_ray_scaler.planner import plan
+
+#: Makes the applier once the victims and the join tracker exist (KubeRay mode).
+ApplierFactory = Callable[[Callable[[], Mapping[str, str]], JoinTracker], Applier]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """Everything tunable: the loop's, the victim protocol's, the join tracker's, Ray's."""
+
+    loop: LoopSettings = field(default_factory=LoopSettings)
+    victims: VictimSettings = field(default_factory=VictimSettings)
+    joins: JoinSettings = field(default_factory=JoinSettings)
+    ray_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """The wired parts."""
+
+    loop: AgentLoop
+    reader: RayReader
+    registry: CollectorRegistry
+    victims: VictimController | None = None
+    joins: JoinTracker | None = None
+    applier: Applier | None = None
+
+
+def pod_entries(pods: PodSource) -> list[PodEntry] | None:
+    """The pods as the loop reads them, with what Kubernetes says of their way into Ray; None
+    while the source is not synced."""
+    if not pods.synced:
+        return None
+    return [
+        PodEntry(p.name, p.group, p.active, PodJoinFacts(p.created_s, p.unschedulable, p.waiting))
+        for p in pods.pods()
+    ]
+
+
+def pod_ips(pods: PodSource) -> dict[str, PodRef]:
+    """Active pods by IP: the reader's fallback for Ray nodes that carry no pod name."""
+    return {p.pod_ip: PodRef(p.name, p.group) for p in pods.pods() if p.pod_ip and p.active}
+
+
+def build_agent(
+    spec: ClusterSpec,
+    gcs: GcsConnection,
+    clock: Clock,
+    settings: AgentSettings,
+    *,
+    pods: PodSource | None = None,
+    applier: ApplierFactory | None = None,
+    wrap_reader: Callable[[RayReader], StateReader] | None = None,
+    registry: CollectorRegistry | None = None,
+) -> Agent:
+    """The agent for ``spec``; with ``pods``, the join tracker and the victim protocol too
+    (``settings.loop.scale_down`` False: export only, whatever ``pods``). Its series go to
+    ``registry`` (a new one when None), where the caller's pod cache may have put its own."""
+    registry = registry if registry is not None else CollectorRegistry()
+    source = pods if settings.loop.scale_down else None
+    reader = RayReader(
+        gcs,
+        spec,
+        timeout_s=settings.ray_timeout_s,
+        pods_by_ip=(lambda: pod_ips(source)) if source is not None else None,
+    )
+    victims = joins = made = None
+    if source is not None:
+        joins = JoinTracker(spec, registry, settings.joins)
+        holder: list[VictimController] = []
+        made = applier(lambda: holder[0].victims(), joins) if applier is not None else None
+        victims = VictimController(
+            spec,
+            source,
+            reader,
+            RayDrainer(gcs.get, timeout_s=settings.ray_timeout_s),
+            clock,
+            registry,
+            settings.victims,
+            applier=made,
+        )
+        holder.append(victims)
+    loop = AgentLoop(
+        spec,
+        wrap_reader(reader) if wrap_reader is not None else reader,
+        SnapshotCollector(registry),
+        AgentMetrics(registry, spec.name),
+        clock,
+        settings.loop,
+        planner=plan,
+        victims=victims,
+        pods=(lambda: pod_entries(source)) if source is not None else None,
+        joins=joins,
+    )
+    return Agent(loop, reader, registry, victims, joins, made)
