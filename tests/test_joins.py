@@ -314,3 +314,35 @@ def test_the_loop_exports_a_pod_past_its_join_timeout_as_failing_and_backs_its_g
     assert registry.get_sample_value(schema.NODE_INFO, labels) == 1.0
     limit = {"cluster": "demo", "group": "cpu"}
     assert registry.get_sample_value(schema.GROUP_LAUNCH_LIMIT, limit) == 0.0
+
+
+# --- the builder ------------------------------------------------------------------------------
+
+
+def test_the_builder_wires_joins_victims_and_the_applier_only_with_pods() -> None:
+    """Export only without pods; with pods, the tracker, the controller and the applier made
+    from the controller's victims and the tracker's back-off message."""
+    from keda_ray_scaler.agent.apply import DeploymentApplier
+    from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+    from keda_ray_scaler.agent.ray_state import GcsConnection
+    from keda_ray_scaler.demo.pods import DemoPods
+
+    clock = Clock()
+    bare = build_agent(SPEC, GcsConnection("127.0.0.1:1"), clock, AgentSettings())
+    assert (bare.victims, bare.joins, bare.applier) == (None, None, None)
+    made: list[object] = []
+
+    def factory(victims: object, joins: JoinTracker) -> DeploymentApplier:
+        made.append((victims, joins))
+        return DeploymentApplier()
+
+    agent = build_agent(
+        SPEC, GcsConnection("127.0.0.1:1"), clock, AgentSettings(), pods=DemoPods(), applier=factory
+    )
+    assert agent.victims is not None and agent.joins is not None
+    ((victims, joins),) = made
+    assert joins is agent.joins and callable(victims) and victims() == {}
+    off = AgentSettings(loop=LoopSettings(scale_down=False))
+    assert (
+        build_agent(SPEC, GcsConnection("127.0.0.1:1"), clock, off, pods=DemoPods()).victims is None
+    )
