@@ -168,6 +168,13 @@ def test_the_tracker_backs_a_group_off_once_per_new_failing_pod_and_a_join_ends_
     # the same pod failing again is no new failure
     view = tracker.observe(20.0, pods, set(), set(), {})
     assert registry.get_sample_value(JOIN_FAILURES, labels) == 1.0
+    # between its crash loop's waits the container runs: still failing, no new failure
+    restarted = [entry("c-1"), entry("b-1", "big")]
+    view = tracker.observe(25.0, restarted, set(), set(), {})
+    assert view.failing == {"c-1": JoinFailure.CONTAINER_FAILING}
+    assert registry.get_sample_value(BACKOFF_SECONDS, {"cluster": "demo", "group": "cpu"}) == 15.0
+    view = tracker.observe(26.0, pods, set(), set(), {})
+    assert registry.get_sample_value(JOIN_FAILURES, labels) == 1.0
     # big's own timeout (50 s) passes: not joined
     view = tracker.observe(60.0, pods, set(), set(), {})
     assert view.failing["b-1"] is JoinFailure.NOT_JOINED

@@ -231,9 +231,9 @@ def test_a_group_whose_start_command_fails_costs_one_pod_at_a_time_and_backs_off
         failures = agent_value(
             loop, "ray_scaler_agent_join_failures_total", group=BROKEN, reason="container_failing"
         )
-        assert failures >= 2
+        assert 2 <= failures <= len(created)  # each pod counted once, however often it crashed
         # the second pod came only after the back-off that the first one's failure started
-        assert created[1][1] - tried[0][1] >= BACKOFF_INITIAL_S - 2, (created, tried)
+        assert created[1][1] - created[0][1] >= BACKOFF_INITIAL_S, (created, tried)
         assert work.count("failed") == 0 and not work.finished()
     finally:
         work.stop()
@@ -243,6 +243,6 @@ def test_a_group_whose_start_command_fails_costs_one_pod_at_a_time_and_backs_off
     FAULT_FIGURES["broken start"] = (
         f"{len(created)} pods in {time.time() - since:.0f} s, never 2 at once, "
         f"each removed {'/'.join(lifetimes)} s after creation, "
-        f"next pod {created[1][1] - tried[0][1]:.1f} s after the first went, "
+        f"next pod {created[1][1] - created[0][1]:.1f} s after the first came, "
         f"{failures:.0f} container_failing"
     )

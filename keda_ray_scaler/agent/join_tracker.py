@@ -135,6 +135,10 @@ class JoinTracker:
                 now_s=now_s,
                 timeout_s=self._settings.timeout_s(p.group),
             )
+            # Sticky: a crash-looping container is Running or Terminated between its waits, and
+            # a pod that failed once is failing until it joins Ray or goes (seen on the real
+            # node: without this each wait counted as a new failure and doubled the back-off).
+            why = why or self._failing.get(p.name)
             if why is None:
                 coming.add((p.name, p.group))
             else:

@@ -16,6 +16,8 @@ A pod of a known group with no live Ray node is, in this order:
 - else coming (``None``): counted as capacity, as Ray counts a launching instance.
 
 A failing pod holds no Ray state, so it is removed without a drain (``NodeStatus.FAILING``).
+Once failing, a pod stays so until it joins Ray or goes (the tracker keeps it: a crash-looping
+container is Running or Terminated between its waits).
 
 The back-off: each pod of a group found failing (a dead Ray node aside: that is a fault of a
 running node, not of the group's pods) doubles the group's wait, from ``initial_s`` up to
