@@ -235,8 +235,7 @@ class KubeRayLoop:
 
     def agent_log(self) -> str:
         """The agent sidecar's log (``kubectl logs``)."""
-        head = self.base.head_pod().metadata.name
-        return self.cp.kubectl("logs", head, "-c", "agent", f"--namespace={NAMESPACE}").stdout
+        return self.base.agent_log()
 
     def operator_deletions(self) -> tuple[set[str], set[str]]:
         """From KubeRay's own log: pods it deleted because ``workersToDelete`` named them, and

@@ -354,6 +354,23 @@ class RealLoop:
         """The agent's /metrics (the head pod is on the node's network)."""
         return f"http://127.0.0.1:{AGENT_PORT}/metrics"
 
+    def agent_log(self) -> str:
+        """The agent sidecar's log (``kubectl logs``)."""
+        head = self.head_pod().metadata.name
+        return self.cp.kubectl(
+            "logs", head, "-c", AGENT_CONTAINER, f"--namespace={NAMESPACE}"
+        ).stdout
+
+    def agent_counter(self, name: str) -> float:
+        """The sum of the agent's ``name`` samples now (every label set)."""
+        text = requests.get(self.agent_url, timeout=5).text
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == name
+        )
+
     # -- the product's pods --------------------------------------------------------------------
 
     def head_pod(self) -> Any:

@@ -108,6 +108,10 @@ def test_seed_example_scales_the_deployment_to_exactly_ten(loop: RealLoop, seed:
     )
     assert loop.deployment() == (EXPECTED_PODS, EXPECTED_PODS)
     assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS
+    # healthy pods are never taken for pods that will not join (that would cost capacity)
+    failures = loop.agent_counter("ray_scaler_agent_join_failures_total")
+    FIGURES["join failures"] = f"{failures:.0f}"
+    assert failures == 0
 
 
 def test_idle_pods_go_and_busy_pods_stay(loop: RealLoop, seed: Workload) -> None:

@@ -159,6 +159,8 @@ def loop() -> Iterator[RealLoop]:
         for group in (GROUP, SPOT, BROKEN):  # KEDA's fallback may give each a pod at start
             started.wait_replicas(0, 240, ready=False, name=_deployment(group))
         yield started
+        if os.environ.get("KRS_AGENT_LOG"):  # a place to keep the agent's log, for a human
+            Path(os.environ["KRS_AGENT_LOG"]).write_text(started.agent_log())
 
 
 def _victims_before_deletion(loop: RealLoop, group: str, since: float) -> list[tuple[str, float]]:

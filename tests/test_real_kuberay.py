@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from control_plane import build_binaries, wait_until
 from kubernetes import client
-from prometheus_client.parser import text_string_to_metric_families
 from ray_on_node import require_bed
 from real_kuberay import (
     CLUSTER,
@@ -94,15 +93,7 @@ def _deleted_since(loop: KubeRayLoop, since: float) -> list[tuple[str, float]]:
 
 
 def _agent_counter(loop: KubeRayLoop, name: str) -> float:
-    import requests
-
-    text = requests.get(loop.base.agent_url, timeout=5).text
-    return sum(
-        s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == name
-    )
+    return loop.base.agent_counter(name)
 
 
 def test_seed_reaches_exactly_ten_pods_through_the_hpa_on_the_rayworkergroup(
@@ -114,6 +105,10 @@ def test_seed_reaches_exactly_ten_pods_through_the_hpa_on_the_rayworkergroup(
     loop.wait_pods(EXPECTED_PODS, 300)
     FIGURES["demand to 10 pods"] = f"{time.monotonic() - started:.1f} s"
     time.sleep(5)  # a target above 10 would show within an HPA sync or two
+    # healthy pods are never taken for pods that will not join (that would cost capacity)
+    failures = _agent_counter(loop, "ray_scaler_agent_join_failures_total")
+    FIGURES["join failures"] = f"{failures:.0f}"
+    assert failures == 0
     assert len(loop.pods()) == EXPECTED_PODS
     assert loop.group_spec()["replicas"] == EXPECTED_PODS
     assert recorder.max_replicas == EXPECTED_PODS
