@@ -59,17 +59,26 @@ FIVE = Bundle(Resources.of(CPU=5), 2)
         (PodJoinFacts(), False, 10.0, None),  # young, nothing wrong: coming
         (PodJoinFacts(), False, 300.0, JoinFailure.NOT_JOINED),  # the timeout
         (PodJoinFacts(unschedulable=True), False, 1.0, JoinFailure.UNSCHEDULABLE),
-        (PodJoinFacts(waiting="ImagePullBackOff"), False, 1.0, JoinFailure.CONTAINER_FAILING),
-        (PodJoinFacts(waiting="CrashLoopBackOff"), False, 1.0, JoinFailure.CONTAINER_FAILING),
-        (PodJoinFacts(waiting="ContainerCreating"), False, 1.0, None),  # a normal start
-        (PodJoinFacts(waiting="CrashLoopBackOff"), True, 1.0, JoinFailure.RAY_NODE_DEAD),
+        (
+            PodJoinFacts(container_failure="ImagePullBackOff"),
+            False,
+            1.0,
+            JoinFailure.CONTAINER_FAILING,
+        ),
+        (
+            PodJoinFacts(container_failure="Error (exit 3)"),
+            False,
+            1.0,
+            JoinFailure.CONTAINER_FAILING,
+        ),
+        (PodJoinFacts(container_failure="CrashLoopBackOff"), True, 1.0, JoinFailure.RAY_NODE_DEAD),
     ],
 )
 def test_a_pod_not_in_ray_is_coming_until_kubernetes_or_the_timeout_says_otherwise(
     facts: PodJoinFacts, dead: bool, age_s: float, expected: JoinFailure | None
 ) -> None:
     """At once for unschedulable, failing containers and dead nodes; after the timeout else."""
-    facts = PodJoinFacts(1000.0, facts.unschedulable, facts.waiting)
+    facts = PodJoinFacts(1000.0, facts.unschedulable, facts.container_failure)
     got = join_failure(facts, ray_dead=dead, now_s=1000.0 + age_s, timeout_s=300.0)
     assert got == expected
 
@@ -90,12 +99,42 @@ def test_pod_info_reads_the_schedulers_verdict_and_failing_waits() -> None:
         },
     }
     info = pod_info(raw, "ray.io/group")
-    assert (info.unschedulable, info.waiting) == (True, "ErrImagePull")
+    assert (info.unschedulable, info.container_failure) == (True, "ErrImagePull")
     raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "True"}]}
-    assert (pod_info(raw, "ray.io/group").unschedulable, pod_info(raw, "ray.io/group").waiting) == (
-        False,
-        "",
-    )
+    info = pod_info(raw, "ray.io/group")
+    assert (info.unschedulable, info.container_failure) == (False, "")
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        # the kubelet 1.37 between a crash loop's restarts: terminated, not waiting
+        (
+            {"containerStatuses": [{"state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]},
+            "Error (exit 3)",
+        ),
+        (
+            {"containerStatuses": [{"state": {"waiting": {"reason": "CrashLoopBackOff"}}}]},
+            "CrashLoopBackOff",
+        ),
+        # an init container that completed is a normal start; a running container too
+        (
+            {
+                "initContainerStatuses": [{"state": {"terminated": {"exitCode": 0}}}],
+                "containerStatuses": [{"state": {"running": {}}}],
+            },
+            "",
+        ),
+        ({"containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}, ""),
+    ],
+)
+def test_a_container_fails_when_it_waits_for_a_failure_or_exited_with_an_error(
+    statuses: dict[str, object], expected: str
+) -> None:
+    """What the kubelet reports of a container that will not start, and of ones that will."""
+    from keda_ray_scaler.agent.kube import container_failure
+
+    assert container_failure(statuses) == expected
 
 
 def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_live_one() -> None:
@@ -158,7 +197,7 @@ def test_the_tracker_backs_a_group_off_once_per_new_failing_pod_and_a_join_ends_
     tracker = JoinTracker(
         SPEC, registry, JoinSettings(100.0, {"big": 50.0}, BackoffSettings(30.0, 600.0))
     )
-    pods = [entry("c-1", waiting="CrashLoopBackOff"), entry("b-1", "big")]
+    pods = [entry("c-1", container_failure="CrashLoopBackOff"), entry("b-1", "big")]
     view = tracker.observe(10.0, pods, set(), set(), {})
     assert view.failing == {"c-1": JoinFailure.CONTAINER_FAILING}
     assert view.launch_limits == (("cpu", 0),)

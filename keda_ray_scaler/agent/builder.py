@@ -60,7 +60,12 @@ def pod_entries(pods: PodSource) -> list[PodEntry] | None:
     if not pods.synced:
         return None
     return [
-        PodEntry(p.name, p.group, p.active, PodJoinFacts(p.created_s, p.unschedulable, p.waiting))
+        PodEntry(
+            p.name,
+            p.group,
+            p.active,
+            PodJoinFacts(p.created_s, p.unschedulable, p.container_failure),
+        )
         for p in pods.pods()
     ]
 

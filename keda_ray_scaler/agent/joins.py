@@ -9,7 +9,8 @@ A pod of a known group with no live Ray node is, in this order:
 - ``UNSCHEDULABLE``: ``PodScheduled=False`` with reason ``Unschedulable`` (no node fits: the
   scheduler's own verdict, the fastest signal; quota or spot capacity that never comes);
 - ``CONTAINER_FAILING``: a container (or init container) waits for a reason that is a failure
-  (:data:`FAILING_WAITING`: image pull, crash loop, bad config) rather than a start;
+  (:data:`FAILING_WAITING`: image pull, crash loop, bad config) rather than a start, or has
+  exited with a non-zero code (``kube.container_failure``);
 - ``NOT_JOINED``: none of those, but no Ray node ``join_timeout_s`` after the pod was created
   (Ray v2's ``InstanceReconcileConfig`` terminates an instance not ``RAY_RUNNING`` 300 s after
   allocation: the same default);
@@ -67,7 +68,7 @@ class PodJoinFacts:
 
     created_s: float | None = None  # metadata.creationTimestamp
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
-    waiting: str = ""  # a failing waiting reason of one of its containers, else ""
+    container_failure: str = ""  # why one of its containers fails to start, else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,7 @@ def join_failure(
         return JoinFailure.RAY_NODE_DEAD
     if facts.unschedulable:
         return JoinFailure.UNSCHEDULABLE
-    if facts.waiting in FAILING_WAITING:
+    if facts.container_failure:
         return JoinFailure.CONTAINER_FAILING
     if facts.created_s is not None and now_s - facts.created_s >= timeout_s:
         return JoinFailure.NOT_JOINED

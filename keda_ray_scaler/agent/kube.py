@@ -178,17 +178,30 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations=dict(meta.get("annotations") or {}),
         unschedulable=unschedulable,
-        waiting=_failing_waiting(status),
+        container_failure=container_failure(status),
     )
 
 
-def _failing_waiting(status: Mapping[str, Any]) -> str:
-    """The first failing waiting reason of an (init) container, else ""."""
+def container_failure(status: Mapping[str, Any]) -> str:
+    """Why a container of the pod fails to start, else "": a failing waiting reason
+    (:data:`~keda_ray_scaler.agent.joins.FAILING_WAITING`), or a non-zero exit as its current
+    state (``Error (exit 3)``).
+
+    A crash-looping container shows ``waiting: CrashLoopBackOff`` only now and then: the
+    kubelet 1.37 on the real node reported ``terminated`` (reason ``Error``) through most of
+    its back-off, so an exit counts too (a Ray worker's ``ray start --block`` never ends while
+    its pod should run; an init container that ends with 0 is a normal start).
+    """
     for key in ("initContainerStatuses", "containerStatuses"):
         for c in status.get(key) or ():
-            reason = str(((c.get("state") or {}).get("waiting") or {}).get("reason") or "")
+            state = c.get("state") or {}
+            reason = str((state.get("waiting") or {}).get("reason") or "")
             if reason in FAILING_WAITING:
                 return reason
+            ended = state.get("terminated") or {}
+            code = int(ended.get("exitCode") or 0)
+            if code != 0:
+                return f"{ended.get('reason') or 'Terminated'} (exit {code})"
     return ""
 
 

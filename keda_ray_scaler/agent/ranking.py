@@ -57,7 +57,7 @@ class PodInfo:
     resource_version: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
-    waiting: str = ""  # a failing waiting reason of a container (agent/joins.FAILING_WAITING)
+    container_failure: str = ""  # why a container fails to start (kube.container_failure)
 
     @property
     def active(self) -> bool:
