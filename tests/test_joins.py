@@ -91,7 +91,7 @@ def test_pod_info_reads_the_schedulers_verdict_and_failing_waits() -> None:
             "phase": "Pending",
             "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
             "initContainerStatuses": [
-                {"name": "wait", "state": {"waiting": {"reason": "ErrImagePull"}}}
+                {"name": "wait", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
             ],
             "containerStatuses": [
                 {"name": "ray", "state": {"waiting": {"reason": "PodInitializing"}}}
@@ -99,24 +99,42 @@ def test_pod_info_reads_the_schedulers_verdict_and_failing_waits() -> None:
         },
     }
     info = pod_info(raw, "ray.io/group")
-    assert (info.unschedulable, info.container_failure) == (True, "ErrImagePull")
+    assert (info.unschedulable, info.container_failure) == (True, "ImagePullBackOff")
     raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "True"}]}
     info = pod_info(raw, "ray.io/group")
     assert (info.unschedulable, info.container_failure) == (False, "")
+
+
+def _container(
+    restarts: int, state: dict[str, object], last: dict[str, object] | None = None
+) -> dict[str, object]:
+    status: dict[str, object] = {"restartCount": restarts, "state": state}
+    if last is not None:
+        status["lastState"] = last
+    return {"containerStatuses": [status]}
+
+
+ERROR = {"terminated": {"exitCode": 3, "reason": "Error"}}
 
 
 @pytest.mark.parametrize(
     ("statuses", "expected"),
     [
         # the kubelet 1.37 between a crash loop's restarts: terminated, not waiting
+        (_container(3, ERROR), "CrashLoopBackOff (3 restarts)"),
         (
-            {"containerStatuses": [{"state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]},
-            "Error (exit 3)",
+            _container(4, {"waiting": {"reason": "CrashLoopBackOff"}}, ERROR),
+            "CrashLoopBackOff (4 restarts)",
         ),
+        (_container(5, {"running": {}}, ERROR), ""),  # running again: maybe it joins this time
+        # one or two failed starts are no proof (ray start can fail once under load)
+        (_container(0, ERROR), ""),
+        (_container(2, {"waiting": {"reason": "CrashLoopBackOff"}}, ERROR), ""),
         (
-            {"containerStatuses": [{"state": {"waiting": {"reason": "CrashLoopBackOff"}}}]},
-            "CrashLoopBackOff",
+            {"containerStatuses": [{"state": {"waiting": {"reason": "ImagePullBackOff"}}}]},
+            "ImagePullBackOff",
         ),
+        ({"containerStatuses": [{"state": {"waiting": {"reason": "ErrImagePull"}}}]}, ""),
         # an init container that completed is a normal start; a running container too
         (
             {

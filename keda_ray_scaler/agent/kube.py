@@ -31,7 +31,7 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from keda_ray_scaler.agent.joins import FAILING_WAITING
+from keda_ray_scaler.agent.joins import CRASH_LOOP_RESTARTS, FAILING_WAITING
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.errors import KubernetesError
 
@@ -183,14 +183,14 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
 
 
 def container_failure(status: Mapping[str, Any]) -> str:
-    """Why a container of the pod fails to start, else "": a failing waiting reason
-    (:data:`~keda_ray_scaler.agent.joins.FAILING_WAITING`), or a non-zero exit as its current
-    state (``Error (exit 3)``).
+    """Why a container of the pod will not start as it is, else "": a waiting reason that
+    needs a change to clear (:data:`~keda_ray_scaler.agent.joins.FAILING_WAITING`), or a crash
+    loop: waiting in ``CrashLoopBackOff`` or ended with an error, after at least
+    :data:`~keda_ray_scaler.agent.joins.CRASH_LOOP_RESTARTS` restarts.
 
     A crash-looping container shows ``waiting: CrashLoopBackOff`` only now and then: the
     kubelet 1.37 on the real node reported ``terminated`` (reason ``Error``) through most of
-    its back-off, so an exit counts too (a Ray worker's ``ray start --block`` never ends while
-    its pod should run; an init container that ends with 0 is a normal start).
+    its back-off, so an error exit counts as well as that reason.
     """
     for key in ("initContainerStatuses", "containerStatuses"):
         for c in status.get(key) or ():
@@ -198,10 +198,11 @@ def container_failure(status: Mapping[str, Any]) -> str:
             reason = str((state.get("waiting") or {}).get("reason") or "")
             if reason in FAILING_WAITING:
                 return reason
+            restarts = int(c.get("restartCount") or 0)
             ended = state.get("terminated") or {}
-            code = int(ended.get("exitCode") or 0)
-            if code != 0:
-                return f"{ended.get('reason') or 'Terminated'} (exit {code})"
+            crashed = reason == "CrashLoopBackOff" or int(ended.get("exitCode") or 0) != 0
+            if crashed and restarts >= CRASH_LOOP_RESTARTS:
+                return f"CrashLoopBackOff ({restarts} restarts)"
     return ""
 
 
