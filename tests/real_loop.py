@@ -361,14 +361,14 @@ class RealLoop:
             "logs", head, "-c", AGENT_CONTAINER, f"--namespace={NAMESPACE}"
         ).stdout
 
-    def agent_counter(self, name: str) -> float:
-        """The sum of the agent's ``name`` samples now (every label set)."""
+    def agent_counter(self, name: str, **labels: str) -> float:
+        """The sum of the agent's ``name`` samples now whose labels include ``labels``."""
         text = requests.get(self.agent_url, timeout=5).text
         return sum(
             s.value
             for family in text_string_to_metric_families(text)
             for s in family.samples
-            if s.name == name
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
         )
 
     # -- the product's pods --------------------------------------------------------------------

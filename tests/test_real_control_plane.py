@@ -109,7 +109,7 @@ def test_seed_example_scales_the_deployment_to_exactly_ten(loop: RealLoop, seed:
     assert loop.deployment() == (EXPECTED_PODS, EXPECTED_PODS)
     assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS
     # healthy pods are never taken for pods that will not join (that would cost capacity)
-    failures = loop.agent_counter("ray_scaler_agent_join_failures_total")
+    failures = loop.agent_counter("ray_scaler_agent_join_failures_total", group=GROUP)
     FIGURES["join failures"] = f"{failures:.0f}"
     assert failures == 0
 
