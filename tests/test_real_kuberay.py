@@ -97,10 +97,6 @@ def _deleted_since(loop: KubeRayLoop, since: float) -> list[tuple[str, float]]:
     return loop.pod_watch.deleted_since(since, GROUP)
 
 
-def _agent_counter(loop: KubeRayLoop, name: str) -> float:
-    return loop.base.agent_counter(name)
-
-
 def test_seed_reaches_exactly_ten_pods_through_the_hpa_on_the_rayworkergroup(
     loop: KubeRayLoop, seed: Workload, recorder: GroupRecorder
 ) -> None:
@@ -159,7 +155,7 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
     not_named = [pod for pod, _ in deleted if pod not in named]
     FIGURES["non-victim pods deleted"] = str(len(not_named))
     FIGURES["conflicts re-decided"] = (
-        f"{_agent_counter(loop, 'ray_scaler_kuberay_conflicts_total'):g}"
+        f"{loop.base.agent_counter('ray_scaler_kuberay_conflicts_total'):g}"
     )
     # Every pod beyond the busy ones went, each named; with the test's 5 s idle timeout a pod
     # that joined idle can be drained before Ray hands it a queued task, and the planner then
@@ -173,7 +169,7 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
     annotations = loop.raycluster()["metadata"].get("annotations") or {}
     assert editor.written > 0 and annotations[Editor.KEY] == str(editor.written)
     assert loop.group_spec()["replicas"] == len(busy)
-    assert _agent_counter(loop, "ray_scaler_wrong_victims_total") == 0
+    assert loop.base.agent_counter("ray_scaler_wrong_victims_total") == 0
     wait_until(
         lambda: loop.worker_group()["status"]["replicas"] == len(busy),
         timeout_s=30,
