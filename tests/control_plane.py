@@ -218,6 +218,8 @@ class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
 
     def alive(self) -> bool:
         """True while it runs."""
@@ -266,7 +268,7 @@ def spawn(
             env={**os.environ, **(env or {})},
             cwd=log_dir,
         )
-    return Process(name, popen, log)
+    return Process(name, popen, log, tuple(args), env)
 
 
 def wait_until(
@@ -377,6 +379,19 @@ class ControlPlane:
             self._start_kwok()
         self._start_keda()
 
+    def restart(self, name: str, down_s: float = 0.0) -> float:
+        """Stop process ``name`` (SIGTERM, grace), leave it down ``down_s`` seconds (the fault's
+        length, not a wait for an event), start it again with the same arguments; for the API
+        server, wait until it is ready. The seconds it was down."""
+        old = self.processes[name]
+        old.stop()
+        stopped = time.monotonic()
+        time.sleep(down_s)
+        new = self._spawn(name, old.args, old.env)
+        if name == "kube-apiserver":
+            self._wait_apiserver_ready(new)
+        return time.monotonic() - stopped
+
     def _make_pki(self) -> None:
         self.ca = ca = Authority.create("keda-ray-scaler-e2e-ca")
         ca.pair.write(self.pki, "ca")
@@ -467,6 +482,9 @@ class ControlPlane:
         )
         admin = self.user_kubeconfig("kubernetes-admin", ["system:masters"])
         admin.rename(self.admin_kubeconfig)
+        self._wait_apiserver_ready(process)
+
+    def _wait_apiserver_ready(self, process: Process) -> None:
         wait_until(
             lambda: self.kubectl("get", "--raw=/readyz", check=False).returncode == 0,
             timeout_s=90,

@@ -10,10 +10,10 @@
 holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds.
 Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts (``MARKER_DIR`` and
 ``RELEASE_FILE`` are paths as the worker pods see them: the test's share). ``TASK_RESOURCES``
-(environment, JSON, optional) adds custom resources every task asks, e.g. ``{"broken": 1}``.
-Tasks never retry
-(``max_retries=0``), so a task whose pod is removed under it fails and says so. Output, one JSON
-object per line, on stdout:
+(environment, JSON, optional) adds custom resources every task asks, e.g. ``{"broken": 1}``;
+``RUNTIME_ENV`` (JSON, optional) is the job's ``runtime_env``. Tasks never retry
+(``max_retries=0``) unless ``TASK_RETRIES`` says how often Ray may, so a task whose pod is
+removed under it fails and says so. Output, one JSON object per line, on stdout:
 
     {"event": "connect_retry", "attempt": 1, "error": "..."}   (Ray Client refused; tried again)
     {"event": "connected", "at": <unix time>}
@@ -76,11 +76,11 @@ def _log_retry(state: RetryCallState) -> None:
     before_sleep=_log_retry,
     reraise=True,
 )
-def connect(address: str) -> None:
+def connect(address: str, runtime_env: dict[str, Any] | None = None) -> None:
     """``ray.init``; a Ray Client connection the head refused while it starts its per-client
     server (seen under load: the server process gone before Ray read its command line) is
     tried again, each retry a JSON line."""
-    ray.init(address=address, log_to_driver=False, configure_logging=False)
+    ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
 
 
 def main(argv: list[str]) -> int:
@@ -88,9 +88,13 @@ def main(argv: list[str]) -> int:
     waves: list[tuple[float, list[float]]] = json.loads(waves_json)
     release = os.environ.get("RELEASE_FILE", "/nonexistent")
     markers = os.environ["MARKER_DIR"]
-    extra = json.loads(os.environ.get("TASK_RESOURCES") or "{}")
-    task = hold.options(resources=extra) if extra else hold
-    connect(address)
+    options: dict[str, Any] = {}
+    if extra := json.loads(os.environ.get("TASK_RESOURCES") or "{}"):
+        options["resources"] = extra
+    if retries := int(os.environ.get("TASK_RETRIES") or 0):
+        options["max_retries"] = retries
+    task = hold.options(**options) if options else hold
+    connect(address, json.loads(os.environ.get("RUNTIME_ENV") or "null"))
     t0 = time.monotonic()
     emit(event="connected", at=time.time())
     refs: dict[ray.ObjectRef, int] = {}

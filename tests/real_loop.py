@@ -129,6 +129,7 @@ class AgentSample:
     busy: frozenset[str]
     pods: frozenset[str]
     wrong_victims: float  # the workload's group's (GROUP)
+    success: bool = True  # the agent's last poll of Ray succeeded
 
 
 @dataclass
@@ -201,6 +202,10 @@ class Timeline:
         """True if the agent published ``pod`` as a victim in a sample taken before ``before``."""
         return any(pod in s.victims for s in list(self.agent) if s.at <= before)
 
+    def first_victim(self, pod: str) -> float | None:
+        """When the agent first published ``pod`` as a victim (None if never)."""
+        return next((s.at for s in list(self.agent) if pod in s.victims), None)
+
     def busy_at(self, pod: str, at: float, margin_s: float = 1.0) -> bool:
         """True if the agent saw a resource in use on ``pod`` within ``margin_s`` of ``at``."""
         return any(pod in s.busy for s in list(self.agent) if abs(s.at - at) <= margin_s)
@@ -216,6 +221,7 @@ def agent_sample(at: float, text: str) -> AgentSample:
     total: dict[str, float] = {}
     available: dict[str, float] = {}
     wrong = 0.0
+    success = True
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
@@ -234,8 +240,10 @@ def agent_sample(at: float, text: str) -> AgentSample:
                 available[labels["pod"]] = sample.value
             elif sample.name == "ray_scaler_wrong_victims_total" and labels.get("group") == GROUP:
                 wrong += sample.value
+            elif sample.name == "ray_scaler_snapshot_success":
+                success = sample.value == 1.0
     busy = {pod for pod, cpus in total.items() if available.get(pod, cpus) < cpus}
-    return AgentSample(at, frozenset(victims), frozenset(busy), frozenset(pods), wrong)
+    return AgentSample(at, frozenset(victims), frozenset(busy), frozenset(pods), wrong, success)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,6 +279,14 @@ class Workload:
             if int(m.name.split(".")[0]) not in done and not m.name.endswith(".tmp")
         }
 
+    def started_after(self, at: float) -> set[int]:
+        """Tasks that (re)started at or after ``at`` (their marker written since)."""
+        return {
+            int(m.name)
+            for m in self.markers.iterdir()
+            if not m.name.endswith(".tmp") and m.stat().st_mtime >= at
+        }
+
     def release(self) -> None:
         """End the held tasks."""
         self.release_file.touch()
@@ -297,10 +313,14 @@ def submit(
     n: int,
     waves: Sequence[tuple[float, Sequence[float]]],
     resources: dict[str, float] | None = None,
+    *,
+    retries: int = 0,
+    runtime_env: dict[str, Any] | None = None,
 ) -> Workload:
     """Start driver ``n`` submitting ``waves`` to the head through Ray Client; its release file
     and markers live in ``share`` (``SHARE_MOUNT`` in the worker pods); every task also asks
-    ``resources`` (custom Ray resources) when given."""
+    ``resources`` (custom Ray resources) when given, Ray retries each ``retries`` times, and
+    the job has ``runtime_env``."""
     out = workdir / f"workload-{n}.jsonl"
     release = share / f"release-{n}"
     markers = make_share(share / f"markers-{n}")
@@ -320,6 +340,8 @@ def submit(
                 "RELEASE_FILE": f"{SHARE_MOUNT}/{release.name}",
                 "MARKER_DIR": f"{SHARE_MOUNT}/{markers.name}",
                 "TASK_RESOURCES": json.dumps(resources or {}),
+                "TASK_RETRIES": str(retries),
+                "RUNTIME_ENV": json.dumps(runtime_env),
             },
             stdout=stdout,
             stderr=err,
@@ -517,10 +539,21 @@ class RealLoop:
         self,
         waves: Sequence[tuple[float, Sequence[float]]],
         resources: dict[str, float] | None = None,
+        *,
+        retries: int = 0,
+        runtime_env: dict[str, Any] | None = None,
     ) -> Workload:
-        """Start a driver submitting ``waves`` (see :mod:`ray_workload`)."""
+        """Start a driver submitting ``waves`` (see :mod:`ray_workload` and :func:`submit`)."""
         self._workloads += 1
-        return submit(self.workdir, self.share, self._workloads, waves, resources)
+        return submit(
+            self.workdir,
+            self.share,
+            self._workloads,
+            waves,
+            resources,
+            retries=retries,
+            runtime_env=runtime_env,
+        )
 
 
 AGENT_CONTAINER = "agent"

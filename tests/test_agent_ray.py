@@ -130,6 +130,9 @@ async def test_busy_nodes_have_no_idle_time_and_no_free_cpu(
     reader = RayReader(gcs, SPEC)
     state = await read_until(reader, lambda s: all(n.idle_s == 0 for n in s.nodes))
     assert [(n.idle_s, n.available.get("CPU")) for n in state.nodes] == [(0.0, 0)] * 3
+    # their workers run: Ray says so in node_activity, so no pod is "starting"
+    state = await read_until(reader, lambda s: not s.starting)
+    assert state.starting == frozenset()
 
 
 async def test_twenty_pending_tasks_of_five_cpus_export_as_one_shape_with_count_20(

@@ -80,3 +80,14 @@ async def test_scale_down_deletes_the_lowest_deletion_cost_first(tmp_path: Path)
     assert created == []
     assert deleted == [Deletion("b", -(2**31), 1000.0), Deletion("d", -1, 1000.0)]
     assert controller.current() == ["a", "c"]
+
+
+def test_the_slow_start_hook_is_named_by_a_path_a_ray_worker_can_import() -> None:
+    """Run as ``python -m``, the workload's ``__name__`` is ``__main__``: the hook must be named
+    by its module path (every task failed with ``AttributeError`` when it was not)."""
+    import importlib
+
+    from keda_ray_scaler.demo import workload
+
+    module, _, name = workload.SLOW_START_HOOK.rpartition(".")
+    assert getattr(importlib.import_module(module), name) is workload.slow_start

@@ -185,6 +185,35 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
     assert got.dead == frozenset({"w-a"})
 
 
+def test_a_node_with_resources_in_use_and_no_busy_worker_is_starting() -> None:
+    """Leases granted, workers not running yet: Ray's node_activity names no busy worker."""
+    from ray.core.generated import autoscaler_pb2 as pb
+
+    from keda_ray_scaler.agent.ray_state import BUSY_WORKERS_ACTIVITY, parse_status
+
+    def ns(node_id: bytes, pod: str, free: int, *activity: str) -> pb.NodeState:
+        return pb.NodeState(
+            node_id=node_id.ljust(28, b"\0"),
+            instance_id=pod,
+            ray_node_type_name="cpu",
+            status=pb.RUNNING,
+            total_resources={"CPU": 10},
+            available_resources={"CPU": free},
+            node_activity=list(activity),
+        )
+
+    in_use = "Resource: CPU currently in use."
+    nodes = [
+        ns(b"a", "w-a", 0, in_use),  # leased, starting
+        ns(b"b", "w-b", 0, in_use, BUSY_WORKERS_ACTIVITY),  # running
+        ns(b"c", "w-c", 10),  # idle
+    ]
+    reply = pb.GetClusterStatusReply(
+        cluster_resource_state=pb.ClusterResourceState(node_states=nodes)
+    )
+    assert parse_status(reply, SPEC).starting == frozenset({"w-a"})
+
+
 # --- back-off ---------------------------------------------------------------------------------
 
 

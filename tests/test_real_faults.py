@@ -20,8 +20,10 @@ holds more than one such pod at a time, and the groups end at their minimum. Fig
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,14 +32,17 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from containers import container_id, container_pids, signal_container
 from control_plane import build_binaries, wait_until
 from prometheus_client.parser import text_string_to_metric_families
-from ray_on_node import require_bed
+from ray_on_node import SHARE_MOUNT, require_bed
 from real_loop import (
     GROUP,
+    NAMESPACE,
     REAL_LOOP_MARKS,
     Docs,
     RealLoop,
+    Workload,
     images_json,
     real_loop,
 )
@@ -45,12 +50,16 @@ from real_loop import (
 pytestmark = REAL_LOOP_MARKS
 
 SPOT, BROKEN = "spot", "broken"
+WORKER_CONTAINER, HEAD_CONTAINER = "ray-worker", "ray-head"
 #: the test's back-off: 10 s doubling to 40 s (defaults 30 s and 600 s: minutes per case)
 BACKOFF_INITIAL_S = 10
 AGENT_FLAGS = [f"--backoff-initial={BACKOFF_INITIAL_S}", "--backoff-max=40"]
 #: one removal cycle on the bed: victim marks + 1 s settle, KEDA's 2 s poll, the HPA's 10 s
 #: scale-down window and sync, the kubelet's stop; with margin for two busy loops
 REMOVAL_CYCLE_S = 60.0
+#: the cpu trigger's maxAgeSeconds: under the 20 s GCS outage of case (d)
+MAX_AGE_S = 10
+GCS_OUTAGE_S, APISERVER_OUTAGE_S, START_DELAY_S = 20.0, 30.0, 30.0
 FAULT_FIGURES: dict[str, str] = {}
 
 
@@ -110,6 +119,8 @@ def fault_groups(docs: Docs) -> Docs:
         },
     ]
     spec_map["data"]["cluster.yaml"] = yaml.safe_dump(spec, sort_keys=False)
+    # stale data turns UNAVAILABLE (KEDA's fallback: keep the replicas) within the GCS outage
+    scaled["spec"]["triggers"][0]["metadata"]["maxAgeSeconds"] = str(MAX_AGE_S)
     head = _named(docs, "Deployment", "ray-demo-head")
     (agent,) = [c for c in head["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"]
     agent["args"] += AGENT_FLAGS
@@ -254,3 +265,232 @@ def test_a_group_whose_start_command_fails_costs_one_pod_at_a_time_and_backs_off
         f"next pod {created[1][1] - created[0][1]:.1f} s after the first came, "
         f"{failures:.0f} container_failing"
     )
+
+
+# --- (c) a raylet killed under its tasks --------------------------------------------------------
+
+
+def _raylet_pid(pod: Any) -> int:
+    """The raylet process in a worker pod's ``ray-worker`` container."""
+    for pid in container_pids(container_id(pod, WORKER_CONTAINER)):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "raylet":
+                return pid
+    raise LookupError(f"no raylet in {pod.metadata.name}")
+
+
+def _restarts(pod: Any) -> int:
+    for status in pod.status.container_statuses or []:
+        if status.name == WORKER_CONTAINER:
+            return int(status.restart_count)
+    return 0
+
+
+def _both_on_one_pod(work: Workload, since: float, what: str) -> set[str]:
+    """Wait until the workload's two tasks run (started since ``since``) on one pod."""
+    return wait_until(  # type: ignore[no-any-return]
+        lambda: (
+            b if len(work.started_after(since)) == 2 and len(b := work.busy_pods()) == 1 else None
+        ),
+        timeout_s=240,
+        what=what,
+    )
+
+
+def _no_busy_pod_deleted(loop: RealLoop, group: str, since: float) -> list[tuple[str, float]]:
+    """The group's deletions since ``since``: each a victim first, none busy as it went."""
+    deleted = _victims_before_deletion(loop, group, since)
+    assert loop.timeline is not None
+    busy = [(pod, at) for pod, at in deleted if loop.timeline.busy_at(pod, at, margin_s=0.5)]
+    assert not busy, f"pods deleted while Ray used them: {busy}"
+    return deleted
+
+
+def test_a_raylet_killed_under_its_tasks_loses_no_task(loop: RealLoop) -> None:
+    """(c) Two held tasks that Ray may retry on one pod; its raylet is SIGKILLed: ``ray start
+    --block`` exits, the kubelet restarts the container (the pod stays Running), Ray reruns
+    both tasks; none fails, no pod is deleted while it runs one, the group ends at zero."""
+    since = time.time()
+    dead_before = loop.agent_counter(
+        "ray_scaler_agent_join_failures_total", group=GROUP, reason="ray_node_dead"
+    )
+    work = loop.submit([(0.0, [-300.0, -300.0])], retries=3)
+    try:
+        (pod_name,) = _both_on_one_pod(work, since, "both tasks running on one pod")
+        pod = loop.worker_pods(GROUP)[pod_name]
+        restarts = _restarts(pod)
+        os.kill(_raylet_pid(pod), signal.SIGKILL)
+        killed = time.time()
+        wait_until(
+            lambda: _restarts(loop.core.read_namespaced_pod(pod_name, NAMESPACE)) > restarts,
+            timeout_s=120,
+            what=f"the kubelet restarting {pod_name}'s container",
+        )
+        restarted = time.time() - killed
+        rerun = wait_until(
+            lambda: len(work.started_after(killed)) == 2, timeout_s=240, what="both tasks rerun"
+        )
+        assert rerun
+        rerun_s = time.time() - killed
+        work.release()
+        events = work.wait(240)
+    finally:
+        work.stop()
+    assert [e["event"] for e in events].count("done") == 2, events
+    assert work.count("failed") == 0
+    deleted = _no_busy_pod_deleted(loop, GROUP, since)
+    loop.wait_replicas(0, 240, ready=False)
+    seen_dead = (
+        loop.agent_counter(
+            "ray_scaler_agent_join_failures_total", group=GROUP, reason="ray_node_dead"
+        )
+        - dead_before
+    )
+    FAULT_FIGURES["raylet killed"] = (
+        f"container restarted {restarted:.1f} s after the kill, both tasks rerun within "
+        f"{rerun_s:.1f} s, tasks 2/0 done/failed, {len(deleted)} pods removed after the work, "
+        f"0 busy, pod named ray_node_dead {seen_dead:.0f} times"
+    )
+
+
+# --- (d) (e) (f): an outage in the middle of a scale-down ------------------------------------
+
+
+def _freeze_head(loop: RealLoop, seconds: float) -> tuple[float, float | None]:
+    """Every process of the Ray head container stopped (SIGSTOP) for ``seconds``, then resumed:
+    the GCS is gone for its clients (the agent, the raylets, Ray Client) as over a head restart
+    that keeps its state (GCS fault tolerance); the agent in the same pod keeps running.
+    Returns how long it was out and when, into it, KEDA said it fell back (None if never)."""
+    head = loop.head_pod()
+    signal_container(head, HEAD_CONTAINER, signal.SIGSTOP)
+    stopped = time.monotonic()
+    fallback: float | None = None
+    try:
+        while time.monotonic() - stopped < seconds:  # the fault's length; KEDA watched meanwhile
+            if fallback is None and loop.condition("Fallback") == "True":
+                fallback = time.monotonic() - stopped
+            time.sleep(0.5)
+    finally:
+        signal_container(head, HEAD_CONTAINER, signal.SIGCONT)
+    return time.monotonic() - stopped, fallback
+
+
+OUTAGES = {
+    "gcs": f"(d) the Ray head's GCS unreachable {GCS_OUTAGE_S:.0f} s",
+    "apiserver": f"(e) the API server down {APISERVER_OUTAGE_S:.0f} s",
+    "keda": "(f) KEDA's operator restarted",
+}
+
+
+@pytest.mark.parametrize("outage", list(OUTAGES))
+def test_an_outage_in_the_middle_of_a_scale_down_removes_nothing_busy(
+    loop: RealLoop, outage: str
+) -> None:
+    """Two pods: ``first`` runs two 20 s tasks, ``second`` two held ones. As ``first`` goes
+    idle (GCS case: before the agent could name it) or once it is a published victim (API
+    server, KEDA), the outage starts. Meanwhile nothing is removed (the GCS case: the agent
+    says its data failed, the scaler answers UNAVAILABLE and KEDA falls back to the replicas it
+    has); after it, ``first`` goes as a victim, ``second`` stays while its tasks run, no task
+    fails, the group ends at zero."""
+    timeline = loop.timeline
+    assert timeline is not None
+    since = time.time()
+    short = loop.submit([(0.0, [20.0, 20.0])])
+    held: Workload | None = None
+    try:
+        (first,) = _both_on_one_pod(short, since, "the short tasks running on one pod")
+        held = loop.submit([(0.0, [-400.0, -400.0])])
+        (second,) = _both_on_one_pod(held, since, "the held tasks running on a second pod")
+        assert second != first
+        fallback: float | None = None
+        if outage == "gcs":
+            wait_until(lambda: short.count("done") == 2, timeout_s=120, what="the short tasks done")
+            start = time.time()
+            down, fallback = _freeze_head(loop, GCS_OUTAGE_S)
+        else:
+            wait_until(
+                lambda: timeline.first_victim(first), timeout_s=120, what=f"{first} a victim"
+            )
+            start = time.time()
+            down = (
+                loop.cp.restart("kube-apiserver", APISERVER_OUTAGE_S)
+                if outage == "apiserver"
+                else loop.cp.restart("keda-operator")
+            )
+        end = time.time()
+        gone = wait_until(
+            lambda: dict(loop.pods.deleted_since(since, GROUP)).get(first),
+            timeout_s=REMOVAL_CYCLE_S + 60,
+            what=f"{first} deleted after the outage",
+        )
+        assert second in loop.worker_pods(GROUP), f"{second} went while its tasks ran"
+        held.release()
+        events = held.wait(240) + short.wait(60)
+    finally:
+        short.stop()
+        if held is not None:
+            held.stop()
+    assert [e["event"] for e in events].count("done") == 4, events
+    assert not [e for e in events if e["event"] == "failed"]
+    deleted = _no_busy_pod_deleted(loop, GROUP, since)
+    samples = [s for s in list(timeline.agent) if start <= s.at <= end]
+    figures = f"out {down:.1f} s, {first} removed {gone - end:+.1f} s after it ended"
+    if outage == "gcs":
+        victim = timeline.first_victim(first)
+        assert victim is not None and not start < victim <= end, "named a victim on stale data"
+        assert gone > end or victim <= start, f"{first} removed in the outage, on stale data"
+        failed = [s.at for s in samples if not s.success]
+        assert failed, "the agent never said its Ray data failed"
+        assert fallback is not None, "the scaler never answered UNAVAILABLE (no KEDA fallback)"
+        wait_until(
+            lambda: loop.condition("Fallback") != "True", timeout_s=60, what="KEDA's fallback over"
+        )
+        figures += (
+            f", agent data failed {failed[0] - start:.1f} s and KEDA fell back "
+            f"{fallback:.1f} s into it"
+        )
+    loop.wait_replicas(0, 240, ready=False)
+    FAULT_FIGURES[OUTAGES[outage]] = (
+        f"{figures}, {len(deleted)} pods removed, 0 busy, tasks 4/0 done/failed"
+    )
+
+
+# --- (g) a 30 s worker start ---------------------------------------------------------------
+
+
+SLOW_START = """import os, time
+
+
+def slow_start():
+    time.sleep(float(os.environ["KRS_WORKER_START_DELAY"]))
+"""
+
+
+def test_a_30_s_worker_start_still_peaks_at_ten_pods(loop: RealLoop) -> None:
+    """(g) The seed example, 20 x {CPU: 5}, whose every worker process takes 30 s to start (a
+    setup hook that sleeps, as a ``runtime_env`` that installs packages makes it wait): the
+    group peaks at 10 pods, every task is done, only victims go, the group ends at zero."""
+    assert loop.timeline is not None
+    (loop.share / "krs_slow_start.py").write_text(SLOW_START)
+    runtime_env = {
+        "env_vars": {"PYTHONPATH": SHARE_MOUNT, "KRS_WORKER_START_DELAY": str(START_DELAY_S)},
+        "worker_process_setup_hook": "krs_slow_start.slow_start",
+    }
+    since = time.time()
+    work = loop.submit([(0.0, [10.0] * 20)], runtime_env=runtime_env)
+    try:
+        events = work.wait(600)
+    finally:
+        work.stop()
+    done = [e for e in events if e["event"] == "done"]
+    assert len(done) == 20 and work.count("failed") == 0, events[-3:]
+    first_start = min(e["start"] for e in done) - since
+    peak = loop.pods.most_alive(GROUP, since)
+    replicas = max(s.replicas for s in loop.timeline.replicas(since=since))
+    deleted = _no_busy_pod_deleted(loop, GROUP, since)
+    loop.wait_replicas(0, 300, ready=False)
+    FAULT_FIGURES["30 s worker start"] = (
+        f"peak {peak} pods (replicas {replicas}), first task began {first_start:.0f} s after "
+        f"submission, tasks 20/0 done/failed, {len(deleted)} removed, 0 busy"
+    )
+    assert (peak, replicas) == (10, 10)

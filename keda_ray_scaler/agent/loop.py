@@ -207,11 +207,20 @@ class AgentLoop:
             in_ray = {n.pod for n in state.nodes}
             joins = self._joins.observe(started, pods, in_ray, set(state.dead), victims)
         nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone, joins.failing)
-        current = poll_of(started, nodes, demand)
-        excess = double_counted(self._history.earlier(started), current)
+        current = poll_of(started, nodes, demand, state.starting)
+        earlier = self._history.earlier(current)
+        excess = double_counted(earlier, current)
         self._history.record(current)
         exported, removed = without(demand, excess)
         self._metrics.double_counted.set(removed)
+        self._log.debug(
+            "demand read",
+            pending=current.pending.as_dict(),
+            in_use=sum((u for u in current.used.values()), Resources()).as_dict(),
+            starting=len(current.starting),
+            horizon_s=round(started - earlier[0].at_s, 1) if earlier else 0.0,
+            removed=removed,
+        )
         inp = PlanningInput(self._cluster, exported, nodes, joins.launch_limits)
         self._publish(inp, started)
         if self._settings.scale_down and self._victims is not None and self._planner:

@@ -57,6 +57,11 @@ _PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
 # GcsNodeInfo-independent status numbers of ray.rpc.autoscaler.NodeStatus.
 _RUNNING, _DEAD, _IDLE, _DRAINING = 1, 2, 3, 4
 
+#: The ``NodeState.node_activity`` line Ray reports while a worker process runs on the node (as
+#: read from Ray 2.60: a node whose leases wait for their workers shows only its resources in
+#: use, ``"Resource: CPU currently in use."``).
+BUSY_WORKERS_ACTIVITY = "Busy workers on node."
+
 
 @functools.lru_cache(maxsize=4096)  # pure; the same few names recur on every node
 def is_internal_resource(name: str) -> bool:
@@ -82,6 +87,8 @@ class RayState:
     dropped_pg_shapes: int = 0  # task shapes asking placement-group resources (not scalable)
     #: pods with a DEAD Ray node and no live one (the GCS keeps dead nodes for a while)
     dead: frozenset[str] = frozenset()
+    #: pods whose node has resources in use and no busy worker: leases granted, workers starting
+    starting: frozenset[str] = frozenset()
 
 
 def _resources(entries: Mapping[str, float]) -> Resources:
@@ -179,6 +186,7 @@ def parse_status(
     nodes: list[WorkerNode] = []
     unmapped = 0
     dead: set[str] = set()
+    starting: set[str] = set()
     for ns in state.node_states:
         if ns.status == _DEAD:
             if ns.instance_id:  # never by IP: a new pod may have the dead one's address
@@ -197,17 +205,18 @@ def parse_status(
             unmapped += 1
             group = "" if group not in known else group
             pod = pod or node_id
-        nodes.append(
-            WorkerNode(
-                pod=pod,
-                group=group,
-                total=_resources(total_raw),
-                available=_resources(ns.available_resources),
-                idle_s=ns.idle_duration_ms / 1000.0,
-                status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
-                node_id=node_id,
-            )
+        node = WorkerNode(
+            pod=pod,
+            group=group,
+            total=_resources(total_raw),
+            available=_resources(ns.available_resources),
+            idle_s=ns.idle_duration_ms / 1000.0,
+            status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
+            node_id=node_id,
         )
+        nodes.append(node)
+        if node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity:
+            starting.add(pod)
     nodes.sort(key=lambda n: (n.group, n.pod))
     demand = Demand(
         bundles=_merge_counts(task_pairs),
@@ -218,7 +227,9 @@ def parse_status(
         constraints=constraints,
     )
     alive = {n.pod for n in nodes}
-    return RayState(demand, tuple(nodes), unmapped, dropped, frozenset(dead - alive))
+    return RayState(
+        demand, tuple(nodes), unmapped, dropped, frozenset(dead - alive), frozenset(starting)
+    )
 
 
 class GcsApi(Protocol):

@@ -21,6 +21,10 @@ import ray
 #: Environment variable: seconds every worker process of the workload sleeps as it starts.
 START_DELAY_ENV = "KRS_WORKER_START_DELAY"
 
+#: The hook by its import path: run as ``python -m``, this module's ``__name__`` is
+#: ``__main__``, which a Ray worker cannot import.
+SLOW_START_HOOK = "keda_ray_scaler.demo.workload.slow_start"
+
 
 def slow_start() -> None:
     """The workers' ``worker_process_setup_hook``: a start that takes ``KRS_WORKER_START_DELAY``
@@ -52,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker_start_delay > 0:
         runtime_env = {
             "env_vars": {START_DELAY_ENV: str(args.worker_start_delay)},
-            "worker_process_setup_hook": f"{__name__}.slow_start",
+            "worker_process_setup_hook": SLOW_START_HOOK,
         }
     ray.init(logging_level=logging.ERROR, log_to_driver=False, runtime_env=runtime_env)
     refs = [
