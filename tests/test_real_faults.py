@@ -49,11 +49,17 @@ from real_loop import (
 
 pytestmark = REAL_LOOP_MARKS
 
-SPOT, BROKEN = "spot", "broken"
+SPOT, BROKEN, SILENT = "spot", "broken", "silent"
 WORKER_CONTAINER, HEAD_CONTAINER = "ray-worker", "ray-head"
 #: the test's back-off: 10 s doubling to 40 s (defaults 30 s and 600 s: minutes per case)
 BACKOFF_INITIAL_S = 10
-AGENT_FLAGS = [f"--backoff-initial={BACKOFF_INITIAL_S}", "--backoff-max=40"]
+#: the silent group's join timeout (default 300 s, Ray v2's)
+SILENT_JOIN_TIMEOUT_S = 20
+AGENT_FLAGS = [
+    f"--backoff-initial={BACKOFF_INITIAL_S}",
+    "--backoff-max=40",
+    f"--join-timeout={SILENT}={SILENT_JOIN_TIMEOUT_S}",
+]
 #: one removal cycle on the bed: victim marks + 1 s settle, KEDA's 2 s poll, the HPA's 10 s
 #: scale-down window and sync, the kubelet's stop; with margin for two busy loops
 REMOVAL_CYCLE_S = 60.0
@@ -101,6 +107,11 @@ def fault_groups(docs: Docs) -> Docs:
     deployment = _named(docs, "Deployment", f"ray-demo-{GROUP}")
     scaled = _named(docs, "ScaledObject", f"ray-demo-{GROUP}")
     spot, broken = _as_group(deployment, SPOT), _as_group(deployment, BROKEN)
+    silent = _as_group(deployment, SILENT)
+    quiet = silent["spec"]["template"]["spec"]["containers"][0]
+    # Running, never a Ray node; it leaves at SIGTERM (a shell as PID 1 ignores it otherwise)
+    quiet["command"] = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+    quiet["args"] = []
     spot["spec"]["template"]["spec"]["nodeSelector"] = {"keda-ray-scaler.io/node": "nowhere"}
     worker = broken["spec"]["template"]["spec"]["containers"][0]
     worker["command"] = ["sh", "-c", "echo 'broken start command' >&2; exit 3"]
@@ -117,6 +128,13 @@ def fault_groups(docs: Docs) -> Docs:
             "resources": {**cpu["resources"], BROKEN: 1},
             "cost": cpu["cost"] * 2,  # never the choice for tasks cpu can run
         },
+        {
+            **cpu,
+            "name": SILENT,
+            "maxReplicas": 2,
+            "resources": {**cpu["resources"], SILENT: 1},
+            "cost": cpu["cost"] * 2,
+        },
     ]
     spec_map["data"]["cluster.yaml"] = yaml.safe_dump(spec, sort_keys=False)
     # stale data turns UNAVAILABLE (KEDA's fallback: keep the replicas) within the GCS outage
@@ -124,7 +142,8 @@ def fault_groups(docs: Docs) -> Docs:
     head = _named(docs, "Deployment", "ray-demo-head")
     (agent,) = [c for c in head["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"]
     agent["args"] += AGENT_FLAGS
-    return [*docs, spot, broken, _as_group(scaled, SPOT), _as_group(scaled, BROKEN)]
+    extra = [spot, broken, silent]
+    return [*docs, *extra, *(_as_group(scaled, g) for g in (SPOT, BROKEN, SILENT))]
 
 
 # --- reading the agent --------------------------------------------------------------------------
@@ -167,7 +186,7 @@ def loop() -> Iterator[RealLoop]:
     bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
     FAULT_FIGURES["node"] = "real"
     with real_loop(bin_dir, images_json(), transform=fault_groups) as started:
-        for group in (GROUP, SPOT, BROKEN):  # KEDA's fallback may give each a pod at start
+        for group in (GROUP, SPOT, BROKEN, SILENT):  # KEDA's fallback may give each a pod
             started.wait_replicas(0, 240, ready=False, name=_deployment(group))
             wait_until(
                 lambda group=group: not started.pods.live_pods(group),
@@ -264,6 +283,40 @@ def test_a_group_whose_start_command_fails_costs_one_pod_at_a_time_and_backs_off
         f"each removed {'/'.join(lifetimes)} s after creation, "
         f"next pod {created[1][1] - created[0][1]:.1f} s after the first came, "
         f"{failures:.0f} container_failing"
+    )
+
+
+def test_a_pod_that_runs_but_never_joins_ray_goes_after_its_join_timeout(loop: RealLoop) -> None:
+    """(a') A task only the silent group fits: its pod runs (``sleep``) but never starts Ray.
+    After the group's join timeout (20 s here, 300 s by default) it is ``not_joined``, named a
+    victim and removed within one removal cycle; the next pod waits out the back-off."""
+    since = time.time()
+    work = loop.submit([(0.0, [-600.0])], {SILENT: 1})
+    try:
+        pod, created_at = wait_until(
+            lambda: loop.pods.created_since(since, SILENT), timeout_s=120, what="a silent pod"
+        )[0]
+        wait_until(
+            lambda: failing_pods(loop, SILENT).get(pod) == "not_joined",
+            timeout_s=SILENT_JOIN_TIMEOUT_S + 60,
+            what=f"the agent to see {pod} not_joined",
+        )
+        detected = time.time() - created_at
+        assert detected >= SILENT_JOIN_TIMEOUT_S, f"not_joined after {detected:.1f} s"
+        deleted = wait_until(
+            lambda: _victims_before_deletion(loop, SILENT, since),
+            timeout_s=REMOVAL_CYCLE_S,
+            what=f"{pod} deleted",
+        )
+        assert deleted[0][0] == pod
+        assert loop.pods.most_alive(SILENT, since) == 1
+        assert work.count("failed") == 0 and not work.finished()
+    finally:
+        work.stop()
+    loop.wait_replicas(0, 180, ready=False, name=_deployment(SILENT))
+    FAULT_FIGURES["never joins"] = (
+        f"not_joined {detected:.1f} s after creation (timeout {SILENT_JOIN_TIMEOUT_S} s), "
+        f"removed {deleted[0][1] - created_at:.1f} s after creation, 1 pod at peak"
     )
 
 
