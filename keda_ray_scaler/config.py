@@ -33,7 +33,6 @@ from keda_ray_scaler.model import (
     WorkerGroup,
     WorkerNode,
 )
-from keda_ray_scaler.schema import ShapeError, encode_shape
 
 E = TypeVar("E", bound=enum.StrEnum)
 
@@ -180,12 +179,6 @@ def parse_resources(mapping: object, where: str, field: str) -> Resources:
         sub = f"{field}.{name}" if field else str(name)
         if not isinstance(name, str) or not name:
             raise ConfigError(where, sub, "resource names must be non-empty strings")
-        try:
-            encode_shape(Resources(((name, 1),)))
-        except ShapeError as exc:
-            raise ConfigError(
-                where, sub, "resource names may not contain ',', ';', '=' or newlines"
-            ) from exc
         units[name] = _amount_units(name, value, where, sub)
     return Resources.from_units(units)
 

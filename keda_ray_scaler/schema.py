@@ -9,14 +9,22 @@ Shapes are encoded in one label value, canonical and reversible::
     "CPU=4;CPU=4"                              a placement group's bundles, in order
 
 Amounts are Ray's fixed point printed exactly (``0.5``, ``10``), bytes as integers.
+
+Resource names are Ray's, so anything Ray accepts: on the wire (inside a ``shape`` and as the
+``resource`` label) each is percent-encoded (:func:`encode_name`), so ``,`` ``;`` ``=`` and
+newlines never break a shape and the scaler decodes the exact name back. A name whose encoding
+is longer than :data:`MAX_NAME_CHARS` (or an empty one) is exported as a bounded stand-in.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import quote, unquote
 
 from keda_ray_scaler.model import (
     DEFAULT_UPSCALING_SPEED,
@@ -91,11 +99,75 @@ LABEL_REASON: Final = "reason"
 
 _RESOURCE_SEP: Final = ","
 _BUNDLE_SEP: Final = ";"
-_FORBIDDEN: Final = frozenset(",;=\n")
+
+# --- resource names on the wire ------------------------------------------------------------
+#: The longest encoded resource name exported (a ``resource`` label value, one name in a
+#: ``shape``). 253 is the longest Kubernetes object name (an RFC 1123 subdomain) and far above any
+#: name Ray, KubeRay or a cluster spec makes (``accelerator_type:A100``, ``TPU-v4-16-head``;
+#: placement-group resources, ~50, are never exported). The bound exists because a name comes
+#: from whoever submits a Ray task: every poll copies it into the agent's series, Prometheus
+#: keeps it in its index, and the scaler plans on it.
+MAX_NAME_CHARS: Final = 253
+#: Characters of an over-long name kept in front of its digest, so a person can tell what it was.
+STAND_IN_PREFIX_CHARS: Final = 16
+#: Printable ASCII is kept as is, but for ``%`` (the escape itself) and the shape separators.
+_NAME_SAFE: Final = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in "%,;=")
 
 
 class ShapeError(ValueError):
     """A shape label that does not decode."""
+
+
+def stand_in(name: str) -> str:
+    """What the export carries instead of a name too long (or empty) to export.
+
+    ``<first 16 characters>…<64-bit SHA-256 digest>``: bounded (at most 217 characters once
+    encoded), and the same for the same name wherever it appears, so demand asking a resource
+    is still matched to the groups and nodes that offer it; demand asking a resource no group
+    offers is unplaceable, as it would be with the full name.
+    """
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[:STAND_IN_PREFIX_CHARS]}\u2026{digest}"
+
+
+def _quoted(name: str) -> str:
+    return quote(name, safe=_NAME_SAFE, errors="surrogatepass")
+
+
+@functools.lru_cache(maxsize=4096)  # pure, keys bounded; the same few names recur every poll
+def _quoted_short(name: str) -> str:
+    return _quoted(name)
+
+
+def exported_whole(name: str) -> bool:
+    """True when the wire carries ``name`` itself, False when it carries its stand-in."""
+    # An encoding is never shorter than its name: a long name is refused before quoting it.
+    return 0 < len(name) <= MAX_NAME_CHARS and len(_quoted_short(name)) <= MAX_NAME_CHARS
+
+
+def encode_name(name: str) -> str:
+    """A resource name as the wire carries it; never raises, at most MAX_NAME_CHARS long.
+
+    RFC 3986 percent-encoding of the UTF-8 bytes (``urllib.parse.quote``) for ``%``, ``,``,
+    ``;``, ``=``, control characters (newline) and non-ASCII; other printable ASCII is kept, so
+    the names of existing clusters (``CPU``, ``accelerator_type:A100``) read as before. An empty
+    name, or one longer than MAX_NAME_CHARS once encoded, becomes its :func:`stand_in`.
+    """
+    if exported_whole(name):
+        return _quoted_short(name)
+    return _quoted(stand_in(name))
+
+
+def decode_name(text: str) -> str:
+    """The inverse of :func:`encode_name` (a stand-in decodes to the stand-in)."""
+    try:
+        # surrogatepass: a name holding a lone surrogate (JSON allows one) comes back as it was
+        name = unquote(text, errors="surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise ShapeError(f"resource name {text[:80]!r} is not percent-encoded UTF-8") from exc
+    if not name:
+        raise ShapeError("empty resource name")
+    return name
 
 
 def format_amount(units: int) -> str:
@@ -110,16 +182,13 @@ def parse_amount(text: str) -> int:
     """The inverse of :func:`format_amount`; rejects negatives, NaN and non-decimals."""
     whole, dot, frac = text.partition(".")
     if not whole.isdigit() or (dot and (not frac.isdigit() or len(frac) > 4)):
-        raise ShapeError(f"bad amount {text!r}")
+        raise ShapeError(f"bad amount {text[:80]!r}")
     return int(whole) * RESOURCE_SCALE + (int(frac.ljust(4, "0")) if dot else 0)
 
 
 def encode_shape(resources: Resources) -> str:
-    """``Resources`` as a canonical label value."""
-    for name, _ in resources:
-        if not name or _FORBIDDEN & set(name):
-            raise ShapeError(f"resource name {name!r} cannot be encoded")
-    return _RESOURCE_SEP.join(f"{k}={format_amount(v)}" for k, v in resources)
+    """``Resources`` as a canonical label value; never raises (names as :func:`encode_name`)."""
+    return _RESOURCE_SEP.join(f"{encode_name(k)}={format_amount(v)}" for k, v in resources)
 
 
 def decode_shape(text: str) -> Resources:
@@ -128,9 +197,10 @@ def decode_shape(text: str) -> Resources:
         return Resources()
     units: dict[str, int] = {}
     for part in text.split(_RESOURCE_SEP):
-        name, eq, amount = part.partition("=")
-        if not name or not eq or name in units:
-            raise ShapeError(f"bad resource {part!r} in shape {text!r}")
+        wire, eq, amount = part.partition("=")
+        name = decode_name(wire) if wire else ""
+        if not name or not eq or name in units:  # an empty name never comes from encode_name
+            raise ShapeError(f"bad resource {part[:80]!r} in shape {text[:200]!r}")
         units[name] = parse_amount(amount)
     return Resources.from_units(units)
 
@@ -226,7 +296,8 @@ def encode(snapshot: ClusterSnapshot) -> list[Sample]:
         out.append(Sample(NODE_INFO, info, 1.0))
         for metric, vec in ((NODE_TOTAL, n.total), (NODE_AVAILABLE, n.available)):
             for name, units in vec:
-                out.append(Sample(metric, {**pl, LABEL_RESOURCE: name}, units / RESOURCE_SCALE))
+                labels = {**pl, LABEL_RESOURCE: encode_name(name)}
+                out.append(Sample(metric, labels, units / RESOURCE_SCALE))
         out.append(Sample(NODE_IDLE_SECONDS, pl, n.idle_s))
     return out
 
@@ -372,5 +443,6 @@ def _failure(s: Sample) -> JoinFailure | None:
 def _node_vectors(samples: list[Sample]) -> dict[str, Resources]:
     units: dict[str, dict[str, int]] = {}
     for s in samples:
-        units.setdefault(s.labels[LABEL_POD], {})[s.labels[LABEL_RESOURCE]] = to_units(s.value)
+        name = decode_name(s.labels[LABEL_RESOURCE])
+        units.setdefault(s.labels[LABEL_POD], {})[name] = to_units(s.value)
     return {pod: Resources.from_units(u) for pod, u in units.items()}

@@ -48,8 +48,11 @@ from keda_ray_scaler.model import (
     WorkerNode,
     total_count,
 )
+from keda_ray_scaler.schema import ShapeError
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50, idle_timeout_s=60)
+#: Resource names Ray 2.60 accepts that a label value must survive (the last: 5,000 characters).
+HOSTILE_NAMES = ("a,b", "a;b", "a=b", "a\nb", "GPU型", "x" * 5_000)
 GPU = WorkerGroup("gpu", Resources.of(CPU=8, GPU=1), max_replicas=8)
 SPEC = ClusterSpec("demo", (CPU, GPU))
 PG_ID = "ce7cd5467ba9cc86511a4b81997801000000"
@@ -583,6 +586,10 @@ def _structlog_defaults() -> Iterator[None]:
         (["--max-shapes", "2"], "keda-ray-scaler agent: --max-shapes: must be >= 3, got 2"),
         (["--interval", "0"], "keda-ray-scaler agent: --interval: must be > 0, got 0"),
         (
+            ["--health-intervals", "0"],
+            "keda-ray-scaler agent: --health-intervals: must be > 0, got 0",
+        ),
+        (
             ["--gcs-address", "nohost"],
             "keda-ray-scaler agent: --gcs-address: not host:port: 'nohost'",
         ),
@@ -639,6 +646,86 @@ async def test_a_crashing_poll_is_a_failed_poll_and_polling_goes_on() -> None:
     assert value(registry, "ray_scaler_agent_poll_errors_total") == 1.0
     assert value(registry, schema.SNAPSHOT_SUCCESS) == 1.0
     assert loop.snapshot.input.demand.bundles == (Bundle(r(CPU=5), 20),)
+
+
+async def test_a_poll_whose_export_raises_is_counted_and_the_loop_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Encoding crashes once: the old data is marked not fresh without encoding, polls go on."""
+    reader = FakeReader(ray_state(Bundle(r(CPU=5), 20)), ray_state(Bundle(r(CPU=5), 20)))
+    clock = StopAfter(sleeps=2)
+    loop, registry = make_loop(reader, scale_down=False, clock=clock)
+    real_encode = schema.encode
+    calls: list[int] = []
+
+    def encode_once_broken(snapshot: schema.ClusterSnapshot) -> list[schema.Sample]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ShapeError("cannot encode")
+        return real_encode(snapshot)
+
+    monkeypatch.setattr(schema, "encode", encode_once_broken)
+    with capture_logs() as logs, pytest.raises(asyncio.CancelledError):
+        await loop.run()
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["poll crashed"]
+    assert (
+        value(registry, "ray_scaler_agent_poll_errors_total"),
+        value(registry, "ray_scaler_agent_poll_crashes_total"),
+        value(registry, schema.SNAPSHOT_SUCCESS),
+        value(registry, schema.SNAPSHOT_TIMESTAMP),
+    ) == (1.0, 1.0, 1.0, 1005.0)
+
+
+async def test_between_the_crash_and_the_next_poll_the_old_data_says_not_fresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a crash the scrape shows success 0 and the last success's time, not a fresh one."""
+    reader = FakeReader(ray_state(Bundle(r(CPU=5), 20)), ray_state(Bundle(r(CPU=5), 20)))
+    loop, registry = make_loop(reader, scale_down=False, clock=StopAfter(sleeps=2))
+    await loop.poll_once()
+    monkeypatch.setattr(schema, "encode", broken_encode)
+    with capture_logs(), pytest.raises(asyncio.CancelledError):
+        await loop.run()
+    assert (
+        value(registry, schema.SNAPSHOT_SUCCESS),
+        value(registry, schema.SNAPSHOT_TIMESTAMP),
+    ) == (
+        0.0,
+        1000.0,
+    )
+    assert not loop.snapshot.success
+
+
+def broken_encode(snapshot: schema.ClusterSnapshot) -> list[schema.Sample]:
+    """schema.encode with a bug."""
+    raise ShapeError("cannot encode")
+
+
+async def test_tasks_asking_hostile_resource_names_never_stop_the_export() -> None:
+    """`,` `;` `=` newline, unicode and 5,000 characters beside the seed: every poll succeeds."""
+    hostile = [Bundle(Resources.of({name: 1}), 1) for name in HOSTILE_NAMES]
+    seed = Bundle(r(CPU=5), 20)
+    reader = FakeReader(*(ray_state(seed, *hostile) for _ in range(3)), ray_state(seed))
+    loop, registry = make_loop(reader, scale_down=False, clock=StopAfter(sleeps=4))
+    with capture_logs() as logs, pytest.raises(asyncio.CancelledError):
+        await loop.run()
+    assert [e for e in logs if e["log_level"] == "error"] == []
+    assert value(registry, "ray_scaler_agent_poll_errors_total") == 0.0
+    assert value(registry, schema.SNAPSHOT_SUCCESS) == 1.0
+    assert schema.decode(scrape(registry))["demo"].input.demand.bundles == (seed,)
+
+
+async def test_hostile_names_reach_the_scaler_whole_and_the_long_one_as_its_stand_in() -> None:
+    """The scraped text decodes to the exact names; the 5,000-character one to its stand-in."""
+    hostile = [Bundle(Resources.of({name: 1}), 1) for name in HOSTILE_NAMES]
+    seed = Bundle(r(CPU=5), 20)
+    loop, registry = make_loop(FakeReader(ray_state(seed, *hostile)), scale_down=False)
+    await loop.poll_once()
+    decoded = schema.decode(scrape(registry))["demo"].input.demand.bundles
+    names = {n for b in decoded for n, _ in b.resources}
+    long_name = HOSTILE_NAMES[-1]
+    assert names == {"CPU", *HOSTILE_NAMES[:-1], schema.stand_in(long_name)}
+    assert max(len(v) for s in scrape(registry) for v in s.labels.values()) <= 253
 
 
 class StopAfter(FakeClock):

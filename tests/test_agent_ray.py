@@ -8,6 +8,7 @@ and one worker without them (only its IP can map it), each with 10 CPUs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,8 +16,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.health import HealthProbe
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.metrics_server import start_metrics_server
+from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import SystemClock
 from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader, RayState
 from keda_ray_scaler.errors import RayError
@@ -27,9 +32,11 @@ from keda_ray_scaler.model import (
     PlacementGroup,
     Resources,
     Strategy,
+    UnplaceableReason,
     WorkerGroup,
     total_count,
 )
+from keda_ray_scaler.planner import plan
 from tests.ray_cluster import RayCluster, client_env, free_port, ray_cluster, ray_driver
 
 pytestmark = pytest.mark.ray
@@ -171,6 +178,131 @@ async def test_twenty_pending_tasks_of_five_cpus_export_as_one_shape_with_count_
         assert 'ray_scaler_snapshot_success{cluster="demo"} 1.0' in text.splitlines()
     finally:
         for ref in refs:
+            ray.cancel(ref, force=True)
+
+
+#: Names Ray 2.60 accepts for a custom resource, each a way to break a label or a shape.
+HOSTILE_NAMES = ("a,b", "c;d", "e=f", "g\nh", "x" * 5_000)
+#: Ray 2.60 refuses a non-ASCII resource name when the task is submitted (the unit tests of
+#: schema.encode_name cover unicode all the same).
+UNICODE_NAME = "GPU型-ü"
+
+
+def scrape_url(url: str) -> schema.ClusterSnapshot:
+    """The agent's /metrics over HTTP, decoded as the scaler's scrape source decodes it."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        text = answer.read().decode()
+    samples = [
+        schema.Sample(s.name, s.labels, s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith(schema.PREFIX)
+    ]
+    return schema.decode(samples)["demo"]
+
+
+async def snapshot_until(
+    url: str, ok: Callable[[schema.ClusterSnapshot], bool], timeout_s: float = 30.0
+) -> schema.ClusterSnapshot:
+    """Scrape until ``ok``: Ray reports demand with its resource-report delay."""
+    deadline = time.monotonic() + timeout_s
+    snap = await asyncio.to_thread(scrape_url, url)
+    while not ok(snap) and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        snap = await asyncio.to_thread(scrape_url, url)
+    return snap
+
+
+def http_status(url: str) -> int:
+    """The status of a GET."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def names_asked(snap: schema.ClusterSnapshot) -> set[str]:
+    """Every resource name in the snapshot's task demand."""
+    return {n for b in snap.input.demand.bundles for n, _ in b.resources}
+
+
+async def test_hostile_resource_names_beside_the_seed_never_stop_the_agent(
+    gcs: GcsConnection, busy_cluster: list[Any]
+) -> None:
+    """Tasks asking `,` `;` `=` newline and 5,000-character resources, beside the seed.
+
+    The agent's loop polls on: the scrape carries the seed (10 new pods) and each hostile bundle
+    (exact names, the long one as its stand-in) as unplaceable, /healthz answers 200; after the
+    hostile tasks end the loop still polls successfully and exports the seed alone. A unicode
+    name Ray itself refuses at submission.
+    """
+    import ray
+
+    @ray.remote(num_cpus=5)
+    def work() -> int:
+        return 1
+
+    @ray.remote(num_cpus=1)
+    def odd() -> int:
+        return 1
+
+    stand_ins = {*HOSTILE_NAMES[:-1], schema.stand_in(HOSTILE_NAMES[-1])}
+    with pytest.raises(UnicodeEncodeError):
+        odd.options(resources={UNICODE_NAME: 1}).remote()
+    hostile = [odd.options(resources={name: 1}).remote() for name in HOSTILE_NAMES]
+    refs = [work.remote() for _ in range(20)]
+    registry = CollectorRegistry()
+    clock = SystemClock()
+    loop = AgentLoop(
+        SPEC,
+        RayReader(gcs, SPEC),
+        SnapshotCollector(registry, StandInLog(registry, "demo")),
+        AgentMetrics(registry, "demo"),
+        clock,
+        LoopSettings(interval_s=1.0, scale_down=False),
+    )
+    server = start_metrics_server("127.0.0.1", 0, registry, HealthProbe(loop, clock, 30.0))
+    base = f"http://127.0.0.1:{server.server_port}"
+    polling = asyncio.create_task(loop.run())
+    try:
+        snap = await snapshot_until(
+            base + "/metrics",
+            lambda s: total_count(s.input.demand.bundles) >= 25 and stand_ins <= names_asked(s),
+        )
+        assert snap.success
+        assert Bundle(Resources.of(CPU=5), 20) in snap.input.demand.bundles
+        assert names_asked(snap) == {"CPU", *stand_ins}
+        decided = plan(snap.input)
+        assert decided.groups["cpu"].new == 10
+        unplaceable = {n for u in decided.unplaceable for n, _ in u.resources} - {"CPU"}
+        assert unplaceable == stand_ins
+        assert {u.reason for u in decided.unplaceable} == {UnplaceableReason.NO_GROUP_FITS}
+        assert await asyncio.to_thread(http_status, base + "/healthz") == 200
+        for ref in hostile:
+            ray.cancel(ref, force=True)
+        snap = await snapshot_until(base + "/metrics", lambda s: names_asked(s) == {"CPU"})
+        assert snap.success
+        assert snap.input.demand.bundles == (Bundle(Resources.of(CPU=5), 20),)
+        assert plan(snap.input).groups["cpu"].new == 10
+        lines = generate_latest(registry).decode().splitlines()
+        assert 'ray_scaler_agent_poll_errors_total{cluster="demo"} 0.0' in lines
+        assert 'ray_scaler_agent_resource_names_stood_in_total{cluster="demo"} 1.0' in lines
+        assert not polling.done()
+    finally:
+        polling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await polling
+        server.shutdown()
+        server.server_close()
+        for ref in [*hostile, *refs]:
             ray.cancel(ref, force=True)
 
 

@@ -2,8 +2,9 @@
 
 The demo's composition (``keda_ray_scaler.demo.run``) with two long tasks, so that idle pods go
 while busy ones must stay, and every worker process 30 s late to start (as a ``runtime_env`` that
-installs packages makes it; with a fixed double-count window this bought an 11th pod under load). Kubernetes (pods, the ReplicaSet's deletion ranking) and KEDA/HPA are
-simulated in-process; every process is started on 127.0.0.1 and stopped by its PID.
+installs packages makes it; with a fixed double-count window this bought an 11th pod under
+load). Kubernetes (pods, the ReplicaSet's deletion ranking) and KEDA/HPA are simulated
+in-process; every process is started on 127.0.0.1 and stopped by its PID.
 """
 
 from __future__ import annotations

@@ -311,6 +311,39 @@ def test_agent_metrics_port_is_the_one_prometheus_scrapes() -> None:
     assert [p["containerPort"] for p in agent["ports"]] == [int(port)]
 
 
+AGENT_POD_FILES = (
+    "manifests/examples/ray-cluster/head.yaml",
+    "manifests/kuberay/example/raycluster.yaml",
+    "charts/keda-ray-scaler/examples/agent-sidecar.yaml",
+)
+
+
+def agent_containers(obj: Any) -> Iterator[Obj]:
+    """Every container named ``agent`` anywhere in a manifest object."""
+    if isinstance(obj, dict):
+        if obj.get("name") == "agent" and "image" in obj:
+            yield obj
+        for v in obj.values():
+            yield from agent_containers(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from agent_containers(v)
+
+
+@pytest.mark.parametrize("path", AGENT_POD_FILES)
+def test_agent_probes_ask_healthz_on_the_metrics_port(path: str) -> None:
+    """Readiness and liveness on /healthz (fails when Ray was not read), not on /metrics."""
+    docs = yaml.safe_load_all((ROOT / path).read_text())
+    (agent,) = [c for d in docs for c in agent_containers(d)]
+    (port,) = [p["name"] for p in agent["ports"]]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert agent[probe]["httpGet"] == {"path": "/healthz", "port": port}, probe
+    assert (
+        agent["livenessProbe"]["failureThreshold"] * agent["livenessProbe"]["periodSeconds"] >= 60
+    )  # a GCS restart (about 30 s to reconnect) never restarts the agent
+    assert cli_args(agent).health_intervals == 3.0
+
+
 # --- the scaler Deployment ----------------------------------------------------------------
 
 

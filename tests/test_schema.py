@@ -135,3 +135,95 @@ def test_shape_codec_round_trips_any_fixed_point_vector(units: dict[str, int]) -
     """encode_shape and decode_shape are inverses on Ray's fixed point."""
     res = Resources.from_units(units)
     assert schema.decode_shape(schema.encode_shape(res)) == res
+
+
+# --- resource names from Ray: anything Ray accepts ------------------------------------------
+
+LONG = "x" * 5_000
+HOSTILE = ["a,b", "a;b", "a=b", "a\nb", "GPU型", "ß%20é", 'q"uo\\te', "tab\there"]
+
+
+@pytest.mark.parametrize("name", HOSTILE, ids=repr)
+def test_names_holding_separators_newlines_or_unicode_round_trip_exactly(name: str) -> None:
+    """Percent-encoding carries the exact name; no separator or newline reaches the label."""
+    wire = schema.encode_name(name)
+    assert not set(wire) & set(",;=\n\t")
+    assert schema.decode_name(wire) == name
+    shape = Resources.of({name: 1, "CPU": 5})
+    assert schema.decode_shape(schema.encode_shape(shape)) == shape
+
+
+@pytest.mark.parametrize(
+    "name", ["CPU", "memory", "accelerator_type:A100", "TPU-v4-16-head", "node:10.0.0.1"]
+)
+def test_the_names_ray_and_kuberay_make_are_exported_unchanged(name: str) -> None:
+    """Existing clusters' series read as before: only what must be escaped is."""
+    assert schema.encode_name(name) == name
+
+
+def test_a_name_of_5000_characters_is_exported_as_a_bounded_stand_in() -> None:
+    """Over MAX_NAME_CHARS once encoded: prefix, ellipsis, 64-bit digest; the same every time."""
+    wire = schema.encode_name(LONG)
+    assert len(wire) <= schema.MAX_NAME_CHARS
+    assert (
+        schema.decode_name(wire) == schema.stand_in(LONG) == "x" * 16 + "…" + ("c59d3c0480cc2d71")
+    )
+    assert not schema.exported_whole(LONG)
+    assert schema.encode_name("y" + LONG[1:]) != wire
+
+
+def test_the_bound_counts_encoded_characters() -> None:
+    """253 ASCII characters pass whole; 85 three-byte characters (255 encoded: 9 each) do not."""
+    assert schema.exported_whole("a" * 253)
+    assert not schema.exported_whole("a" * 254)
+    assert schema.exported_whole("型" * 28)  # 252 encoded characters
+    assert not schema.exported_whole("型" * 29)
+    assert not schema.exported_whole("")
+
+
+@given(st.text(min_size=1, max_size=300))
+def test_every_name_encodes_within_the_bound_and_whole_names_decode_back(name: str) -> None:
+    """encode_name never raises, never exceeds the bound, and is lossless when it fits."""
+    wire = schema.encode_name(name)
+    assert len(wire) <= schema.MAX_NAME_CHARS
+    back = schema.decode_name(wire)
+    assert back == (name if schema.exported_whole(name) else schema.stand_in(name))
+
+
+def test_a_snapshot_of_hostile_names_round_trips_through_the_series() -> None:
+    """Groups, demand, placement groups and node vectors keep their names through the wire."""
+    odd = {"a,b": 1, "c;d": 2, "e=f": 3, "g\nh": 4, "ü": 5}
+    group = WorkerGroup("odd", Resources.of({"CPU": 4, **odd}), 0, 5)
+    inp = PlanningInput(
+        ClusterSpec("demo", (CPU, group)),
+        Demand(
+            bundles=(Bundle(Resources.of({"CPU": 1, "a,b": 1}), 3),),
+            placement_groups=(
+                PlacementGroup(Strategy.PACK, (Resources.of({"c;d": 1}), Resources.of(CPU=1))),
+            ),
+            constraints=(Bundle(Resources.of({"g\nh": 2}), 1),),
+        ),
+        (WorkerNode("ray-odd-1", "odd", group.resources, group.resources, 3.0, node_id="ef"),),
+    )
+    snap = schema.ClusterSnapshot(inp, 1_700_000_000.0, True)
+    assert schema.decode(schema.encode(snap)) == {"demo": snap}
+
+
+def test_a_long_name_in_demand_still_matches_the_group_that_offers_it() -> None:
+    """The stand-in is the same in the group's shape and the demand's: planning is unchanged."""
+    group = WorkerGroup("long", Resources.of({"CPU": 4, LONG: 1}), 0, 5)
+    inp = PlanningInput(
+        ClusterSpec("demo", (group,)),
+        Demand(bundles=(Bundle(Resources.of({"CPU": 1, LONG: 1}), 2),)),
+    )
+    out = schema.decode(schema.encode(schema.ClusterSnapshot(inp, 1.0, True)))["demo"].input
+    short = schema.stand_in(LONG)
+    assert out.cluster.worker_groups[0].resources == Resources.of({"CPU": 4, short: 1})
+    assert out.demand.bundles == (Bundle(Resources.of({"CPU": 1, short: 1}), 2),)
+
+
+@pytest.mark.parametrize("text", ["%FF=1", "a%C3=1", "=1"])
+def test_names_that_are_not_percent_encoded_utf8_are_rejected(text: str) -> None:
+    """The scaler refuses a shape whose name decodes to nothing or to invalid UTF-8."""
+    with pytest.raises(schema.ShapeError):
+        schema.decode_shape(text)

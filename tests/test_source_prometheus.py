@@ -100,18 +100,28 @@ def lost_exporter() -> Iterator[SampleExporter]:
         yield e
 
 
+#: Resource names Ray accepts that a label or a shape must survive (the last as its stand-in).
+ODD_NAMES = {"a,b": 1, "c;d": 2, "e=f": 1, "g\nh": 1, 'ü "q" \\': 1, "x" * 5_000: 1}
+
+
 def agent_snapshot() -> ClusterSnapshot:
-    """A richer cluster ``agent``: two groups, a placement group, a constraint, three pods."""
+    """A richer cluster ``agent``: three groups (one with odd resource names), a placement
+    group, a constraint, four pods."""
     cpu, gpu = group("cpu", cpu=10, max=50), group("gpu", cpu=8, gpu=1, min=1, max=8, cost=4.0)
+    odd = group("odd", cpu=4, max=5, **ODD_NAMES)
     planning = inp(
-        type(SEED_INPUT.cluster)("agent", (cpu, gpu), max_workers=40, upscaling_speed=2.0),
-        bundles=[(res(cpu=5), 20), (res(cpu=1, gpu=1), 3)],
-        pgs=[pg(Strategy.STRICT_SPREAD, res(cpu=4), res(cpu=4), count=2)],
+        type(SEED_INPUT.cluster)("agent", (cpu, gpu, odd), max_workers=40, upscaling_speed=2.0),
+        bundles=[(res(cpu=5), 20), (res(cpu=1, gpu=1), 3), (res(cpu=1, **ODD_NAMES), 2)],
+        pgs=[
+            pg(Strategy.STRICT_SPREAD, res(cpu=4), res(cpu=4), count=2),
+            pg(Strategy.PACK, res(**{"c;d": 1}), res(**{"a,b": 1})),
+        ],
         constraints=[(res(gpu=1), 4)],
         nodes=[
             node("cpu-a", cpu, used={"CPU": 5}),
             node("cpu-b", cpu, idle=120.0, status=NodeStatus.VICTIM),
             node("gpu-a", gpu, idle=30.5),
+            node("odd-a", odd, used={"a,b": 1}),
         ],
     )
     snap = ClusterSnapshot(planning, NOW_S, True)

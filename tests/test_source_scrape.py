@@ -141,6 +141,30 @@ async def test_the_agents_own_exporter_is_read_directly(metrics: SourceMetrics) 
     assert got == snapshot()
 
 
+async def test_resource_names_ray_accepts_come_back_exactly_from_the_agents_port(
+    metrics: SourceMetrics,
+) -> None:
+    """`,` `;` `=` newline, quotes, unicode through the exposition text; 5,000 chars stand in."""
+    odd_names = {"a,b": 1, "c;d": 2, "e=f": 1, "g\nh": 1, 'ü "q" \\': 1, "x" * 5_000: 1}
+    odd = group("odd", cpu=4, max=5, **odd_names)
+    planning = inp(cluster(odd), bundles=[(res(cpu=1, **odd_names), 2)])
+    sent = schema.decode(schema.encode(ClusterSnapshot(planning, NOW_S, True)))["demo"]
+    registry = CollectorRegistry()
+    SnapshotCollector(registry).publish(sent)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    url = f"http://127.0.0.1:{server.server_port}/metrics"
+    try:
+        got = await source_for(url, metrics).fetch("demo")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert got == sent
+    (bundle,) = got.input.demand.bundles
+    names = {n for n, _ in bundle.resources}
+    assert names == {"CPU", *list(odd_names)[:-1], schema.stand_in("x" * 5_000)}
+
+
 async def test_stale_and_failed_snapshots_are_surfaced(metrics: SourceMetrics) -> None:
     """An old snapshot time and success=0 come through unchanged for the caller to refuse."""
     with SampleExporter(schema.encode(snapshot(when=1000.0, success=False))) as exporter:

@@ -22,6 +22,7 @@ from keda_ray_scaler.agent.join_tracker import JoinSettings, JoinTracker
 from keda_ray_scaler.agent.joins import PodEntry, PodJoinFacts
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
 from keda_ray_scaler.agent.marks import VictimSettings
+from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import Clock, PodSource
 from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader
 from keda_ray_scaler.agent.victims import VictimController
@@ -116,7 +117,7 @@ def build_agent(
     loop = AgentLoop(
         spec,
         wrap_reader(reader) if wrap_reader is not None else reader,
-        SnapshotCollector(registry),
+        SnapshotCollector(registry, StandInLog(registry, spec.name)),
         AgentMetrics(registry, spec.name),
         clock,
         settings.loop,

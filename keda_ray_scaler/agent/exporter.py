@@ -7,7 +7,8 @@ gauge families, so what the scaler decodes is what the agent encoded, with no se
 Replacing the sample list is one reference assignment: a scrape never sees half a poll.
 
 :class:`AgentMetrics` holds the agent's own series: shapes merged by ``--max-shapes`` (counter),
-unmapped Ray nodes in the last poll (gauge), poll errors (counter), poll duration (histogram).
+unmapped Ray nodes in the last poll (gauge), poll errors and crashes (counters), poll duration
+(histogram).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.names import StandInLog
 
 _HELP = {
     schema.DEMAND_BUNDLES: "Pending bundles per shape and kind (placement groups: groups).",
@@ -43,6 +45,8 @@ _HELP = {
 POLL_ERRORS = schema.PREFIX + "agent_poll_errors_total"
 #: histogram {cluster}: seconds one poll took (Ray read, mapping, encoding)
 POLL_DURATION = schema.PREFIX + "agent_poll_duration_seconds"
+#: counter {cluster}: polls ended by an unexpected exception (a bug; also in poll_errors)
+POLL_CRASHES = schema.PREFIX + "agent_poll_crashes_total"
 
 
 def families(samples: Iterable[schema.Sample]) -> list[Metric]:
@@ -61,15 +65,32 @@ def families(samples: Iterable[schema.Sample]) -> list[Metric]:
 
 
 class SnapshotCollector(Collector):
-    """Serves the latest published snapshot; registers itself in ``registry``."""
+    """Serves the latest published snapshot; registers itself in ``registry``.
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    With ``names``, each resource name exported as a stand-in is counted and logged once.
+    """
+
+    def __init__(self, registry: CollectorRegistry, names: StandInLog | None = None) -> None:
         self._samples: list[schema.Sample] = []
+        self._names = names
         registry.register(self)
 
     def publish(self, snapshot: schema.ClusterSnapshot) -> None:
         """Serve ``snapshot`` from the next scrape on."""
         self._samples = schema.encode(snapshot)
+        if self._names is not None:
+            self._names.observe(snapshot.input)
+
+    def mark_failed(self) -> None:
+        """Serve the data already published with ``snapshot_success`` 0; encodes nothing.
+
+        For a poll that crashed: whatever broke it (even in :func:`schema.encode`) cannot break
+        this, and the data keeps its old timestamp, so no reader takes it for fresh.
+        """
+        self._samples = [
+            schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
+            for s in self._samples
+        ]
 
     def collect(self) -> Iterator[Metric]:
         """Called by prometheus_client on every scrape."""
@@ -107,6 +128,13 @@ class AgentMetrics:
         self.poll_errors = Counter(
             POLL_ERRORS.removesuffix("_total"),
             "Polls of Ray that failed (snapshot_success is then 0).",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.poll_crashes = Counter(
+            POLL_CRASHES.removesuffix("_total"),
+            "Polls ended by an unexpected exception (a bug, logged as 'poll crashed'); each is "
+            "also a poll error.",
             labels,
             registry=registry,
         ).labels(cluster)

@@ -246,16 +246,26 @@ class AgentLoop:
         self._known_pods = names
 
     async def run(self) -> None:
-        """Poll every ``interval_s`` until cancelled; a poll that crashes is a failed poll."""
+        """Poll every ``interval_s`` until cancelled; a poll that crashes is a failed poll.
+
+        No exception ends the loop: an unexpected one is counted (``poll_errors`` and
+        ``poll_crashes``), logged once with its traceback, and the data already exported is
+        marked not fresh without encoding anything again (what crashed may be the encoding).
+        """
         while True:
             try:
                 await self.poll_once()
             except Exception:  # a bug must not stop polling silently while /metrics lives on
-                self._log.exception("poll crashed")
-                self._metrics.poll_errors.inc()
-                self._last = replace(self._last, success=False)
-                self._collector.publish(self._last)
+                self._crashed()
             await self._clock.sleep(self._settings.interval_s)
+
+    def _crashed(self) -> None:
+        """The bookkeeping of a crashed poll; made of steps that cannot raise in turn."""
+        self._metrics.poll_errors.inc()
+        self._metrics.poll_crashes.inc()
+        self._last = replace(self._last, success=False)
+        self._collector.mark_failed()
+        self._log.exception("poll crashed")
 
 
 def complete_nodes_again(

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
+from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, MIN_MAX_AGE_S
 from keda_ray_scaler.agent.join_tracker import JoinSettings
 from keda_ray_scaler.agent.joins import (
     DEFAULT_BACKOFF_INITIAL_S,
@@ -49,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser(
         "agent",
         help="export a Ray cluster's demand and nodes; drain and mark idle pods",
-        description="Poll one Ray cluster's GCS, serve /metrics, run safe scale-down.",
+        description="Poll one Ray cluster's GCS, serve /metrics and /healthz, run safe scale-down.",
     )
     g = p.add_argument_group("ray")
     g.add_argument(
@@ -83,9 +84,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "task Ray counts both running and pending (left out of the exported demand), and for "
         "as long as Ray says the pod's workers are starting; 0 = as read (10)",
     )
-    g = p.add_argument_group("metrics")
-    g.add_argument("--host", default="0.0.0.0", help="/metrics bind address (all)")
-    g.add_argument("--port", type=int, default=8080, help="/metrics port (8080)")
+    g = p.add_argument_group("metrics and health")
+    g.add_argument("--host", default="0.0.0.0", help="/metrics and /healthz bind address (all)")
+    g.add_argument("--port", type=int, default=8080, help="/metrics and /healthz port (8080)")
+    g.add_argument(
+        "--health-intervals",
+        type=float,
+        default=DEFAULT_INTERVALS,
+        help="/healthz answers 503 when the last successful poll of Ray is older than this "
+        f"many --interval, and at least {MIN_MAX_AGE_S:g} s (Ray's GCS connect time) (3)",
+    )
     g = p.add_argument_group("kubernetes (scale-down)")
     g.add_argument(
         "--no-scale-down",
@@ -183,6 +191,11 @@ def validate(args: argparse.Namespace) -> None:
     join_settings(args)
     _check(args.max_shapes >= 3, "--max-shapes", f"must be >= 3, got {args.max_shapes}")
     _check(0 <= args.port <= 65535, "--port", f"must be 0..65535, got {args.port}")
+    _check(
+        args.health_intervals > 0 and math.isfinite(args.health_intervals),
+        "--health-intervals",
+        f"must be > 0, got {args.health_intervals:g}",
+    )
     _check(args.settle_delay >= 0, "--settle-delay", f"must be >= 0, got {args.settle_delay:g}")
     _check(
         args.drain_deadline >= 0,
@@ -304,7 +317,9 @@ def _kuberay_applier(
 
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
     from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+    from keda_ray_scaler.agent.health import HealthProbe, max_age_s
     from keda_ray_scaler.agent.loop import LoopSettings
+    from keda_ray_scaler.agent.metrics_server import start_metrics_server
     from keda_ray_scaler.agent.victims import VictimSettings
 
     clock = SystemClock()
@@ -344,8 +359,11 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
 
         tasks.append(asyncio.create_task(run_applier(agent.applier, clock, args.interval)))
     loop = agent.loop
-    start_http_server(args.port, addr=args.host, registry=registry)
-    log.info("agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port)
+    max_age = max_age_s(args.health_intervals, args.interval)
+    start_metrics_server(args.host, args.port, registry, HealthProbe(loop, clock, max_age))
+    log.info(
+        "agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port, max_age_s=max_age
+    )
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
