@@ -125,19 +125,24 @@ async def test_the_seed_example_round_trips_through_a_real_exposition(
     assert count(metrics, "requests", source="scrape", outcome="ok") == 1
 
 
+async def _fetch_served(registry: CollectorRegistry, metrics: SourceMetrics) -> ClusterSnapshot:
+    """``registry`` served on a real port on 127.0.0.1, read back by the scrape source."""
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    url = f"http://127.0.0.1:{server.server_port}/metrics"
+    try:
+        return await source_for(url, metrics).fetch("demo")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 async def test_the_agents_own_exporter_is_read_directly(metrics: SourceMetrics) -> None:
     """SnapshotCollector plus the agent's own counters and histogram: the same snapshot back."""
     registry = CollectorRegistry()
     SnapshotCollector(registry).publish(snapshot())
     AgentMetrics(registry, "demo").poll_duration.observe(0.01)
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    url = f"http://127.0.0.1:{server.server_port}/metrics"
-    try:
-        got = await source_for(url, metrics).fetch("demo")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    got = await _fetch_served(registry, metrics)
     assert got == snapshot()
 
 
@@ -151,14 +156,7 @@ async def test_resource_names_ray_accepts_come_back_exactly_from_the_agents_port
     sent = schema.decode(schema.encode(ClusterSnapshot(planning, NOW_S, True)))["demo"]
     registry = CollectorRegistry()
     SnapshotCollector(registry).publish(sent)
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    url = f"http://127.0.0.1:{server.server_port}/metrics"
-    try:
-        got = await source_for(url, metrics).fetch("demo")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    got = await _fetch_served(registry, metrics)
     assert got == sent
     (bundle,) = got.input.demand.bundles
     names = {n for n, _ in bundle.resources}
