@@ -130,6 +130,7 @@ class AgentSample:
     pods: frozenset[str]
     wrong_victims: float  # the workload's group's (GROUP)
     success: bool = True  # the agent's last poll of Ray succeeded
+    failing: frozenset[str] = frozenset()  # pods the agent knows will not be Ray nodes
 
 
 @dataclass
@@ -202,6 +203,14 @@ class Timeline:
         """True if the agent published ``pod`` as a victim in a sample taken before ``before``."""
         return any(pod in s.victims for s in list(self.agent) if s.at <= before)
 
+    def ever_busy(self, pod: str) -> bool:
+        """True if the agent ever saw a resource in use on ``pod``."""
+        return any(pod in s.busy for s in list(self.agent))
+
+    def ever_failing(self, pod: str, before: float) -> bool:
+        """True if the agent said ``pod`` would not be a Ray node in a sample before ``before``."""
+        return any(pod in s.failing for s in list(self.agent) if s.at <= before)
+
     def first_victim(self, pod: str) -> float | None:
         """When the agent first published ``pod`` as a victim (None if never)."""
         return next((s.at for s in list(self.agent) if pod in s.victims), None)
@@ -222,6 +231,7 @@ def agent_sample(at: float, text: str) -> AgentSample:
     available: dict[str, float] = {}
     wrong = 0.0
     success = True
+    failing: set[str] = set()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
@@ -229,6 +239,8 @@ def agent_sample(at: float, text: str) -> AgentSample:
                 pods.add(labels["pod"])
                 if labels.get("state") == "victim":
                     victims.add(labels["pod"])
+                elif labels.get("state") == "failing":
+                    failing.add(labels["pod"])
             elif (
                 sample.name == "ray_scaler_node_resource_total" and labels.get("resource") == "CPU"
             ):
@@ -243,7 +255,9 @@ def agent_sample(at: float, text: str) -> AgentSample:
             elif sample.name == "ray_scaler_snapshot_success":
                 success = sample.value == 1.0
     busy = {pod for pod, cpus in total.items() if available.get(pod, cpus) < cpus}
-    return AgentSample(at, frozenset(victims), frozenset(busy), frozenset(pods), wrong, success)
+    return AgentSample(
+        at, frozenset(victims), frozenset(busy), frozenset(pods), wrong, success, frozenset(failing)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
