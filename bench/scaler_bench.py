@@ -60,6 +60,7 @@ MS = 1000.0
 
 def _snapshots(now: float, large: int = 0) -> dict[str, Any]:
     """``CLUSTERS`` snapshots; the first ``large`` of them big (see :func:`_large_input`)."""
+    from keda_ray_scaler.identity import ClusterRef
     from keda_ray_scaler.model import (
         Bundle,
         ClusterSpec,
@@ -71,11 +72,11 @@ def _snapshots(now: float, large: int = 0) -> dict[str, Any]:
     from keda_ray_scaler.model import PlanningInput as In
     from keda_ray_scaler.schema import ClusterSnapshot
 
-    out = {}
+    out: dict[Any, Any] = {}
     for c in range(CLUSTERS):
         name = f"ray-{c}"
         if c < large:
-            out[name] = ClusterSnapshot(_large_input(name), now, True)
+            out[ClusterRef("ray", name)] = ClusterSnapshot(_large_input(name), now, True)
             continue
         groups = tuple(
             WorkerGroup(f"g{g}", Resources.of(CPU=4 * (g + 1)), 0, 100) for g in range(GROUPS)
@@ -86,7 +87,7 @@ def _snapshots(now: float, large: int = 0) -> dict[str, Any]:
             for i in range(g % 3)
         )
         demand = Demand(bundles=(Bundle(Resources.of(CPU=2), 10 + c % 7),))
-        out[name] = ClusterSnapshot(
+        out[ClusterRef("ray", name)] = ClusterSnapshot(
             In(ClusterSpec(name, groups, upscaling_speed=1000), demand, nodes), now, True
         )
     return out
@@ -158,7 +159,7 @@ class _FreshSource:
         self.by_requests = 0
         self.by_rounds = 0
 
-    async def fetch(self, cluster: str) -> Any:
+    async def fetch(self, cluster: Any) -> Any:
         from dataclasses import replace
 
         if _IN_ROUND.get():
@@ -551,7 +552,8 @@ async def _handler_cost(calls: int = 20_000) -> float:
     requests = [
         pb.GetMetricsRequest(
             scaledObjectRef=pb.ScaledObjectRef(
-                scalerMetadata={"rayCluster": f"ray-{c}", "workerGroup": f"g{g}"}
+                namespace="ray",
+                scalerMetadata={"rayCluster": f"ray-{c}", "workerGroup": f"g{g}"},
             )
         )
         for c in range(CLUSTERS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 
 class ScalerError(Exception):
     """Base of every error this project raises on purpose."""
@@ -33,6 +35,33 @@ class NotFound(ScalerError):
 
 class DemandUnavailable(ScalerError):
     """Demand or node data is missing, failed, empty or stale: never read as zero."""
+
+
+class Refusal(enum.Enum):
+    """Why the scaler refused to answer from a cluster's data: a fixed set (a metric label)."""
+
+    #: a ScaledObject asked for a Ray cluster in another namespace without a grant
+    CROSS_NAMESPACE = "cross_namespace"
+    #: more than one scrape target exports the same (namespace, cluster)
+    TWO_ORIGINS = "two_origins"
+    #: the agent's snapshot time is ahead of the scaler's clock by more than the allowed skew
+    FUTURE_SNAPSHOT = "future_snapshot"
+
+
+class AccessDenied(ScalerError):
+    """A ScaledObject may not read this Ray cluster (gRPC PERMISSION_DENIED)."""
+
+    def __init__(self, reason: Refusal, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+class UntrustedData(DemandUnavailable):
+    """Data that is there but cannot be trusted as the cluster's own: unknown, never zero."""
+
+    def __init__(self, reason: Refusal, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
 
 
 class KubernetesError(ScalerError):

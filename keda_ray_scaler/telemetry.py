@@ -19,6 +19,8 @@ from typing import Any, Final
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from keda_ray_scaler.errors import Refusal
+
 EventDict = MutableMapping[str, Any]
 
 #: Latency buckets for RPCs answered from memory (seconds): 100 us .. 2.5 s (KEDA's budget 3 s).
@@ -108,6 +110,7 @@ class ScalerMetrics:
     data_age: Gauge  # {cluster}: now - agent snapshot time of the data in use
     target: Gauge  # {cluster, group}
     config_errors: Counter  # {key}: rejected trigger metadata
+    refusals: Counter  # {reason}: calls refused for trust, reason from errors.Refusal
 
 
 def scaler_metrics(
@@ -171,4 +174,19 @@ def scaler_metrics(
             ["key"],
             registry=registry,
         ),
+        refusals=_refusals(registry),
     )
+
+
+def _refusals(registry: CollectorRegistry) -> Counter:
+    """``keda_ray_scaler_refusals_total{reason}``, every reason present from the start (at 0)."""
+    counter = Counter(
+        "keda_ray_scaler_refusals",
+        "calls refused because the cluster's data cannot be trusted or read by the caller, "
+        "by reason (cross_namespace, two_origins, future_snapshot)",
+        ["reason"],
+        registry=registry,
+    )
+    for reason in Refusal:
+        counter.labels(reason.value)
+    return counter

@@ -17,6 +17,14 @@ Reusable by any test module::
 :class:`PrometheusServer` runs the Debian package's ``/usr/bin/prometheus`` with its config,
 TSDB and log in a temporary directory, scraping the given targets every second; it is stopped
 by its own PID (SIGTERM, then SIGKILL) and can be stopped and restarted on the same port.
+
+The scrape job is the project's own (:data:`SHIPPED_SCRAPE_CONFIG`, what the docs tell users to
+paste into prometheus.yml): its ``honor_labels`` and ``relabel_configs`` as shipped, with
+``kubernetes_sd_configs`` (Debian's build has no Kubernetes discovery) replaced by one static
+target group per :class:`ScrapeTarget`, whose labels are the ``__meta_kubernetes_*`` labels
+Kubernetes pod discovery would attach to that pod. So the relabelling under test is the shipped
+one, fed what discovery feeds it: a target's namespace and pod come from "discovery", and a
+target (an agent or a forger) cannot set them from its own series.
 :class:`SampleExporter` is a ``prometheus_client`` HTTP server whose series are whatever the
 test sets (``schema.Sample``-like values), NaN and absurd values included.
 """
@@ -31,6 +39,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -43,6 +52,12 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 PROMETHEUS_BIN = Path(os.environ.get("PROMETHEUS_BIN", "/usr/bin/prometheus"))
+#: The scrape job the project ships for a Prometheus without the operator.
+SHIPPED_SCRAPE_CONFIG = (
+    Path(__file__).resolve().parent.parent / "manifests/monitoring/prometheus-scrape-config.yaml"
+)
+#: The namespace of a target given as a plain ``host:port`` (the examples' Ray namespace).
+DEFAULT_NAMESPACE = "ray"
 
 #: Skip marker for tests that need the real server.
 requires_prometheus = pytest.mark.skipif(
@@ -90,6 +105,18 @@ def wait_until(
                 return result
         time.sleep(0.1)
     raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}") from last
+
+
+@contextlib.contextmanager
+def serve_registry(registry: CollectorRegistry) -> Iterator[str]:
+    """``registry`` served by prometheus_client on 127.0.0.1; yields ``host:port``."""
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        yield f"127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 class SampleLike(Protocol):
@@ -172,6 +199,42 @@ class SampleExporter:
         self.stop()
 
 
+@dataclass(frozen=True, slots=True)
+class ScrapeTarget:
+    """A pod Prometheus scrapes: its address, and the namespace and name discovery reports."""
+
+    address: str  # host:port
+    namespace: str = DEFAULT_NAMESPACE
+    pod: str = "ray-head"
+    path: str = "/metrics"
+
+    def discovery_labels(self) -> dict[str, str]:
+        """What ``kubernetes_sd_configs: [{role: pod}]`` attaches to this pod's target: its
+        namespace and name, and the ``prometheus.io/*`` annotations of the example head pods."""
+        return {
+            "__meta_kubernetes_namespace": self.namespace,
+            "__meta_kubernetes_pod_name": self.pod,
+            "__meta_kubernetes_pod_label_ray_io_node_type": "head",
+            "__meta_kubernetes_pod_labelpresent_ray_io_node_type": "true",
+            "__meta_kubernetes_pod_container_name": "agent",
+            "__meta_kubernetes_pod_container_port_name": "agent-metrics",
+            "__meta_kubernetes_pod_annotation_prometheus_io_scrape": "true",
+            "__meta_kubernetes_pod_annotation_prometheus_io_port": self.address.rpartition(":")[2],
+            "__meta_kubernetes_pod_annotation_prometheus_io_path": self.path,
+        }
+
+
+def shipped_scrape_job() -> dict[str, Any]:
+    """The one job of :data:`SHIPPED_SCRAPE_CONFIG`, as shipped."""
+    (job,) = yaml.safe_load(SHIPPED_SCRAPE_CONFIG.read_text())["scrape_configs"]
+    return dict(job)
+
+
+def as_target(target: str | ScrapeTarget) -> ScrapeTarget:
+    """A ``host:port`` is a head pod in :data:`DEFAULT_NAMESPACE`."""
+    return target if isinstance(target, ScrapeTarget) else ScrapeTarget(target)
+
+
 class _PortTaken(RuntimeError):
     """Prometheus could not bind its port."""
 
@@ -179,27 +242,32 @@ class _PortTaken(RuntimeError):
 class PrometheusServer:
     """``/usr/bin/prometheus`` on 127.0.0.1, scraping ``targets`` every ``scrape_interval_s``.
 
-    ``web_config`` is written to a ``--web.config.file`` (``basic_auth_users``,
-    ``tls_server_config``); ``scrape`` adds keys to the scrape job (``scheme``, ``tls_config``).
-    Everything lives in ``workdir``; the log is ``workdir/prometheus.log``.
+    The job is the shipped one (module docstring); a target given as ``host:port`` is a head pod
+    in namespace ``ray``. ``web_config`` is written to a ``--web.config.file``
+    (``basic_auth_users``, ``tls_server_config``); ``scrape`` adds keys to the scrape job
+    (``scheme``, ``tls_config``); ``base_job`` replaces the shipped job (e.g. a PodMonitor as
+    the operator renders it). Everything lives in ``workdir``; the log is
+    ``workdir/prometheus.log``.
     """
 
     def __init__(
         self,
         workdir: Path,
-        targets: Sequence[str],
+        targets: Sequence[str | ScrapeTarget],
         *,
         scrape_interval_s: float = 1.0,
         web_config: Mapping[str, Any] | None = None,
         scrape: Mapping[str, Any] | None = None,
-        job: str = "ray-scaler-agent",
+        job: str | None = None,
+        base_job: Mapping[str, Any] | None = None,
     ) -> None:
         self.workdir = workdir
-        self.targets = tuple(targets)
+        self.targets = tuple(as_target(t) for t in targets)
         self.scrape_interval_s = scrape_interval_s
         self.web_config = web_config
         self.scrape = dict(scrape or {})
         self.job = job
+        self.base_job = dict(base_job) if base_job is not None else shipped_scrape_job()
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "prometheus.log"
@@ -215,14 +283,18 @@ class PrometheusServer:
 
     def _write_config(self) -> None:
         interval = f"{int(self.scrape_interval_s * 1000)}ms"
-        job: dict[str, Any] = {
-            "job_name": self.job,
-            "honor_labels": True,  # the agent's own `cluster`/`pod` labels win
-            "scrape_interval": interval,
-            "scrape_timeout": interval,
-            "static_configs": [{"targets": list(self.targets)}],
+        job = dict(self.base_job)
+        job.pop("kubernetes_sd_configs", None)  # discovery is simulated by the groups' labels
+        job.update(
+            scrape_interval=interval,
+            scrape_timeout=interval,
+            static_configs=[
+                {"targets": [t.address], "labels": t.discovery_labels()} for t in self.targets
+            ],
             **self.scrape,
-        }
+        )
+        if self.job is not None:
+            job["job_name"] = self.job
         config = {"global": {"scrape_interval": interval}, "scrape_configs": [job]}
         self.config_path.write_text(yaml.safe_dump(config))
 
@@ -313,9 +385,9 @@ class PrometheusServer:
         """True while the process is alive."""
         return self.process is not None and self.process.poll() is None
 
-    def set_targets(self, targets: Sequence[str]) -> None:
+    def set_targets(self, targets: Sequence[str | ScrapeTarget]) -> None:
         """Rewrite the scrape targets and reload the configuration (SIGHUP)."""
-        self.targets = tuple(targets)
+        self.targets = tuple(as_target(t) for t in targets)
         self._write_config()
         assert self.process is not None, "prometheus is not running"
         before = self._log_text().count(_RELOADED_LINE)

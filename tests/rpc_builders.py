@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -89,3 +90,12 @@ def fixed_planner(targets: Mapping[str, int]) -> Planner:
         )
 
     return planner
+
+
+#: The namespace of the tests' Ray clusters and ScaledObjects (as in manifests/examples).
+NS = "ray"
+
+
+def cluster_ref(name: str = "ray", namespace: str = NS) -> ClusterRef:
+    """Ray cluster ``name`` in ``namespace``."""
+    return ClusterRef(namespace, name)

@@ -218,7 +218,10 @@ def test_operator_objects_are_well_formed(helm: str) -> None:
         "keda-ray-scaler-agent",
     ]
     agent = named(tuple(objs), "PodMonitor", "keda-ray-scaler-agent")
-    assert agent["spec"]["podMetricsEndpoints"][0]["honorLabels"] is True
+    shipped = yaml.safe_load((ROOT / "manifests/monitoring/podmonitor-agent.yaml").read_text())
+    endpoint = agent["spec"]["podMetricsEndpoints"][0]
+    assert endpoint["honorLabels"] is False
+    assert endpoint["relabelings"] == shipped["spec"]["podMetricsEndpoints"][0]["relabelings"]
 
 
 # --- the agent sidecar snippet -------------------------------------------------------------------

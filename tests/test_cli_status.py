@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 import structlog
-from rpc_builders import T0, FakeClock, group, snapshot
+from rpc_builders import T0, FakeClock, cluster_ref, group, snapshot
 from tls_certs import Certs, make_certs
 
 from keda_ray_scaler.cli import main
 from keda_ray_scaler.rpc.server import ScalerServer, TlsFiles, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
+
+#: The tests' Ray cluster: ``ray`` in namespace ``ray``.
+RAY = cluster_ref("ray")
 
 AGE_S = 3.0  # the fake clock runs this far past the snapshot time
 
@@ -35,7 +38,7 @@ def certs() -> Certs:
 def source() -> MemorySource:
     """Cluster ray: 20 pending {CPU: 5} tasks; group cpu of 10-CPU pods, group gpu idle."""
     groups = (group("cpu", cpu=10), group("gpu", cpu=8))
-    return MemorySource({"ray": snapshot(groups=groups, tasks={5: 20}, t=T0)})
+    return MemorySource({RAY: snapshot(groups=groups, tasks={5: 20}, t=T0)})
 
 
 async def started(tls: TlsFiles | None = None) -> ScalerServer:
@@ -80,8 +83,9 @@ def table(out: str) -> list[list[str]]:
 
 
 async def status(*argv: str) -> int:
-    """Run the command as the console script does (its blocking client in a thread)."""
-    return await asyncio.to_thread(main, ["status", *argv])
+    """Run the command as the console script does (its blocking client in a thread), as
+    ScaledObjects of namespace ray (the cluster's) unless ``argv`` says another."""
+    return await asyncio.to_thread(main, ["status", "--namespace=ray", *argv])
 
 
 async def test_prints_target_active_and_data_age_per_group(
@@ -137,6 +141,20 @@ async def test_an_unknown_group_is_reported_and_exits_1(
     rows = table(capsys.readouterr().out)[1:]
     assert rows[0][:4] == ["ray", "cpu", "10", "true"]
     assert rows[1][:5] == ["ray", "nope", "-", "-", "NOT_FOUND:"]
+
+
+async def test_another_namespace_does_not_see_the_cluster(
+    plain: ScalerServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a ScaledObject of namespace team-b: ray/ray is not its cluster, NOT_FOUND, exit 1."""
+    address = f"127.0.0.1:{plain.port}"
+    assert (
+        await status("--address", address, "--namespace=team-b", "--cluster=ray", "--group=cpu")
+        == 1
+    )
+    rows = table(capsys.readouterr().out)[1:]
+    assert rows[0][:5] == ["ray", "cpu", "-", "-", "NOT_FOUND:"]
+    assert "team-b/ray" in rows[0][-3]
 
 
 async def test_groups_from_a_cluster_spec_file(

@@ -8,6 +8,7 @@ server would silently prune.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -427,3 +428,63 @@ def test_e2e_script_is_shellcheck_clean() -> None:
         ["shellcheck", "-x", str(ROOT / "e2e" / "run.sh")], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout
+
+
+# --- scrape configurations: identity from discovery, never from the agent ---------------------
+
+
+def shipped_scrape_job() -> Obj:
+    """The job of manifests/monitoring/prometheus-scrape-config.yaml."""
+    text = (ROOT / "manifests/monitoring/prometheus-scrape-config.yaml").read_text()
+    (job,) = yaml.safe_load(text)["scrape_configs"]
+    return dict(job)
+
+
+def test_the_plain_scrape_job_takes_namespace_and_pod_from_discovery() -> None:
+    """honor_labels false; namespace and head_pod come from __meta_kubernetes_* only."""
+    job = shipped_scrape_job()
+    assert job["honor_labels"] is False
+    targets = {r.get("target_label"): r.get("source_labels") for r in job["relabel_configs"]}
+    assert targets["namespace"] == ["__meta_kubernetes_namespace"]
+    assert targets["head_pod"] == ["__meta_kubernetes_pod_name"]
+    assert "pod" not in targets  # the agent's own `pod` label names worker pods
+
+
+def test_the_e2e_prometheus_relabels_exactly_as_shipped() -> None:
+    """e2e/prometheus-values.yaml's job is the shipped job under another name."""
+    values = yaml.safe_load((ROOT / "e2e/prometheus-values.yaml").read_text())
+    (job,) = values["serverFiles"]["prometheus.yml"]["scrape_configs"]
+    shipped = shipped_scrape_job()
+    for key in ("honor_labels", "kubernetes_sd_configs", "relabel_configs"):
+        assert job[key] == shipped[key], key
+
+
+def test_the_agent_podmonitor_never_honours_the_agents_labels() -> None:
+    """honorLabels false, namespace and head_pod from discovery, the operator's pod dropped."""
+    monitor = named(render("manifests/monitoring"), "PodMonitor", "keda-ray-scaler-agent")
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["honorLabels"] is False
+    assert endpoint["relabelings"] == [
+        {
+            "sourceLabels": ["__meta_kubernetes_namespace"],
+            "action": "replace",
+            "targetLabel": "namespace",
+        },
+        {
+            "sourceLabels": ["__meta_kubernetes_pod_name"],
+            "action": "replace",
+            "targetLabel": "head_pod",
+        },
+        {"action": "labeldrop", "regex": "pod"},
+    ]
+
+
+def test_no_shipped_file_honours_scraped_labels() -> None:
+    """Nowhere in manifests, charts or e2e is honor_labels / honorLabels true."""
+    found = [
+        str(path.relative_to(ROOT))
+        for top in ("manifests", "charts", "e2e")
+        for path in (ROOT / top).rglob("*.yaml")
+        if re.search(r"honor_?[lL]abels:\s*true", path.read_text())
+    ]
+    assert found == []

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.errors import ConfigError, Refusal, UntrustedData
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import Sample, SchemaError
 from keda_ray_scaler.sources import promql
 
@@ -38,16 +39,30 @@ def entry(name: str, value: str, **labels: str) -> dict[str, Any]:
     return {"metric": {"__name__": name, **labels}, "value": [1.0, value]}
 
 
+DEMO = ClusterRef("ray", "demo")
+
+
 def test_cluster_query_is_the_fixed_template() -> None:
-    """One cluster's query selects every agent series carrying its cluster label."""
-    assert promql.cluster_query("demo") == '{__name__=~"ray_scaler_.+",cluster="demo"}'
+    """One cluster's query selects every agent series of its name, in its namespace only."""
+    assert promql.cluster_query(DEMO) == (
+        '{__name__=~"ray_scaler_.+",cluster="demo",namespace="ray"}'
+    )
 
 
 def test_seen_query_looks_for_the_snapshot_time_over_the_window() -> None:
     """The lost-or-unknown query asks whether the snapshot time existed in the window."""
-    assert promql.seen_query("demo", 3600) == (
-        'present_over_time(ray_scaler_snapshot_timestamp_seconds{cluster="demo"}[3600s])'
+    assert promql.seen_query(DEMO, 3600) == (
+        "present_over_time(ray_scaler_snapshot_timestamp_seconds"
+        '{cluster="demo",namespace="ray"}[3600s])'
     )
+
+
+@pytest.mark.parametrize("namespace", ['ray"} or vector(1) or {x="', "Ray", "", "a" * 64])
+def test_namespaces_that_are_not_rfc1123_labels_are_refused(namespace: str) -> None:
+    """A namespace never reaches a query unless it is a Kubernetes namespace name."""
+    with pytest.raises(ConfigError, match="RFC 1123") as info:
+        promql.cluster_query(ClusterRef(namespace, "demo"))
+    assert info.value.field == "namespace"
 
 
 @pytest.mark.parametrize(
@@ -68,7 +83,7 @@ def test_seen_query_looks_for_the_snapshot_time_over_the_window() -> None:
 def test_cluster_names_that_are_not_rfc1123_labels_are_refused(name: str) -> None:
     """Injection attempts and non-label names never reach a query: ConfigError naming cluster."""
     with pytest.raises(ConfigError) as info:
-        promql.cluster_query(name)
+        promql.cluster_query(ClusterRef("ray", name))
     assert info.value.field == "cluster"
     assert "RFC 1123" in str(info.value)
 
@@ -150,20 +165,40 @@ def test_malformed_answers_are_rejected(result: object, problem: str) -> None:
     assert str(info.value).endswith(problem)
 
 
-def test_the_target_with_the_newest_snapshot_wins() -> None:
-    """Two agents exporting one cluster: only the newest snapshot's series are kept."""
-    old = schema.ClusterSnapshot(SEED.input, snapshot_time_s=1000.0, success=False)
-    vector = as_vector(schema.encode(SEED), instance="new:9500") + as_vector(
-        schema.encode(old), instance="old:9500"
+def test_two_origins_for_one_cluster_are_refused_never_newest_wins() -> None:
+    """A forged exporter with a newer time beside the agent: both refused, both named."""
+    forged = schema.ClusterSnapshot(SEED.input, snapshot_time_s=2e9, success=True)
+    vector = as_vector(schema.encode(SEED), job="agents", instance="10.0.0.5:9500") + as_vector(
+        schema.encode(forged), job="agents", instance="10.0.9.9:9500"
     )
-    assert schema.decode(promql.samples_from_result(vector)) == {"demo": SEED}
+    with pytest.raises(UntrustedData) as info:
+        promql.samples_from_result(vector)
+    assert info.value.reason is Refusal.TWO_ORIGINS
+    assert str(info.value) == (
+        "Ray cluster 'demo' is exported by 2 origins ('agents/10.0.0.5:9500' and "
+        "'agents/10.0.9.9:9500'): refusing both; one agent per cluster and namespace, "
+        "scraped by one job"
+    )
 
 
-def test_newest_origin_is_chosen_per_cluster() -> None:
-    """Each cluster keeps its own newest target; other clusters are untouched."""
-    a = [
+def test_one_agent_scraped_by_two_jobs_is_two_origins() -> None:
+    """The same instance under two jobs cannot be told from two exporters: refused."""
+    vector = as_vector(schema.encode(SEED), job="a", instance="x:1") + as_vector(
+        schema.encode(SEED), job="b", instance="x:1"
+    )
+    with pytest.raises(UntrustedData, match="2 origins"):
+        promql.samples_from_result(vector)
+
+
+def test_one_origin_keeps_every_series_whatever_its_other_labels() -> None:
+    """Labels other than job and instance (le, pod, namespace) never split an origin."""
+    samples = [
         Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "a", "instance": "x"}, 5.0),
-        Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "a", "instance": "y"}, 7.0),
-        Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "b", "instance": "x"}, 1.0),
+        Sample(
+            "ray_scaler_agent_poll_seconds_bucket",
+            {"cluster": "a", "instance": "x", "le": "1"},
+            1.0,
+        ),
+        Sample("ray_scaler_snapshot_timestamp_seconds", {"cluster": "b", "instance": "y"}, 1.0),
     ]
-    assert promql.newest_origin(a) == [a[1], a[2]]
+    assert promql.single_origin(samples) == samples

@@ -11,13 +11,16 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc
-from rpc_builders import FakeClock, meta, snapshot
+from rpc_builders import FakeClock, cluster_ref, meta, snapshot
 from shared_ref import KEDA, missing
 
 from keda_ray_scaler.rpc import protogen
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
+
+#: The tests' Ray cluster: ``ray`` in namespace ``ray``.
+RAY = cluster_ref("ray")
 
 KEDA_PROTO_DIR = KEDA
 KEDA_PROTO = KEDA_PROTO_DIR / "externalscaler.proto"
@@ -69,7 +72,7 @@ async def keda(tmp_path: Path) -> AsyncIterator[tuple[KedaClient, ScalerServer]]
     )
     assert code == 0
     server = build_server(
-        MemorySource({"ray": snapshot(tasks={5: 20})}),
+        MemorySource({RAY: snapshot(tasks={5: 20})}),
         clock=FakeClock(),
         target_settings=TargetSettings(refresh_interval_s=3600),
     )

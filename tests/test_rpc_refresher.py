@@ -20,16 +20,21 @@ from typing import TypeVar
 import grpc
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from rpc_builders import meta, node, snapshot
+from rpc_builders import cluster_ref, meta, node, snapshot
 
-from keda_ray_scaler.errors import DemandUnavailable, NotFound
+from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, ScalerError, UntrustedData
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus
 from keda_ray_scaler.rpc import refresher
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.refresher import error_from_wire, error_to_wire
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot
+
+#: The tests' Ray cluster: ``ray`` in namespace ``ray``.
+RAY = cluster_ref("ray")
 
 STEP_S = 10.0  # bound for the child to start (spawn + imports) or answer
 T = TypeVar("T")
@@ -42,13 +47,13 @@ class FileSource:
         self._path = path
         self._fetches = Counter("test_fetches", "fetches", ["cluster"], registry=registry)
 
-    async def fetch(self, cluster: str) -> ClusterSnapshot:
-        self._fetches.labels(cluster).inc()
+    async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
+        self._fetches.labels(str(cluster)).inc()
         state = pickle.loads(self._path.read_bytes())
         if state.get("down"):
             raise DemandUnavailable("prometheus down")
         if cluster not in state:
-            raise NotFound(f"Ray cluster {cluster!r} not found")
+            raise NotFound(f"Ray cluster {cluster} not found")
         snap: ClusterSnapshot = state[cluster]
         return snap
 
@@ -87,7 +92,7 @@ def ref(**metadata: str) -> pb.ScaledObjectRef:
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
     path = tmp_path / "state.pickle"
-    path.write_bytes(pickle.dumps({"ray": snapshot(tasks={5: 20}, t=time.time())}))
+    path.write_bytes(pickle.dumps({RAY: snapshot(tasks={5: 20}, t=time.time())}))
     server = build_server(
         source_factory=functools.partial(file_source, path),
         clock=time.time,
@@ -133,7 +138,7 @@ async def test_concurrent_first_requests_make_one_fetch(env: Env) -> None:
     """50 ScaledObjects asking for a new cluster at once: one fetch in the child."""
     answers = await asyncio.gather(*(env.metrics() for _ in range(50)))
     assert answers == [10] * 50
-    line = 'test_fetches_total{cluster="ray"} 1.0'
+    line = 'test_fetches_total{cluster="ray/ray"} 1.0'
     lines = await _eventually(env.exposition, lambda ls: line in ls)
     assert line in lines
 
@@ -155,14 +160,48 @@ async def test_unknown_cluster_is_not_found_across_the_process(env: Env) -> None
         await env.stub.IsActive(ref(**meta(cluster="nope")))
     assert (info.value.code(), info.value.details()) == (
         grpc.StatusCode.NOT_FOUND,
-        "Ray cluster 'nope' not found",
+        "Ray cluster ray/nope not found",
+    )
+
+
+async def test_a_refusal_in_the_child_keeps_its_reason_in_the_parent(env: Env) -> None:
+    """A snapshot from the future, refused in the child, is refused and counted by reason in
+    the parent (the process boundary does not turn it into a plain UNAVAILABLE)."""
+    assert await env.metrics() == 10
+    env.write({RAY: snapshot(tasks={5: 20}, t=time.time() + 3600)})
+    await env.server.cache.refresh()
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await env.metrics()
+    assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "in the future (max clock skew 5s): refused" in (info.value.details() or "")
+    reason = {"reason": Refusal.FUTURE_SNAPSHOT.value}
+    assert env.server.registry.get_sample_value("keda_ray_scaler_refusals_total", reason) == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        NotFound("gone"),
+        DemandUnavailable("down"),
+        UntrustedData(Refusal.TWO_ORIGINS, "two"),
+        UntrustedData(Refusal.FUTURE_SNAPSHOT, "ahead"),
+    ],
+    ids=lambda e: type(e).__name__ + getattr(e, "reason", Refusal.TWO_ORIGINS).value,
+)
+def test_errors_cross_the_pipe_with_their_type_and_reason(error: ScalerError) -> None:
+    """error_from_wire(error_to_wire(e)) keeps the type, the reason and the message."""
+    back = error_from_wire(error_to_wire(error), str(error))
+    assert (type(back), getattr(back, "reason", None), str(back)) == (
+        type(error),
+        getattr(error, "reason", None),
+        str(error),
     )
 
 
 async def test_refresh_follows_the_source(env: Env) -> None:
     """A refresh round in the child carries new data to the answers: 10, then 0 and inactive."""
     assert await env.metrics() == 10
-    env.write({"ray": snapshot(nodes=(node("a", status=NodeStatus.VICTIM),), t=time.time())})
+    env.write({RAY: snapshot(nodes=(node("a", status=NodeStatus.VICTIM),), t=time.time())})
     await env.server.cache.refresh()
     assert (await env.metrics(), (await env.stub.IsActive(ref())).result) == (0, False)
 
@@ -170,19 +209,19 @@ async def test_refresh_follows_the_source(env: Env) -> None:
 async def test_scale_down_is_held_until_a_snapshot_newer_than_the_parent(env: Env) -> None:
     """Victims in a snapshot older than the scaler's start: held at 2; a newer one: 0."""
     victims = (node("a", status=NodeStatus.VICTIM), node("b", status=NodeStatus.VICTIM))
-    env.write({"ray": snapshot(nodes=victims, t=time.time() - 30)})
+    env.write({RAY: snapshot(nodes=victims, t=time.time() - 30)})
     assert await env.metrics() == 2
-    env.write({"ray": snapshot(nodes=victims, t=time.time())})
+    env.write({RAY: snapshot(nodes=victims, t=time.time())})
     await env.server.cache.refresh()
     assert await env.metrics() == 0
 
 
 async def test_stream_is_active_sends_true_when_demand_arrives(env: Env) -> None:
     """StreamIsActive: false for a group of victims only, true after a refresh with demand."""
-    env.write({"ray": snapshot(nodes=(node("a", status=NodeStatus.VICTIM),), t=time.time())})
+    env.write({RAY: snapshot(nodes=(node("a", status=NodeStatus.VICTIM),), t=time.time())})
     stream = env.stub.StreamIsActive(ref())
     first = await asyncio.wait_for(stream.read(), STEP_S)
-    env.write({"ray": snapshot(tasks={5: 20}, t=time.time())})
+    env.write({RAY: snapshot(tasks={5: 20}, t=time.time())})
     await env.server.cache.refresh()
     second = await asyncio.wait_for(stream.read(), STEP_S)
     stream.cancel()
@@ -220,12 +259,12 @@ async def test_killed_child_turns_unavailable_then_is_restarted(
 async def test_child_metrics_are_relayed_once_beside_the_parents(env: Env) -> None:
     """/metrics: the child's plan, target and source series, the parent's RPC series, no dupes."""
     assert await env.metrics() == 10
-    want = 'keda_ray_scaler_target_replicas{cluster="ray",group="cpu"} 10.0'
+    want = 'keda_ray_scaler_target_replicas{cluster="ray/ray",group="cpu"} 10.0'
     lines = await _eventually(env.exposition, lambda ls: want in ls)
     for line in [
         want,
-        'keda_ray_scaler_refreshes_total{cluster="ray",outcome="ok"} 1.0',
-        'keda_ray_scaler_plan_duration_seconds_count{cluster="ray"} 1.0',
+        'keda_ray_scaler_refreshes_total{cluster="ray/ray",outcome="ok"} 1.0',
+        'keda_ray_scaler_plan_duration_seconds_count{cluster="ray/ray"} 1.0',
         'keda_ray_scaler_rpcs_total{code="OK",method="GetMetrics"} 1.0',
     ]:
         assert line in lines, line

@@ -19,6 +19,7 @@ from rpc_builders import meta
 
 from keda_ray_scaler.cli import serve
 from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 
@@ -41,9 +42,10 @@ def parse(*argv: str) -> argparse.Namespace:
     [
         ([], "--prometheus-url", "required with --source prometheus"),
         (["--source", "scrape"], "--agent-url", "at least one required"),
-        (["--source", "scrape", "--agent-url", "Ray=http://x"], "--agent-url", "RFC 1123"),
-        (["--source", "scrape", "--agent-url", "ray"], "--agent-url", "is not CLUSTER=URL"),
-        (["--source", "scrape", "--agent-url", "ray=file:///etc"], "--agent-url", "not http(s)"),
+        (["--source", "scrape", "--agent-url", "ray/Ray=http://x"], "--agent-url", "RFC 1123"),
+        (["--source", "scrape", "--agent-url", "ray/ray"], "--agent-url", "NAMESPACE/CLUSTER=URL"),
+        (["--source", "scrape", "--agent-url", "ray=http://x"], "--agent-url", "NAMESPACE/CLUSTER"),
+        (["--source", "scrape", "--agent-url", "ray/ray=file:///etc"], "--agent-url", "http(s)"),
         (
             ["--prometheus-url", "http://p", "--bearer-token-file", "/nonexistent"],
             "--bearer-token-file",
@@ -51,7 +53,16 @@ def parse(*argv: str) -> argparse.Namespace:
         ),
         (["--prometheus-url", "ftp://p"], "--prometheus-url", "must be http(s)"),
     ],
-    ids=["no-url", "no-agent", "bad-cluster", "no-equals", "file-url", "no-token-file", "ftp"],
+    ids=[
+        "no-url",
+        "no-agent",
+        "bad-cluster",
+        "no-equals",
+        "no-namespace",
+        "file-url",
+        "no-token-file",
+        "ftp",
+    ],
 )
 def test_bad_source_flags_name_the_flag(argv: list[str], flag: str, problem: str) -> None:
     """Source flags are checked before anything starts; the error names the flag."""
@@ -79,6 +90,38 @@ def test_bad_server_flags_name_the_flag(argv: list[str], flag: str) -> None:
     with pytest.raises(ConfigError) as info:
         serve.server_settings(parse(*argv))
     assert info.value.field == flag
+
+
+def test_agent_urls_are_keyed_by_namespace_and_cluster() -> None:
+    """Two namespaces may each have a cluster named demo: two agents, two keys."""
+    urls = serve.parse_agent_urls(["team-a/demo=http://a/metrics", "team-b/demo=http://b/metrics"])
+    assert urls == {
+        ClusterRef("team-a", "demo"): "http://a/metrics",
+        ClusterRef("team-b", "demo"): "http://b/metrics",
+    }
+
+
+@pytest.mark.parametrize("value", ["ops", "ops=", "Ops=ray", "ops=ray/demo"])
+def test_bad_cross_namespace_grants_name_the_flag(value: str) -> None:
+    """--allow-cross-namespace takes READER_NS=CLUSTER_NS, both namespace names."""
+    with pytest.raises(ConfigError, match="READER_NS=CLUSTER_NS") as info:
+        serve.namespace_grants(parse("--allow-cross-namespace", value))
+    assert info.value.field == "--allow-cross-namespace"
+
+
+def test_by_default_no_namespace_reads_another() -> None:
+    """No flag: only same-namespace reads; a flag grants exactly its pair."""
+    assert serve.namespace_grants(parse()).pairs == frozenset()
+    grants = serve.namespace_grants(parse("--allow-cross-namespace", "ops=ray"))
+    assert (grants.allows("ops", "ray"), grants.allows("ray", "ops")) == (True, False)
+
+
+def test_a_negative_clock_skew_is_refused() -> None:
+    """--max-clock-skew below 0 would refuse every snapshot: a flag error."""
+    with pytest.raises(ConfigError) as info:
+        serve.target_settings(parse("--max-clock-skew", "-1"))
+    assert info.value.field == "--max-clock-skew"
+    assert serve.target_settings(parse()).max_clock_skew_s == 5.0
 
 
 def test_max_age_must_exceed_the_refresh_interval() -> None:
@@ -116,7 +159,7 @@ def serve_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[
             "--health-port=0",
             "--metrics-port=-1",
             "--source=scrape",
-            "--agent-url=ray=http://127.0.0.1:9/metrics",
+            "--agent-url=ray/ray=http://127.0.0.1:9/metrics",
             "--query-attempts=1",
             "--query-deadline=0.5",
         ],
@@ -152,10 +195,8 @@ async def test_serve_process_answers_and_stops_on_sigterm(
         spec = await stub.GetMetricSpec(pb.ScaledObjectRef(scalerMetadata=meta()), timeout=5)
         assert spec.metricSpecs[0].metricName == "ray-ray.cpu"
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            await stub.GetMetrics(
-                pb.GetMetricsRequest(scaledObjectRef=pb.ScaledObjectRef(scalerMetadata=meta())),
-                timeout=5,
-            )
+            ref = pb.ScaledObjectRef(namespace="ray", scalerMetadata=meta())
+            await stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
         assert info.value.code() is grpc.StatusCode.UNAVAILABLE
     async with grpc.aio.insecure_channel(f"127.0.0.1:{started['health_port']}") as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(

@@ -12,7 +12,7 @@ import pytest
 import structlog.testing
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from rpc_builders import T0, FakeClock, meta, node, snapshot
+from rpc_builders import T0, FakeClock, cluster_ref, meta, node, snapshot
 
 from keda_ray_scaler.errors import DemandUnavailable
 from keda_ray_scaler.model import NodeStatus
@@ -21,6 +21,9 @@ from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import SERVICE_NAME, ScalerServer, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
+
+#: The tests' Ray cluster: ``ray`` in namespace ``ray``.
+RAY = cluster_ref("ray")
 
 STEP_S = 5.0  # a generous bound for one message to arrive over loopback
 
@@ -40,7 +43,7 @@ class Env:
 @pytest.fixture
 async def env() -> AsyncIterator[Env]:
     clock = FakeClock()
-    source = MemorySource({"ray": snapshot(tasks={5: 20})})
+    source = MemorySource({RAY: snapshot(tasks={5: 20})})
     server = build_server(
         source,
         clock=clock,
@@ -100,7 +103,7 @@ async def test_seed_example_gives_metric_ten_and_active(env: Env) -> None:
 
 async def test_no_demand_and_only_victims_is_inactive_with_target_zero(env: Env) -> None:
     """No demand, one victim pod: GetMetrics 0, IsActive false."""
-    env.source.snapshots["ray"] = snapshot(nodes=(node("a", status=NodeStatus.VICTIM),))
+    env.source.snapshots[RAY] = snapshot(nodes=(node("a", status=NodeStatus.VICTIM),))
     value = await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()))
     assert value.metricValues[0].metricValue == 0
     assert (await env.stub.IsActive(ref())).result is False
@@ -114,7 +117,7 @@ async def test_answers_follow_the_target_across_refreshes(env: Env) -> None:
         snapshot(nodes=(node("a", status=NodeStatus.VICTIM),)),
         snapshot(tasks={5: 20}),
     ):
-        env.source.snapshots["ray"] = snap
+        env.source.snapshots[RAY] = snap
         await env.refresh()
         value = await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()))
         active = await env.stub.IsActive(ref())
@@ -124,7 +127,7 @@ async def test_answers_follow_the_target_across_refreshes(env: Env) -> None:
 
 async def test_idle_live_pod_keeps_the_group_active(env: Env) -> None:
     """No demand but one running pod: target 1 (the floor), IsActive true."""
-    env.source.snapshots["ray"] = snapshot(nodes=(node("a", idle_s=9999),))
+    env.source.snapshots[RAY] = snapshot(nodes=(node("a", idle_s=9999),))
     value = await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()))
     assert (value.metricValues[0].metricValue, (await env.stub.IsActive(ref())).result) == (1, True)
 
@@ -166,8 +169,8 @@ async def test_bad_metadata_is_invalid_argument_naming_the_key(
 async def test_unknown_cluster_or_group_is_not_found(env: Env) -> None:
     """NOT_FOUND names the cluster or group."""
     for metadata, text in [
-        (meta(cluster="other"), "Ray cluster 'other' not found"),
-        (meta(group="gpu"), "worker group 'gpu' not found in Ray cluster 'ray'"),
+        (meta(cluster="other"), "Ray cluster ray/other not found"),
+        (meta(group="gpu"), "worker group 'gpu' not found in Ray cluster ray/ray"),
     ]:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(**metadata)))
@@ -183,8 +186,9 @@ async def test_refused_rpc_is_logged_with_cluster_and_group(env: Env) -> None:
             "event": "rpc refused",
             "method": "IsActive",
             "code": "NOT_FOUND",
-            "error": "worker group 'gpu' not found in Ray cluster 'ray'",
+            "error": "worker group 'gpu' not found in Ray cluster ray/ray",
             "cluster": "ray",
+            "namespace": "ray",
             "worker_group": "gpu",
             "log_level": "info",
         }
@@ -218,10 +222,10 @@ async def test_stale_or_failed_data_is_unavailable_and_health_stays_serving(env:
 
 async def test_stream_is_active_sends_state_on_open_then_true_at_first_demand(env: Env) -> None:
     """Open at zero: false; demand arrives, next refresh: true at once."""
-    env.source.snapshots["ray"] = snapshot()
+    env.source.snapshots[RAY] = snapshot()
     stream = env.stub.StreamIsActive(ref())
     assert (await asyncio.wait_for(stream.read(), STEP_S)).result is False
-    env.source.snapshots["ray"] = snapshot(tasks={5: 1})
+    env.source.snapshots[RAY] = snapshot(tasks={5: 1})
     await env.refresh()
     assert (await asyncio.wait_for(stream.read(), STEP_S)).result is True
     stream.cancel()
@@ -231,13 +235,13 @@ async def test_stream_is_active_sends_false_only_after_the_debounce(env: Env) ->
     """Demand gone: nothing within 30 s of debounce; false at the first refresh after it."""
     stream = env.stub.StreamIsActive(ref())
     assert (await asyncio.wait_for(stream.read(), STEP_S)).result is True
-    env.source.snapshots["ray"] = snapshot(t=T0 + 10)
+    env.source.snapshots[RAY] = snapshot(t=T0 + 10)
     env.clock.advance(10)
     await env.refresh()
     pending = asyncio.ensure_future(stream.read())
     done, _ = await asyncio.wait({pending}, timeout=0.5)
     assert done == set()  # inactive for 0 s < 30 s: nothing sent
-    env.source.snapshots["ray"] = snapshot(t=T0 + 40)
+    env.source.snapshots[RAY] = snapshot(t=T0 + 40)
     env.clock.advance(30)
     await env.refresh()
     assert (await asyncio.wait_for(pending, STEP_S)).result is False
@@ -322,10 +326,10 @@ async def test_metrics_endpoint_counts_rpcs_and_exports_targets(env: Env) -> Non
         'keda_ray_scaler_rpcs_total{code="OK",method="GetMetrics"} 1.0',
         'keda_ray_scaler_rpcs_total{code="NOT_FOUND",method="IsActive"} 1.0',
         'keda_ray_scaler_rpc_duration_seconds_count{method="GetMetrics"} 1.0',
-        'keda_ray_scaler_target_replicas{cluster="ray",group="cpu"} 10.0',
-        'keda_ray_scaler_data_age_seconds{cluster="ray"} 0.0',
-        'keda_ray_scaler_refreshes_total{cluster="ray",outcome="ok"} 1.0',
-        'keda_ray_scaler_plan_duration_seconds_count{cluster="ray"} 1.0',
+        'keda_ray_scaler_target_replicas{cluster="ray/ray",group="cpu"} 10.0',
+        'keda_ray_scaler_data_age_seconds{cluster="ray/ray"} 0.0',
+        'keda_ray_scaler_refreshes_total{cluster="ray/ray",outcome="ok"} 1.0',
+        'keda_ray_scaler_plan_duration_seconds_count{cluster="ray/ray"} 1.0',
     ]:
         assert line in body.splitlines(), line
 
@@ -333,7 +337,7 @@ async def test_metrics_endpoint_counts_rpcs_and_exports_targets(env: Env) -> Non
 async def test_calls_beyond_max_concurrent_rpcs_are_resource_exhausted() -> None:
     """With a limit of 1, an open stream holds the only slot: a unary call is refused."""
     server = build_server(
-        MemorySource({"ray": snapshot()}),
+        MemorySource({RAY: snapshot()}),
         clock=FakeClock(),
         target_settings=TargetSettings(refresh_interval_s=3600),
         extra=[("max_concurrent_rpcs", 1)],

@@ -7,13 +7,16 @@ import asyncio
 import pytest
 import structlog.testing
 from prometheus_client import CollectorRegistry
-from rpc_builders import T0, FakeClock, fixed_planner, group, node, snapshot
+from rpc_builders import T0, FakeClock, cluster_ref, fixed_planner, group, node, snapshot
 
-from keda_ray_scaler.errors import DemandUnavailable, NotFound
+from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, UntrustedData
 from keda_ray_scaler.model import NodeStatus, Plan, PlanningInput
 from keda_ray_scaler.rpc.targets import TargetCache, TargetSettings
 from keda_ray_scaler.sources.base import MemoryBatchSource, MemorySource
 from keda_ray_scaler.telemetry import scaler_metrics
+
+#: The tests' Ray cluster: ``ray`` in namespace ``ray``.
+RAY = cluster_ref("ray")
 
 V = NodeStatus.VICTIM
 
@@ -30,8 +33,8 @@ def cache(source: MemorySource, clock: FakeClock, planner=None, **settings: floa
 
 async def test_seed_example_twenty_five_cpu_tasks_need_ten_ten_cpu_pods() -> None:
     """20 pending {CPU: 5} bundles on a 10-CPU group: target 10, active."""
-    c = cache(MemorySource({"ray": snapshot(tasks={5: 20})}), FakeClock())
-    t = await c.get("ray", "cpu")
+    c = cache(MemorySource({RAY: snapshot(tasks={5: 20})}), FakeClock())
+    t = await c.get(RAY, "cpu")
     assert (t.target, t.active) == (10, True)
 
 
@@ -45,15 +48,15 @@ async def test_target_never_below_pods_that_are_not_victims() -> None:
         node("e", status=V),
         node("f", status=V),
     )
-    src = MemorySource({"ray": snapshot(nodes=nodes)})
-    t = await cache(src, FakeClock(T0 - 10), fixed_planner({"cpu": 0})).get("ray", "cpu")
+    src = MemorySource({RAY: snapshot(nodes=nodes)})
+    t = await cache(src, FakeClock(T0 - 1), fixed_planner({"cpu": 0})).get(RAY, "cpu")
     assert (t.target, t.floor, t.current, t.active) == (4, 4, 6, True)
 
 
 async def test_only_victims_left_and_no_demand_is_inactive() -> None:
     """Planner says 0 and every pod is a victim: target 0, inactive."""
-    src = MemorySource({"ray": snapshot(nodes=(node("a", status=V), node("b", status=V)))})
-    t = await cache(src, FakeClock(T0 - 10), fixed_planner({"cpu": 0})).get("ray", "cpu")
+    src = MemorySource({RAY: snapshot(nodes=(node("a", status=V), node("b", status=V)))})
+    t = await cache(src, FakeClock(T0 - 1), fixed_planner({"cpu": 0})).get(RAY, "cpu")
     assert (t.target, t.active) == (0, False)
 
 
@@ -72,99 +75,100 @@ async def test_target_is_clamped_to_bounds_then_floored(
     """Clamp to [min, max], then never below the live pods."""
     g = group(min=bounds[0], max=bounds[1])
     nodes = tuple(node(f"p{i}") for i in range(pods))
-    src = MemorySource({"ray": snapshot(groups=(g,), nodes=nodes)})
-    t = await cache(src, FakeClock(T0 - 10), fixed_planner({"cpu": planned})).get("ray", "cpu")
+    src = MemorySource({RAY: snapshot(groups=(g,), nodes=nodes)})
+    t = await cache(src, FakeClock(T0 - 1), fixed_planner({"cpu": planned})).get(RAY, "cpu")
     assert t.target == expected
 
 
 async def test_stale_snapshot_is_unavailable_never_zero() -> None:
     """A snapshot older than max age raises DemandUnavailable with its age."""
     clock = FakeClock(T0 + 61)
-    c = cache(MemorySource({"ray": snapshot(t=T0)}), clock, max_age_s=60)
+    c = cache(MemorySource({RAY: snapshot(t=T0)}), clock, max_age_s=60)
     with pytest.raises(DemandUnavailable, match=r"61s old \(max 60s\)"):
-        await c.get("ray", "cpu")
+        await c.get(RAY, "cpu")
     clock.now = T0 + 60
-    assert (await c.get("ray", "cpu")).target == 0
+    assert (await c.get(RAY, "cpu")).target == 0
 
 
 async def test_trigger_max_age_only_tightens() -> None:
     """A trigger's 10 s max age refuses a 30 s old snapshot the server would accept."""
-    c = cache(MemorySource({"ray": snapshot(t=T0)}), FakeClock(T0 + 30), max_age_s=60)
-    assert (await c.get("ray", "cpu")).target == 0
+    c = cache(MemorySource({RAY: snapshot(t=T0)}), FakeClock(T0 + 30), max_age_s=60)
+    assert (await c.get(RAY, "cpu")).target == 0
     with pytest.raises(DemandUnavailable, match="max 10s"):
-        await c.get("ray", "cpu", max_age_s=10)
+        await c.get(RAY, "cpu", max_age_s=10)
 
 
 async def test_agent_poll_failure_is_unavailable() -> None:
     """A snapshot with success=False is DemandUnavailable."""
-    c = cache(MemorySource({"ray": snapshot(success=False)}), FakeClock())
+    c = cache(MemorySource({RAY: snapshot(success=False)}), FakeClock())
     with pytest.raises(DemandUnavailable, match="last poll of Ray failed"):
-        await c.get("ray", "cpu")
+        await c.get(RAY, "cpu")
 
 
 async def test_failed_refresh_after_good_data_is_unavailable_not_last_value() -> None:
     """Once a refresh fails, the previous target is no longer served."""
-    src = MemorySource({"ray": snapshot(tasks={5: 20})})
+    src = MemorySource({RAY: snapshot(tasks={5: 20})})
     c = cache(src, FakeClock())
-    assert (await c.get("ray", "cpu")).target == 10
+    assert (await c.get(RAY, "cpu")).target == 10
     src.failure = DemandUnavailable("prometheus down")
     await c.refresh()
     with pytest.raises(DemandUnavailable, match="prometheus down"):
-        await c.get("ray", "cpu")
+        await c.get(RAY, "cpu")
     src.failure = None
     await c.refresh()
-    assert (await c.get("ray", "cpu")).target == 10
+    assert (await c.get(RAY, "cpu")).target == 10
 
 
 async def test_failed_refresh_is_logged_with_the_cluster_and_counted() -> None:
     """A failed refresh logs a warning bound to the cluster and counts it by outcome."""
-    src = MemorySource({"ray": snapshot()})
+    src = MemorySource({RAY: snapshot()})
     registry = CollectorRegistry()
     c = TargetCache(src, clock=FakeClock(), metrics=scaler_metrics(registry))
-    await c.get("ray", "cpu")
+    await c.get(RAY, "cpu")
     src.failure = DemandUnavailable("prometheus down")
     with structlog.testing.capture_logs() as logs:
         await c.refresh()
     assert logs == [
         {
             "event": "refresh failed",
+            "namespace": "ray",
             "cluster": "ray",
             "error": "prometheus down",
             "log_level": "warning",
         }
     ]
-    labels = {"cluster": "ray", "outcome": "unavailable"}
+    labels = {"cluster": "ray/ray", "outcome": "unavailable"}
     assert registry.get_sample_value("keda_ray_scaler_refreshes_total", labels) == 1.0
 
 
 async def test_restart_holds_scale_down_until_a_snapshot_newer_than_start() -> None:
     """Snapshot from before the start: 2 victims kept (target 4); a newer one lets them go."""
     nodes = (node("a"), node("b"), node("c", status=V), node("d", status=V))
-    src = MemorySource({"ray": snapshot(nodes=nodes, t=T0 - 5)})
+    src = MemorySource({RAY: snapshot(nodes=nodes, t=T0 - 5)})
     clock = FakeClock(T0)
     c = cache(src, clock, fixed_planner({"cpu": 1}))
-    t = await c.get("ray", "cpu")
+    t = await c.get(RAY, "cpu")
     assert (t.target, t.planned, t.held) == (4, 1, True)
-    src.snapshots["ray"] = snapshot(nodes=nodes, t=T0 + 5)
+    src.snapshots[RAY] = snapshot(nodes=nodes, t=T0 + 5)
     clock.advance(6)
     await c.refresh()
-    t = await c.get("ray", "cpu")
+    t = await c.get(RAY, "cpu")
     assert (t.target, t.held) == (2, False)
 
 
 async def test_restart_hold_does_not_block_scale_up() -> None:
     """Held scale-down still reports a higher planned target."""
-    src = MemorySource({"ray": snapshot(nodes=(node("a"),), t=T0 - 5)})
-    t = await cache(src, FakeClock(), fixed_planner({"cpu": 7})).get("ray", "cpu")
+    src = MemorySource({RAY: snapshot(nodes=(node("a"),), t=T0 - 5)})
+    t = await cache(src, FakeClock(), fixed_planner({"cpu": 7})).get(RAY, "cpu")
     assert (t.target, t.held) == (7, False)
 
 
 async def test_concurrent_first_requests_share_one_fetch() -> None:
     """50 requests for a new cluster while its first fetch is in flight: 1 fetch."""
-    src = MemorySource({"ray": snapshot(tasks={5: 20})})
+    src = MemorySource({RAY: snapshot(tasks={5: 20})})
     src.gate = asyncio.Event()
     c = cache(src, FakeClock())
-    waiting = [asyncio.create_task(c.get("ray", "cpu")) for _ in range(50)]
+    waiting = [asyncio.create_task(c.get(RAY, "cpu")) for _ in range(50)]
     await asyncio.sleep(0)
     src.gate.set()
     targets = await asyncio.gather(*waiting)
@@ -173,11 +177,11 @@ async def test_concurrent_first_requests_share_one_fetch() -> None:
 
 async def test_fetches_per_refresh_do_not_grow_with_requests() -> None:
     """3 clusters, 300 requests, 2 refreshes: 3 first fetches + 3 per refresh = 9."""
-    src = MemorySource({n: snapshot(n) for n in ("a", "b", "c")})
+    src = MemorySource({cluster_ref(n): snapshot(n) for n in ("a", "b", "c")})
     c = cache(src, FakeClock())
     for _ in range(100):
         for n in ("a", "b", "c"):
-            await c.get(n, "cpu")
+            await c.get(cluster_ref(n), "cpu")
     await c.refresh()
     await c.refresh()
     assert src.fetches == 9
@@ -185,44 +189,44 @@ async def test_fetches_per_refresh_do_not_grow_with_requests() -> None:
 
 async def test_batch_source_refreshes_every_cluster_with_one_fetch_all() -> None:
     """A BatchSource is asked once per refresh for all clusters."""
-    src = MemoryBatchSource({n: snapshot(n) for n in ("a", "b", "c")})
+    src = MemoryBatchSource({cluster_ref(n): snapshot(n) for n in ("a", "b", "c")})
     c = cache(src, FakeClock())
     for n in ("a", "b", "c"):
-        await c.get(n, "cpu")
+        await c.get(cluster_ref(n), "cpu")
     await c.refresh()
     assert (src.batch_fetches, src.fetches) == (1, 3)
 
 
 async def test_batch_source_missing_cluster_becomes_not_found() -> None:
     """A cluster absent from fetch_all's answer is NotFound."""
-    src = MemoryBatchSource({"a": snapshot("a")})
+    src = MemoryBatchSource({cluster_ref("a"): snapshot("a")})
     c = cache(src, FakeClock())
-    await c.get("a", "cpu")
-    del src.snapshots["a"]
+    await c.get(cluster_ref("a"), "cpu")
+    del src.snapshots[cluster_ref("a")]
     await c.refresh()
-    with pytest.raises(NotFound, match="'a' not found"):
-        await c.get("a", "cpu")
+    with pytest.raises(NotFound, match="ray/a not found"):
+        await c.get(cluster_ref("a"), "cpu")
 
 
 async def test_unknown_cluster_and_group_are_not_found() -> None:
     """NotFound names the missing cluster or group."""
-    c = cache(MemorySource({"ray": snapshot()}), FakeClock())
-    with pytest.raises(NotFound, match="'nope'"):
-        await c.get("nope", "cpu")
-    with pytest.raises(NotFound, match="worker group 'gpu' not found in Ray cluster 'ray'"):
-        await c.get("ray", "gpu")
+    c = cache(MemorySource({RAY: snapshot()}), FakeClock())
+    with pytest.raises(NotFound, match="ray/nope"):
+        await c.get(cluster_ref("nope"), "cpu")
+    with pytest.raises(NotFound, match="worker group 'gpu' not found in Ray cluster ray/ray"):
+        await c.get(RAY, "gpu")
 
 
 async def test_source_that_never_answers_is_unavailable_after_the_deadlines() -> None:
     """A request waits first_wait_s for a new cluster; the fetch itself ends at fetch_timeout_s."""
-    src = MemorySource({"ray": snapshot()})
+    src = MemorySource({RAY: snapshot()})
     src.gate = asyncio.Event()
     c = cache(src, FakeClock(), first_wait_s=0.01, fetch_timeout_s=0.2)
-    with pytest.raises(DemandUnavailable, match="no data yet for Ray cluster 'ray'"):
-        await c.get("ray", "cpu")
+    with pytest.raises(DemandUnavailable, match="no data yet for Ray cluster ray/ray"):
+        await c.get(RAY, "cpu")
     c2 = cache(src, FakeClock(), first_wait_s=5, fetch_timeout_s=0.01)
     with pytest.raises(DemandUnavailable, match=r"source did not answer within 0.01s"):
-        await c2.get("ray", "cpu")
+        await c2.get(RAY, "cpu")
     src.gate.set()
     await c.aclose()
 
@@ -235,28 +239,28 @@ async def test_source_bug_and_planner_bug_read_as_unavailable() -> None:
             raise KeyError(cluster)
 
     with pytest.raises(DemandUnavailable, match="source failed: KeyError"):
-        await cache(Broken(), FakeClock()).get("ray", "cpu")
+        await cache(Broken(), FakeClock()).get(RAY, "cpu")
 
     def bad_planner(inp: PlanningInput) -> Plan:
         raise ZeroDivisionError
 
-    c = cache(MemorySource({"ray": snapshot()}), FakeClock(), bad_planner)
+    c = cache(MemorySource({RAY: snapshot()}), FakeClock(), bad_planner)
     with pytest.raises(DemandUnavailable, match="planner failed: ZeroDivisionError"):
-        await c.get("ray", "cpu")
+        await c.get(RAY, "cpu")
 
 
 async def test_clusters_nobody_asks_about_are_forgotten() -> None:
     """After forget_after_s without a request, a cluster is no longer fetched."""
-    src = MemorySource({"a": snapshot("a"), "b": snapshot("b")})
+    src = MemorySource({cluster_ref("a"): snapshot("a"), cluster_ref("b"): snapshot("b")})
     clock = FakeClock()
     c = cache(src, clock, forget_after_s=100)
-    await c.get("a", "cpu")
-    await c.get("b", "cpu")
+    await c.get(cluster_ref("a"), "cpu")
+    await c.get(cluster_ref("b"), "cpu")
     clock.advance(50)
-    await c.get("a", "cpu")
+    await c.get(cluster_ref("a"), "cpu")
     clock.advance(60)
     await c.refresh()
-    assert (c.clusters(), src.fetches) == (["a"], 3)
+    assert (c.clusters(), src.fetches) == ([cluster_ref("a")], 3)
 
 
 async def test_refresh_loop_survives_a_failing_round() -> None:
@@ -298,10 +302,10 @@ async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once()
         slept.append(seconds)
 
     names = ("a", "b", "c", "d")
-    src = MemorySource({n: snapshot(n) for n in names})
+    src = MemorySource({cluster_ref(n): snapshot(n) for n in names})
     c = TargetCache(src, clock=FakeClock(), sleep=fake_sleep)
     for n in names:
-        await c.get(n, "cpu")
+        await c.get(cluster_ref(n), "cpu")
     fetched = src.fetches
     await c.refresh(pace_s=2.0)
     assert (slept, src.fetches - fetched) == ([0.5, 0.5, 0.5, 0.5], 4)
@@ -309,20 +313,20 @@ async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once()
 
 async def test_clusters_beyond_the_maximum_are_unavailable_not_fetched() -> None:
     """With max_clusters=2, a third cluster is refused without a fetch."""
-    src = MemorySource({n: snapshot(n) for n in ("a", "b", "c")})
+    src = MemorySource({cluster_ref(n): snapshot(n) for n in ("a", "b", "c")})
     c = TargetCache(src, clock=FakeClock(), settings=TargetSettings(max_clusters=2))
-    await c.get("a", "cpu")
-    await c.get("b", "cpu")
+    await c.get(cluster_ref("a"), "cpu")
+    await c.get(cluster_ref("b"), "cpu")
     with pytest.raises(DemandUnavailable, match="already refreshing 2 clusters"):
-        await c.get("c", "cpu")
-    assert (c.clusters(), src.fetches) == (["a", "b"], 2)
+        await c.get(cluster_ref("c"), "cpu")
+    assert (c.clusters(), src.fetches) == ([cluster_ref("a"), cluster_ref("b")], 2)
 
 
 async def test_the_refresh_loop_fetches_one_cluster_once_per_interval() -> None:
     """One cluster, a 5 s interval paced over 90 %: the loop sleeps 5 s per fetch in all (the
     round spans its pace even with a single cluster, so pacing never shortens the period)."""
     slept: list[float] = []
-    src = MemorySource({"a": snapshot("a")})
+    src = MemorySource({cluster_ref("a"): snapshot("a")})
 
     async def fake_sleep(seconds: float) -> None:
         if src.fetches >= 4:
@@ -332,7 +336,7 @@ async def test_the_refresh_loop_fetches_one_cluster_once_per_interval() -> None:
     c = TargetCache(
         src, clock=FakeClock(), settings=TargetSettings(refresh_interval_s=5), sleep=fake_sleep
     )
-    await c.get("a", "cpu")  # the first fetch, on demand
+    await c.get(cluster_ref("a"), "cpu")  # the first fetch, on demand
     with pytest.raises(asyncio.CancelledError):
         await c.run()
     assert (src.fetches, sum(slept)) == (4, pytest.approx(15.0))
@@ -346,9 +350,55 @@ async def test_a_paced_round_spans_its_pace_with_a_batch_source_and_with_no_clus
     async def fake_sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    src = MemoryBatchSource({"a": snapshot("a")})
+    src = MemoryBatchSource({cluster_ref("a"): snapshot("a")})
     c = TargetCache(src, clock=FakeClock(), sleep=fake_sleep)
     await c.refresh(pace_s=2.0)  # no cluster asked for yet
-    await c.get("a", "cpu")  # a new cluster's first fetch is its own, not a batch
+    await c.get(cluster_ref("a"), "cpu")  # a new cluster's first fetch is its own, not a batch
     await c.refresh(pace_s=2.0)
     assert (slept, src.batch_fetches) == ([2.0, 2.0], 1)
+
+
+async def test_a_snapshot_from_the_future_is_refused_and_never_planned() -> None:
+    """10^6 s ahead (the review's forgery): UntrustedData future_snapshot, no plan, no target."""
+    planned: list[PlanningInput] = []
+
+    def planner(inp: PlanningInput) -> Plan:
+        planned.append(inp)
+        return Plan()
+
+    src = MemorySource({RAY: snapshot(t=T0 + 1e6)})
+    with pytest.raises(UntrustedData) as info:
+        await cache(src, FakeClock(), planner).get(RAY, "cpu")
+    assert info.value.reason is Refusal.FUTURE_SNAPSHOT
+    assert str(info.value) == (
+        "Ray cluster ray/ray: agent snapshot time is 1000000s in the future "
+        "(max clock skew 5s): refused"
+    )
+    assert planned == []
+
+
+async def test_a_future_snapshot_does_not_end_the_scale_down_hold() -> None:
+    """After a restart, only a believable snapshot newer than the start releases victims."""
+    nodes = (node("a"), node("c", status=V), node("d", status=V))
+    src = MemorySource({RAY: snapshot(nodes=nodes, t=T0 - 5)})
+    clock = FakeClock(T0)
+    c = cache(src, clock, fixed_planner({"cpu": 0}))
+    assert (await c.get(RAY, "cpu")).held is True
+    src.snapshots[RAY] = snapshot(nodes=nodes, t=T0 + 600)  # forged "fresh"
+    await c.refresh()
+    with pytest.raises(UntrustedData):
+        await c.get(RAY, "cpu")
+    src.snapshots[RAY] = snapshot(nodes=nodes, t=T0 - 4)  # the agent again, older than start
+    await c.refresh()
+    t = await c.get(RAY, "cpu")
+    assert (t.target, t.held) == (3, True)
+
+
+@pytest.mark.parametrize("skew_s", [0.0, 5.0, 30.0])
+async def test_the_clock_skew_is_a_setting(skew_s: float) -> None:
+    """A lead of exactly max_clock_skew_s is accepted; one second more is refused."""
+    src = MemorySource({RAY: snapshot(t=T0 + skew_s)})
+    assert (await cache(src, FakeClock(), max_clock_skew_s=skew_s).get(RAY, "cpu")).target == 0
+    src = MemorySource({RAY: snapshot(t=T0 + skew_s + 1)})
+    with pytest.raises(UntrustedData, match="in the future"):
+        await cache(src, FakeClock(), max_clock_skew_s=skew_s).get(RAY, "cpu")

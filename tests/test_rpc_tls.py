@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 from cryptography import x509
-from rpc_builders import FakeClock, meta, snapshot
+from rpc_builders import FakeClock, cluster_ref, meta, snapshot
 from tls_certs import Certs, make_certs
 
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
@@ -20,6 +20,9 @@ from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import ScalerServer, TlsFiles, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
+
+#: The tests' Ray cluster: ``ray`` in namespace ``ray``.
+RAY = cluster_ref("ray")
 
 DEADLINE_S = 5.0
 
@@ -34,7 +37,7 @@ async def serve(tmp_path: Path, certs: Certs, *, mtls: bool) -> ScalerServer:
     ca = tmp_path / "ca.crt"
     ca.write_bytes(certs.ca.cert)
     server = build_server(
-        MemorySource({"ray": snapshot(tasks={5: 20})}),
+        MemorySource({RAY: snapshot(tasks={5: 20})}),
         clock=FakeClock(),
         tls=TlsFiles(cert, key, ca if mtls else None),
         target_settings=TargetSettings(refresh_interval_s=3600),
@@ -66,7 +69,9 @@ async def is_active(port: int, credentials: grpc.ChannelCredentials | None) -> b
     )
     async with channel:
         stub = pb_grpc.ExternalScalerStub(channel)
-        reply = await stub.IsActive(pb.ScaledObjectRef(scalerMetadata=meta()), timeout=DEADLINE_S)
+        reply = await stub.IsActive(
+            pb.ScaledObjectRef(namespace="ray", scalerMetadata=meta()), timeout=DEADLINE_S
+        )
         return bool(reply.result)
 
 

@@ -104,6 +104,17 @@ def test_max_age_within_server_limit_is_kept() -> None:
     assert parse(rayCluster="r", workerGroup="g", maxAgeSeconds="15").max_age_s == 15.0
 
 
+def test_the_cluster_namespace_is_optional_and_a_namespace_name() -> None:
+    """rayClusterNamespace absent: None (the ScaledObject's own); present: a DNS-1123 label."""
+    assert parse(rayCluster="r", workerGroup="g").namespace is None
+    assert parse(rayCluster="r", workerGroup="g", rayClusterNamespace="team-a").namespace == (
+        "team-a"
+    )
+    with pytest.raises(ConfigError) as info:
+        parse(rayCluster="r", workerGroup="g", rayClusterNamespace='a"} or vector(1)')
+    assert info.value.field == "rayClusterNamespace"
+
+
 def test_unknown_key_with_control_characters_is_reported_escaped() -> None:
     """A hostile key is echoed escaped and truncated, never raw."""
     with pytest.raises(ConfigError) as info:

@@ -18,7 +18,7 @@ import pytest
 import requests
 import tenacity
 from builders import cluster, group, inp, node, pg, res
-from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_server import (
     BASIC_AUTH_BCRYPT,
     BASIC_AUTH_PASSWORD,
@@ -26,6 +26,7 @@ from prometheus_server import (
     PrometheusServer,
     SampleExporter,
     requires_prometheus,
+    serve_registry,
 )
 from structlog.testing import capture_logs
 from tls_certs import make_certs
@@ -33,6 +34,7 @@ from tls_certs import make_certs
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus, Strategy
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
@@ -57,6 +59,11 @@ NOW_S = 1_795_000_000.25
 SNAPSHOT_SERIES = "ray_scaler_snapshot_timestamp_seconds"
 #: A label value that would break out of a naively built matcher.
 HOSTILE = 'x"} or vector(1) or {a="\\'
+
+
+def in_ray(name: str) -> ClusterRef:
+    """Ray cluster ``name`` in namespace ``ray``, where every exporter here is "discovered"."""
+    return ClusterRef("ray", name)
 
 
 def snapshot(name: str, *, when: float = NOW_S, success: bool = True) -> ClusterSnapshot:
@@ -136,13 +143,8 @@ def agent_exporter() -> Iterator[str]:
     own = AgentMetrics(registry, "agent")
     own.poll_errors.inc(2)
     own.poll_duration.observe(0.004)
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_registry(registry) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +191,7 @@ async def test_the_seed_example_round_trips_through_prometheus(
     prometheus: PrometheusServer, metrics: SourceMetrics
 ) -> None:
     """20 x {CPU: 5} and a 10-CPU group come back as the same PlanningInput, time and flag."""
-    got = await source_for(prometheus.url, metrics).fetch("demo")
+    got = await source_for(prometheus.url, metrics).fetch(in_ray("demo"))
     assert got == snapshot("demo")
     assert got.input.demand.bundles[0].count == 20
     assert count(metrics, "requests", source="prometheus", outcome="ok") == 1
@@ -200,14 +202,14 @@ async def test_the_agents_own_exporter_round_trips_through_prometheus(
 ) -> None:
     """What the agent's collector publishes is what the source reads, beside its own series."""
     assert prometheus.query('ray_scaler_agent_poll_errors_total{cluster="agent"}') != []
-    assert (await source_for(prometheus.url, metrics).fetch("agent")) == agent_snapshot()
+    assert (await source_for(prometheus.url, metrics).fetch(in_ray("agent"))) == agent_snapshot()
 
 
 async def test_a_stale_snapshot_is_surfaced_with_the_agents_time(
     prometheus: PrometheusServer, metrics: SourceMetrics
 ) -> None:
     """The agent's old snapshot time comes through unchanged, so the caller can refuse it."""
-    got = await source_for(prometheus.url, metrics).fetch("stale")
+    got = await source_for(prometheus.url, metrics).fetch(in_ray("stale"))
     assert got.snapshot_time_s == 1000.0
 
 
@@ -215,7 +217,7 @@ async def test_a_failed_agent_poll_is_surfaced(
     prometheus: PrometheusServer, metrics: SourceMetrics
 ) -> None:
     """success=0 from the agent comes through as success=False."""
-    got = await source_for(prometheus.url, metrics).fetch("failed")
+    got = await source_for(prometheus.url, metrics).fetch(in_ray("failed"))
     assert got.success is False
 
 
@@ -227,7 +229,7 @@ async def test_nan_and_absurd_values_are_unavailable_not_zero(
 ) -> None:
     """A NaN or absurd demand count is DemandUnavailable naming the series, counted bad_data."""
     with pytest.raises(DemandUnavailable) as info:
-        await source_for(prometheus.url, metrics).fetch(name)
+        await source_for(prometheus.url, metrics).fetch(in_ray(name))
     assert problem in str(info.value)
     assert "ray_scaler_demand_bundles" in str(info.value)
     assert count(metrics, "failures", source="prometheus", error="bad_data") == 1
@@ -237,8 +239,8 @@ async def test_an_unknown_cluster_is_not_found(
     prometheus: PrometheusServer, metrics: SourceMetrics
 ) -> None:
     """A cluster Prometheus never saw is NotFound, after the lookback query."""
-    with pytest.raises(NotFound, match="'nosuch'"):
-        await source_for(prometheus.url, metrics).fetch("nosuch")
+    with pytest.raises(NotFound, match="ray/nosuch"):
+        await source_for(prometheus.url, metrics).fetch(in_ray("nosuch"))
     assert count(metrics, "requests", source="prometheus", outcome="ok") == 2
 
 
@@ -250,7 +252,7 @@ async def test_injection_in_a_cluster_name_is_refused_before_any_query(
 ) -> None:
     """A hostile cluster name is a ConfigError and no request leaves the scaler."""
     with pytest.raises(ConfigError, match="cluster"):
-        await source_for(prometheus.url, metrics).fetch('demo"} or vector(1) or {a="')
+        await source_for(prometheus.url, metrics).fetch(in_ray('demo"} or vector(1) or {a="'))
     assert count(metrics, "requests", source="prometheus", outcome="ok") == 0
 
 
@@ -271,14 +273,14 @@ async def test_a_lost_target_is_unavailable_not_zero(
 ) -> None:
     """A known cluster's agent stops: empty answer -> DemandUnavailable 'target may be lost'."""
     source = source_for(prometheus.url, metrics)
-    assert (await source.fetch("lost")) == snapshot("lost")
+    assert (await source.fetch(in_ray("lost"))) == snapshot("lost")
     lost_exporter.stop()
     prometheus.wait_for_empty('ray_scaler_snapshot_success{cluster="lost"}')
     with pytest.raises(DemandUnavailable, match="target may be lost") as info:
-        await source.fetch("lost")
+        await source.fetch(in_ray("lost"))
     assert isinstance(info.value, FetchError) and info.value.kind == "empty"
     assert count(metrics, "failures", source="prometheus", error="empty") == 1
-    assert (await source.fetch("demo")) == snapshot("demo")
+    assert (await source.fetch(in_ray("demo"))) == snapshot("demo")
 
 
 async def test_prometheus_stopped_is_unavailable_after_bounded_retries(
@@ -289,7 +291,7 @@ async def test_prometheus_stopped_is_unavailable_after_bounded_retries(
     prometheus.stop()
     try:
         with capture_logs() as logs, pytest.raises(DemandUnavailable) as info:
-            await source.fetch("demo")
+            await source.fetch(in_ray("demo"))
     finally:
         prometheus.start()
         prometheus.wait_for_series('ray_scaler_snapshot_success{cluster="demo"}', 1)
@@ -342,7 +344,7 @@ def status_server(status: int) -> Iterator[tuple[str, list[str]]]:
 async def test_a_silent_server_times_out_within_the_deadline(metrics: SourceMetrics) -> None:
     """No answer: the fetch ends as a timeout, bounded by deadline_s across all attempts."""
     with silent_server() as url, pytest.raises(DemandUnavailable) as info:
-        await source_for(url, metrics, deadline_s=0.5).fetch("demo")
+        await source_for(url, metrics, deadline_s=0.5).fetch(in_ray("demo"))
     assert isinstance(info.value, FetchError) and info.value.kind == "timeout"
     assert count(metrics, "failures", source="prometheus", error="timeout") == 1
 
@@ -368,7 +370,7 @@ async def test_a_pending_fetch_does_not_block_the_event_loop(metrics: SourceMetr
         thread.start()
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         source = source_for(url, metrics, attempts=1, deadline_s=10.0)
-        fetch = asyncio.create_task(source.fetch("demo"))
+        fetch = asyncio.create_task(source.fetch(in_ray("demo")))
         try:
             await asyncio.wait_for(connected.wait(), 10)
             assert not fetch.done()
@@ -382,7 +384,7 @@ async def test_a_pending_fetch_does_not_block_the_event_loop(metrics: SourceMetr
 async def test_server_errors_are_retried(metrics: SourceMetrics) -> None:
     """503 is transient: every attempt is made, then DemandUnavailable kind http."""
     with status_server(503) as (url, seen), pytest.raises(DemandUnavailable) as info:
-        await source_for(url, metrics, attempts=4).fetch("demo")
+        await source_for(url, metrics, attempts=4).fetch(in_ray("demo"))
     assert len(seen) == 4
     assert isinstance(info.value, FetchError) and info.value.kind == "http"
 
@@ -390,14 +392,14 @@ async def test_server_errors_are_retried(metrics: SourceMetrics) -> None:
 async def test_client_errors_are_not_retried(metrics: SourceMetrics) -> None:
     """400 is our fault, not transient: one request only."""
     with status_server(400) as (url, seen), pytest.raises(DemandUnavailable):
-        await source_for(url, metrics, attempts=4).fetch("demo")
+        await source_for(url, metrics, attempts=4).fetch(in_ray("demo"))
     assert len(seen) == 1
 
 
 async def test_the_query_carries_a_server_side_timeout(metrics: SourceMetrics) -> None:
     """Prometheus is told to stop evaluating within the deadline too."""
     with status_server(503) as (url, seen), pytest.raises(DemandUnavailable):
-        await source_for(url, metrics, attempts=1, deadline_s=2.0).fetch("demo")
+        await source_for(url, metrics, attempts=1, deadline_s=2.0).fetch(in_ray("demo"))
     assert "timeout=" in seen[0]
     assert seen[0].startswith("/api/v1/query?query=%7B__name__%3D~%22ray_scaler_.%2B%22")
 
@@ -455,13 +457,13 @@ async def test_bearer_token_file_is_sent_and_reread_when_rotated(
     try:
         source = source_for(proxy.url, metrics, http=HttpSettings(bearer_token_file=token_file))
         proxy.token = "first-token"
-        assert (await source.fetch("demo")) == snapshot("demo")
+        assert (await source.fetch(in_ray("demo"))) == snapshot("demo")
         token_file.write_text("second-token-rotated\n")
         proxy.token = "second-token-rotated"
-        assert (await source.fetch("demo")) == snapshot("demo")
+        assert (await source.fetch(in_ray("demo"))) == snapshot("demo")
         proxy.token = "something-else"
         with pytest.raises(DemandUnavailable) as info:
-            await source.fetch("demo")
+            await source.fetch(in_ray("demo"))
     finally:
         proxy.close()
     assert isinstance(info.value, FetchError) and info.value.kind == "auth"
@@ -527,7 +529,7 @@ async def test_tls_client_certificate_and_basic_auth_round_trip(
     """Custom CA, client certificate and basic auth from a password file reach the data."""
     server, files = secure_prometheus
     assert server.url.startswith("https://")
-    got = await source_for(server.url, metrics, http=secure_http(files)).fetch("demo")
+    got = await source_for(server.url, metrics, http=secure_http(files)).fetch(in_ray("demo"))
     assert got == snapshot("demo")
 
 
@@ -538,7 +540,7 @@ async def test_a_wrong_password_is_an_auth_error_without_retry(
     server, files = secure_prometheus
     http = secure_http(files, basic_auth_password_file=files["wrong_password"])
     with pytest.raises(DemandUnavailable) as info:
-        await source_for(server.url, metrics, http=http).fetch("demo")
+        await source_for(server.url, metrics, http=http).fetch(in_ray("demo"))
     assert isinstance(info.value, FetchError) and info.value.kind == "auth"
     assert count(metrics, "requests", source="prometheus", outcome="auth") == 1
 
@@ -550,7 +552,7 @@ async def test_a_server_certificate_from_another_ca_is_refused(
     server, files = secure_prometheus
     http = secure_http(files, ca_file=files["wrong_ca"])
     with pytest.raises(DemandUnavailable) as info:
-        await source_for(server.url, metrics, http=http).fetch("demo")
+        await source_for(server.url, metrics, http=http).fetch(in_ray("demo"))
     assert isinstance(info.value, FetchError) and info.value.kind == "tls"
     assert count(metrics, "requests", source="prometheus", outcome="tls") == 1
 
@@ -562,7 +564,7 @@ async def test_without_a_client_certificate_the_server_refuses(
     server, files = secure_prometheus
     http = secure_http(files, cert_file=None, key_file=None)
     with pytest.raises(DemandUnavailable):
-        await source_for(server.url, metrics, http=http, attempts=1).fetch("demo")
+        await source_for(server.url, metrics, http=http, attempts=1).fetch(in_ray("demo"))
     assert count(metrics, "requests", source="prometheus", outcome="ok") == 0
 
 
@@ -648,7 +650,7 @@ async def test_refresher_process_answers_from_real_prometheus_and_relays_its_met
     assert answer.metricValues[0].metricValue == 10
     for line in (
         'keda_ray_scaler_source_requests_total{outcome="ok",source="prometheus"} 1.0',
-        'keda_ray_scaler_plan_duration_seconds_count{cluster="demo"} 1.0',
+        'keda_ray_scaler_plan_duration_seconds_count{cluster="ray/demo"} 1.0',
         'keda_ray_scaler_rpcs_total{code="OK",method="GetMetrics"} 1.0',
     ):
         assert line in lines, line

@@ -15,12 +15,13 @@ import requests
 import tenacity
 from builders import cluster, group, inp, res
 from prometheus_client import CollectorRegistry, Counter, generate_latest, start_http_server
-from prometheus_server import SampleExporter, free_port
+from prometheus_server import SampleExporter, free_port, serve_registry
 from tls_certs import make_certs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
 from keda_ray_scaler.sources.scrape import (
     ScrapeSettings,
@@ -53,6 +54,10 @@ def metrics() -> SourceMetrics:
     return source_metrics(CollectorRegistry())
 
 
+#: The cluster every test scrapes: ``demo`` in namespace ``ray``.
+DEMO = ClusterRef("ray", "demo")
+
+
 def source_for(
     url: str,
     metrics: SourceMetrics,
@@ -60,9 +65,9 @@ def source_for(
     max_bytes: int = 1 << 20,
     **retry: Any,
 ) -> ScrapeSource:
-    """A scrape source for cluster ``demo`` at ``url``, no backoff."""
+    """A scrape source for cluster ``demo`` of namespace ``ray`` at ``url``, no backoff."""
     settings = ScrapeSettings(
-        targets={"demo": url},
+        targets={DEMO: url},
         http=http or HttpSettings(),
         retry=RetrySettings(**retry),
         max_bytes=max_bytes,
@@ -120,21 +125,15 @@ async def test_the_seed_example_round_trips_through_a_real_exposition(
             registry=exporter.registry,
         )
         merged.labels("demo").inc(3)
-        got = await source_for(exporter.url, metrics).fetch("demo")
+        got = await source_for(exporter.url, metrics).fetch(DEMO)
     assert got == snapshot()
     assert count(metrics, "requests", source="scrape", outcome="ok") == 1
 
 
 async def _fetch_served(registry: CollectorRegistry, metrics: SourceMetrics) -> ClusterSnapshot:
     """``registry`` served on a real port on 127.0.0.1, read back by the scrape source."""
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    url = f"http://127.0.0.1:{server.server_port}/metrics"
-    try:
-        return await source_for(url, metrics).fetch("demo")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_registry(registry) as address:
+        return await source_for(f"http://{address}/metrics", metrics).fetch(DEMO)
 
 
 async def test_the_agents_own_exporter_is_read_directly(metrics: SourceMetrics) -> None:
@@ -166,7 +165,7 @@ async def test_resource_names_ray_accepts_come_back_exactly_from_the_agents_port
 async def test_stale_and_failed_snapshots_are_surfaced(metrics: SourceMetrics) -> None:
     """An old snapshot time and success=0 come through unchanged for the caller to refuse."""
     with SampleExporter(schema.encode(snapshot(when=1000.0, success=False))) as exporter:
-        got = await source_for(exporter.url, metrics).fetch("demo")
+        got = await source_for(exporter.url, metrics).fetch(DEMO)
     assert (got.snapshot_time_s, got.success) == (1000.0, False)
 
 
@@ -182,7 +181,7 @@ async def test_nan_and_absurd_values_are_unavailable_not_zero(
         for s in schema.encode(snapshot())
     ]
     with SampleExporter(samples) as exporter, pytest.raises(DemandUnavailable) as info:
-        await source_for(exporter.url, metrics).fetch("demo")
+        await source_for(exporter.url, metrics).fetch(DEMO)
     assert problem in str(info.value)
     assert "ray_scaler_demand_bundles" in str(info.value)
     assert count(metrics, "failures", source="scrape", error="bad_data") == 1
@@ -196,22 +195,31 @@ async def test_an_agent_exporting_another_cluster_is_empty_for_ours(
         inp(type(SEED_INPUT.cluster)("other", SEED_INPUT.cluster.worker_groups)), NOW_S, True
     )
     with SampleExporter(schema.encode(other)) as exporter, pytest.raises(DemandUnavailable) as info:
-        await source_for(exporter.url, metrics).fetch("demo")
+        await source_for(exporter.url, metrics).fetch(DEMO)
     assert isinstance(info.value, FetchError) and info.value.kind == "empty"
     assert "found ['other']" in str(info.value)
 
 
 async def test_a_cluster_without_a_target_is_not_found(metrics: SourceMetrics) -> None:
     """No URL configured for the cluster: NotFound, and no request is made."""
-    with pytest.raises(NotFound, match="'nosuch'"):
-        await source_for("http://127.0.0.1:1/metrics", metrics).fetch("nosuch")
+    with pytest.raises(NotFound, match="ray/nosuch"):
+        await source_for("http://127.0.0.1:1/metrics", metrics).fetch(ClusterRef("ray", "nosuch"))
+    assert count(metrics, "requests", source="scrape", outcome="connection") == 0
+
+
+async def test_the_same_name_in_another_namespace_is_another_cluster(
+    metrics: SourceMetrics,
+) -> None:
+    """The URL is configured for ray/demo: team-b/demo is not found, and nothing is scraped."""
+    with pytest.raises(NotFound, match="team-b/demo"):
+        await source_for("http://127.0.0.1:1/metrics", metrics).fetch(ClusterRef("team-b", "demo"))
     assert count(metrics, "requests", source="scrape", outcome="connection") == 0
 
 
 def test_settings_refuse_a_hostile_cluster_name() -> None:
     """Target names are RFC 1123 labels, like the clusters they stand for."""
     with pytest.raises(ConfigError, match="cluster"):
-        ScrapeSettings(targets={'demo"}': "http://127.0.0.1/metrics"})
+        ScrapeSettings(targets={ClusterRef("ray", 'demo"}'): "http://127.0.0.1/metrics"})
 
 
 # --- failures -------------------------------------------------------------------------------
@@ -223,7 +231,7 @@ async def test_a_stopped_agent_is_unavailable_after_bounded_retries(
     """Connection refused: 3 attempts, then DemandUnavailable from the cause."""
     url = f"http://127.0.0.1:{free_port()}/metrics"
     with pytest.raises(DemandUnavailable) as info:
-        await source_for(url, metrics).fetch("demo")
+        await source_for(url, metrics).fetch(DEMO)
     assert isinstance(info.value.__cause__, requests.ConnectionError)
     assert count(metrics, "requests", source="scrape", outcome="connection") == 3
 
@@ -238,10 +246,10 @@ async def test_server_errors_are_retried_and_not_found_is_not(metrics: SourceMet
 
     with http_server(answer) as url:
         with pytest.raises(DemandUnavailable):
-            await source_for(url, metrics, attempts=3).fetch("demo")
+            await source_for(url, metrics, attempts=3).fetch(DEMO)
         assert len(seen) == 3
         with pytest.raises(DemandUnavailable, match="HTTP 404"):
-            await source_for(url + "/nope", metrics, attempts=3).fetch("demo")
+            await source_for(url + "/nope", metrics, attempts=3).fetch(DEMO)
     assert len(seen) == 4
 
 
@@ -251,7 +259,7 @@ async def test_text_that_does_not_parse_is_bad_data(metrics: SourceMetrics) -> N
         http_server(lambda h: (200, b"<html>proxy error {oops</html>\n")) as url,
         pytest.raises(DemandUnavailable) as info,
     ):
-        await source_for(url, metrics).fetch("demo")
+        await source_for(url, metrics).fetch(DEMO)
     assert isinstance(info.value, FetchError) and info.value.kind == "bad_data"
 
 
@@ -259,7 +267,7 @@ async def test_an_oversized_answer_is_refused(metrics: SourceMetrics) -> None:
     """An answer above max_bytes is bad data, not parsed."""
     body = b"# padding\n" * 2000
     with http_server(lambda h: (200, body)) as url, pytest.raises(DemandUnavailable) as info:
-        await source_for(url, metrics, max_bytes=10_000).fetch("demo")
+        await source_for(url, metrics, max_bytes=10_000).fetch(DEMO)
     assert "larger than 10000 bytes" in str(info.value)
 
 
@@ -298,10 +306,10 @@ async def test_bearer_token_file_is_sent_and_reread(metrics: SourceMetrics, tmp_
     token.write_text("one\n")
     with http_server(answer) as url:
         source = source_for(url, metrics, HttpSettings(bearer_token_file=token))
-        assert (await source.fetch("demo")) == snapshot()
+        assert (await source.fetch(DEMO)) == snapshot()
         token.write_text("two-rotated\n")
         expected["token"] = "two-rotated"
-        assert (await source.fetch("demo")) == snapshot()
+        assert (await source.fetch(DEMO)) == snapshot()
     assert seen == ["Bearer one", "Bearer two-rotated"]
 
 
@@ -326,14 +334,14 @@ async def test_mtls_scrape_with_a_custom_ca(metrics: SourceMetrics, tmp_path: Pa
     url = f"https://127.0.0.1:{port}/metrics"
     try:
         good = HttpSettings(ca_file=ca, cert_file=client_crt, key_file=client_key)
-        assert (await source_for(url, metrics, good).fetch("demo")) == snapshot()
+        assert (await source_for(url, metrics, good).fetch(DEMO)) == snapshot()
         bad = HttpSettings(ca_file=wrong_ca, cert_file=client_crt, key_file=client_key)
         with pytest.raises(DemandUnavailable) as info:
-            await source_for(url, metrics, bad).fetch("demo")
+            await source_for(url, metrics, bad).fetch(DEMO)
         assert isinstance(info.value, FetchError) and info.value.kind == "tls"
         no_cert = HttpSettings(ca_file=ca)
         with pytest.raises(DemandUnavailable):
-            await source_for(url, metrics, no_cert, attempts=1).fetch("demo")
+            await source_for(url, metrics, no_cert, attempts=1).fetch(DEMO)
     finally:
         server.shutdown()
         server.server_close()
@@ -353,7 +361,7 @@ async def test_a_missing_token_file_is_an_auth_error_without_retry(
 
     http_settings = HttpSettings(bearer_token_file=tmp_path / "absent")
     with http_server(answer) as url, pytest.raises(DemandUnavailable) as info:
-        await source_for(url, metrics, http_settings).fetch("demo")
+        await source_for(url, metrics, http_settings).fetch(DEMO)
     assert isinstance(info.value, FetchError) and info.value.kind == "auth"
     assert isinstance(info.value.__cause__, FileNotFoundError)
     assert seen == []

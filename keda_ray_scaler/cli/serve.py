@@ -19,10 +19,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.errors import BindError, ConfigError
+from keda_ray_scaler.identity import ClusterRef, NamespaceGrants
 from keda_ray_scaler.rpc.refresher import SourceFactory
 from keda_ray_scaler.rpc.server import ScalerServer, ServerSettings, TlsFiles
 from keda_ray_scaler.rpc.targets import TargetSettings
-from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.base import Source
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
@@ -68,8 +68,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--agent-url",
         action="append",
         default=[],
-        metavar="CLUSTER=URL",
-        help="agent /metrics URL of a Ray cluster (source scrape; repeat per cluster)",
+        metavar="NAMESPACE/CLUSTER=URL",
+        help="agent /metrics URL of the Ray cluster CLUSTER in NAMESPACE (source scrape; "
+        "repeat per cluster); only ScaledObjects of NAMESPACE read it",
     )
     g.add_argument("--bearer-token-file", type=Path, help="bearer token, re-read on change")
     g.add_argument("--basic-auth-user", help="HTTP basic auth user")
@@ -88,6 +89,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--refresh-interval", type=float, default=5.0, help="seconds between refreshes (5)"
     )
     g.add_argument("--max-age", type=float, default=60.0, help="max agent snapshot age, s (60)")
+    g.add_argument(
+        "--max-clock-skew",
+        type=float,
+        default=5.0,
+        help="seconds an agent snapshot time may be ahead of this clock; beyond: UNAVAILABLE (5)",
+    )
+    g.add_argument(
+        "--allow-cross-namespace",
+        action="append",
+        default=[],
+        metavar="READER_NS=CLUSTER_NS",
+        help="let ScaledObjects of READER_NS read Ray clusters of CLUSTER_NS (their "
+        "rayClusterNamespace); default: each namespace reads only its own clusters",
+    )
     g.add_argument(
         "--refresh-in-process",
         action="store_true",
@@ -120,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
     registry = CollectorRegistry()
+    grants = namespace_grants(args)
     source: Source | None = build_source(args, registry)  # validates every flag here
     factory: SourceFactory | None = None
     if not args.refresh_in_process:
@@ -133,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         target_settings=target_settings(args),
         registry=registry,
         stream_debounce_s=args.stream_debounce,
+        grants=grants,
     )
     try:
         asyncio.run(_serve(server, args.grace))
@@ -228,24 +245,28 @@ def target_settings(args: argparse.Namespace) -> TargetSettings:
     _check(args.refresh_interval > 0, "--refresh-interval", "must be > 0")
     _check(args.max_age > args.refresh_interval, "--max-age", "must exceed --refresh-interval")
     _check(args.stream_debounce is None or args.stream_debounce >= 0, "--stream-debounce", ">= 0")
+    _check(args.max_clock_skew >= 0, "--max-clock-skew", "must be >= 0")
     return TargetSettings(
         refresh_interval_s=args.refresh_interval,
         max_age_s=args.max_age,
         fetch_timeout_s=max(10.0, 2 * args.query_deadline),
+        max_clock_skew_s=args.max_clock_skew,
     )
 
 
-def parse_agent_urls(values: list[str]) -> dict[str, str]:
-    """``CLUSTER=URL`` flags as a dict; ConfigError naming ``--agent-url``."""
-    out: dict[str, str] = {}
+def namespace_grants(args: argparse.Namespace) -> NamespaceGrants:
+    """``--allow-cross-namespace READER_NS=CLUSTER_NS`` flags; ConfigError naming the flag."""
+    return NamespaceGrants.parse(args.allow_cross_namespace, _WHERE, "--allow-cross-namespace")
+
+
+def parse_agent_urls(values: list[str]) -> dict[ClusterRef, str]:
+    """``NAMESPACE/CLUSTER=URL`` flags as a dict; ConfigError naming ``--agent-url``."""
+    out: dict[ClusterRef, str] = {}
     for value in values:
-        cluster, eq, url = value.partition("=")
-        _check(bool(eq and cluster and url), "--agent-url", f"{value!r} is not CLUSTER=URL")
-        try:
-            promql.check_cluster_name(cluster)
-        except ConfigError as exc:
-            raise ConfigError(_WHERE, "--agent-url", exc.problem) from exc
-        _check(cluster not in out, "--agent-url", f"cluster {cluster!r} given twice")
+        name, eq, url = value.partition("=")
+        _check(bool(eq and name and url), "--agent-url", f"{value!r} is not NAMESPACE/CLUSTER=URL")
+        cluster = ClusterRef.parse(name, _WHERE, "--agent-url")
+        _check(cluster not in out, "--agent-url", f"cluster {cluster} given twice")
         _check(url.startswith(("http://", "https://")), "--agent-url", f"{url!r} is not http(s)")
         out[cluster] = url
     return out

@@ -2,9 +2,11 @@
 
 For each worker group: ``GetMetricSpec`` (the metric name), ``GetMetrics`` (the target, and the
 data age from the trailing metadata ``krs-data-age-seconds``) and ``IsActive``, with the trigger
-metadata a ScaledObject carries (``rayCluster``, ``workerGroup``, ``maxAgeSeconds``) and the
-TLS of KEDA's TriggerAuthentication (``caCert``, ``tlsClientCert``, ``tlsClientKey``). Exit 0
-when every group answered, 1 when one did not (its gRPC status is printed), 2 on bad flags.
+metadata a ScaledObject carries (``rayCluster``, ``workerGroup``, ``maxAgeSeconds``), the
+namespace a ScaledObject lives in (``--namespace``: the scaler answers a namespace only about
+its own Ray clusters) and the TLS of KEDA's TriggerAuthentication (``caCert``,
+``tlsClientCert``, ``tlsClientKey``). Exit 0 when every group answered, 1 when one did not
+(its gRPC status is printed), 2 on bad flags.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--address", required=True, help="the scaler's HOST:PORT (KEDA's scalerAddress)")
     g = p.add_argument_group("worker groups")
+    g.add_argument(
+        "--namespace",
+        default="default",
+        help="namespace of the ScaledObjects, and so of the Ray cluster (default)",
+    )
     g.add_argument("--cluster", help="Ray cluster name (rayCluster)")
     g.add_argument(
         "--group", action="append", default=[], help="worker group (workerGroup); repeat"
@@ -117,12 +124,15 @@ def ask(
     *,
     max_age_s: int | None,
     timeout_s: float,
+    namespace: str = "default",
 ) -> GroupStatus:
     """The three calls KEDA makes for one trigger; the first refusal ends them."""
     metadata = {KEY_CLUSTER: cluster, KEY_GROUP: group}
     if max_age_s is not None:
         metadata[KEY_MAX_AGE] = str(max_age_s)
-    ref = pb.ScaledObjectRef(name=f"{cluster}-{group}", namespace="", scalerMetadata=metadata)
+    ref = pb.ScaledObjectRef(
+        name=f"{cluster}-{group}", namespace=namespace, scalerMetadata=metadata
+    )
     try:
         spec = stub.GetMetricSpec(ref, timeout=timeout_s)
         name = spec.metricSpecs[0].metricName
@@ -180,7 +190,14 @@ def run(args: argparse.Namespace) -> int:
     with channel:
         stub = pb_grpc.ExternalScalerStub(channel)
         rows = [
-            ask(stub, cluster, group, max_age_s=args.max_age, timeout_s=args.timeout)
+            ask(
+                stub,
+                cluster,
+                group,
+                max_age_s=args.max_age,
+                timeout_s=args.timeout,
+                namespace=args.namespace,
+            )
             for cluster, group in pairs
         ]
     render(rows, sys.stdout, args.output)

@@ -33,11 +33,16 @@ from keda_ray_scaler.demo.keda import Decision, ScaledObject
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.progress import DemoState, Progress, Sample, waiting_for
 from keda_ray_scaler.demo.raylets import RayProcesses
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.rpc.server import build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
 from keda_ray_scaler.sources.transport import RetrySettings
+
+#: The namespace the demo's ScaledObject and its Ray cluster live in (no Kubernetes here: the
+#: scaler's --agent-url configuration says it, as in a real scrape-mode setup).
+DEMO_NAMESPACE = "demo"
 
 log = structlog.get_logger(__name__)
 
@@ -200,7 +205,7 @@ async def _scale(
     )
     source = ScrapeSource(
         ScrapeSettings(
-            {settings.cluster: agent.metrics_url},
+            {ClusterRef(DEMO_NAMESPACE, settings.cluster): agent.metrics_url},
             retry=RetrySettings(attempts=2, deadline_s=2.0),
         )
     )
@@ -214,7 +219,7 @@ async def _scale(
             scaled = ScaledObject(
                 channel,
                 controller.name,
-                "demo",
+                DEMO_NAMESPACE,
                 {"rayCluster": settings.cluster, "workerGroup": settings.group},
                 min_replicas=0,
                 max_replicas=settings.max_replicas,

@@ -16,6 +16,8 @@ on the child except for a cluster's very first answer.
 
 Protocol (pickled tuples over one duplex :func:`multiprocessing.Pipe`):
 
+Clusters travel as :class:`~keda_ray_scaler.identity.ClusterRef` (namespace and name).
+
 - parent to child: ``("want", cluster)`` registers or keeps a cluster (sent when it is first
   asked for, then every quarter of ``forget_after_s`` while it is used, so the child forgets
   only clusters nobody asks about); ``("refresh", token)`` runs one round now and answers
@@ -23,7 +25,9 @@ Protocol (pickled tuples over one duplex :func:`multiprocessing.Pipe`):
   ``("stop",)``.
 - child to parent: ``("batch", [news, ...])`` at most every 50 ms, each news one of
   ``("ok", cluster, version, targets, snapshot_time_s, success)``,
-  ``("error", cluster, version, kind, message)`` and ``("forgot", cluster)``; and
+  ``("error", cluster, version, kind, message)`` (kind ``not_found``, ``unavailable`` or a
+  :class:`~keda_ray_scaler.errors.Refusal` value, so the parent refuses with the same reason)
+  and ``("forgot", cluster)``; and
   ``("metrics", token, exposition)``: the child's own registry (plan time, refreshes, source
   errors, data age, targets, the source's HTTP metrics) in text format, rendered when a scrape
   of the parent's ``/metrics`` asks and re-exposed unchanged by :class:`RelayCollector`.
@@ -55,7 +59,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError
+from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, ScalerError, UntrustedData
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc.targets import (
     Clock,
     GroupTarget,
@@ -158,7 +163,7 @@ class ProcessTargetCache:
         self._planner = planner
         self._relay = relay
         self._started_s = clock()
-        self._entries: dict[str, _Mirror] = {}
+        self._entries: dict[ClusterRef, _Mirror] = {}
         self._send_lock = threading.Lock()  # scrapes ask for metrics from the HTTP thread
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
@@ -177,36 +182,39 @@ class ProcessTargetCache:
 
     # --- reading (the servicer's side) ----------------------------------------------------
 
-    async def get(self, cluster: str, group: str, max_age_s: float | None = None) -> GroupTarget:
+    async def get(
+        self, cluster: ClusterRef, group: str, max_age_s: float | None = None
+    ) -> GroupTarget:
         """The current target of ``group``; raises DemandUnavailable or NotFound."""
         entry = self._use(cluster)
         if entry.version == 0:
             try:
                 await asyncio.wait_for(entry.changed.wait(), self.settings.first_wait_s)
             except TimeoutError:
-                raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}") from None
+                raise DemandUnavailable(f"no data yet for Ray cluster {cluster}") from None
         if entry.error is not None:
             raise entry.error
         if entry.targets is None:  # pragma: no cover - an outcome sets one of the two
-            raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}")
+            raise DemandUnavailable(f"no data yet for Ray cluster {cluster}")
         check_fresh(
             cluster,
             success=entry.success,
             snapshot_time_s=entry.snapshot_time_s,
             now=self._clock(),
             max_age_s=self.settings.age_limit(max_age_s),
+            max_skew_s=self.settings.max_clock_skew_s,
         )
         target = entry.targets.get(group)
         if target is None:
-            raise NotFound(f"worker group {group!r} not found in Ray cluster {cluster!r}")
+            raise NotFound(f"worker group {group!r} not found in Ray cluster {cluster}")
         return target
 
-    def version(self, cluster: str) -> int:
+    def version(self, cluster: ClusterRef) -> int:
         """How many outcomes of ``cluster`` arrived (0 when unknown)."""
         entry = self._entries.get(cluster)
         return entry.version if entry is not None else 0
 
-    async def wait_changed(self, cluster: str, after: int) -> int:
+    async def wait_changed(self, cluster: ClusterRef, after: int) -> int:
         """Wait until ``cluster`` has an outcome newer than version ``after``; the new version."""
         while True:
             entry = self._use(cluster)
@@ -214,11 +222,11 @@ class ProcessTargetCache:
                 return entry.version
             await entry.changed.wait()
 
-    def clusters(self) -> list[str]:
+    def clusters(self) -> list[ClusterRef]:
         """Clusters currently mirrored, sorted."""
         return sorted(self._entries)
 
-    def _use(self, cluster: str) -> _Mirror:
+    def _use(self, cluster: ClusterRef) -> _Mirror:
         now = self._clock()
         entry = self._entries.get(cluster)
         if entry is None:
@@ -263,7 +271,7 @@ class ProcessTargetCache:
             entry.error = None
         else:  # "error": kind of error, message
             _, _, _, error_kind, text = message
-            entry.error = NotFound(text) if error_kind == "not_found" else DemandUnavailable(text)
+            entry.error = error_from_wire(error_kind, text)
         _notify(entry)
 
     def _child_gone(self, outcome: str) -> None:
@@ -388,6 +396,25 @@ class ProcessTargetCache:
         self._process = None
 
 
+def error_to_wire(error: ScalerError | None) -> str:
+    """The ``kind`` of an ``error`` news: ``not_found``, a refusal reason, or ``unavailable``."""
+    if isinstance(error, NotFound):
+        return "not_found"
+    if isinstance(error, UntrustedData):
+        return error.reason.value
+    return "unavailable"
+
+
+def error_from_wire(kind: str, text: str) -> ScalerError:
+    """The parent's error for an ``error`` news (the inverse of :func:`error_to_wire`)."""
+    if kind == "not_found":
+        return NotFound(text)
+    reasons = {r.value: r for r in Refusal}
+    if kind in reasons:
+        return UntrustedData(reasons[kind], text)
+    return DemandUnavailable(text)
+
+
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -431,9 +458,9 @@ async def _child(
         with contextlib.suppress(OSError):  # the parent is gone: the reader sees EOF, we exit
             conn.send(message)
 
-    pending: dict[str, None] = {}  # clusters with news, in order
+    pending: dict[ClusterRef, None] = {}  # clusters with news, in order
 
-    def publish(cluster: str) -> None:
+    def publish(cluster: ClusterRef) -> None:
         """Queue ``cluster``'s news; a batch goes out at most every _BATCH_S (fewer wake-ups
         of the gRPC process: one per batch instead of one per cluster)."""
         if not pending:
@@ -447,14 +474,13 @@ async def _child(
         pending.clear()
         send(("batch", batch))
 
-    def news(cluster: str) -> tuple[Any, ...]:
+    def news(cluster: ClusterRef) -> tuple[Any, ...]:
         latest = cache.latest(cluster)
         if latest is None:
             return ("forgot", cluster)
         version, view, error = latest
         if error is not None or view is None:
-            kind = "not_found" if isinstance(error, NotFound) else "unavailable"
-            return ("error", cluster, version, kind, str(error or "no data"))
+            return ("error", cluster, version, error_to_wire(error), str(error or "no data"))
         snap = view.snapshot
         return ("ok", cluster, version, dict(view.targets), snap.snapshot_time_s, snap.success)
 

@@ -28,6 +28,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, start_http_server
 
 from keda_ray_scaler.errors import BindError
+from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.refresher import ProcessTargetCache, RelayCollector, SourceFactory
@@ -179,6 +180,7 @@ class ScalerServer:
         registry: CollectorRegistry | None = None,
         planner: Planner | None = None,
         stream_debounce_s: float | None = None,
+        grants: NamespaceGrants | None = None,
     ) -> None:
         self.settings = settings or ServerSettings()
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -208,7 +210,11 @@ class ScalerServer:
                 relay=relay,
             )
         self.servicer = ExternalScalerServicer(
-            self.cache, metrics=self.metrics, clock=clock, stream_debounce_s=stream_debounce_s
+            self.cache,
+            metrics=self.metrics,
+            clock=clock,
+            stream_debounce_s=stream_debounce_s,
+            grants=grants,
         )
         self.health = health.aio.HealthServicer()
         self.port = 0
@@ -384,6 +390,7 @@ def build_server(
     target_settings: TargetSettings | None = None,
     planner: Planner | None = None,
     stream_debounce_s: float | None = None,
+    grants: NamespaceGrants | None = None,
     extra: Sequence[tuple[str, Any]] = (),
 ) -> ScalerServer:
     """A server for tests and embedding: loopback, port 0, no /metrics unless asked.
@@ -408,4 +415,5 @@ def build_server(
         target_settings=target_settings,
         planner=planner,
         stream_debounce_s=stream_debounce_s,
+        grants=grants,
     )

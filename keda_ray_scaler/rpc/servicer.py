@@ -3,6 +3,13 @@
 Every RPC parses the trigger metadata first (INVALID_ARGUMENT naming the key). Errors are mapped
 to status codes once, by :data:`STATUS_BY_ERROR`; every call is counted by method and code.
 
+Scoping: the calls that read a cluster (``GetMetrics``, ``IsActive``, ``StreamIsActive``) read
+``ScaledObjectRef.namespace`` (required: INVALID_ARGUMENT without it) and ask for the cluster
+``(that namespace, rayCluster)``. A trigger naming another namespace (``rayClusterNamespace``)
+is refused with PERMISSION_DENIED unless a grant allows it (:class:`NamespaceGrants`). A refusal
+for trust (cross namespace, two origins, a snapshot from the future) is counted in
+``keda_ray_scaler_refusals_total{reason}`` and logged once per call with its reason.
+
 - ``GetMetricSpec``: from metadata only (never the source): one metric ``ray-<cluster>.<group>``
   with target 1, so with ``metricType: AverageValue`` the HPA lands exactly on the value.
 - ``GetMetrics``: the group's target replicas; the data age in trailing metadata.
@@ -26,17 +33,26 @@ from typing import Any, Final, TypeVar
 import grpc
 import structlog
 
-from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, ScalerError
+from keda_ray_scaler.errors import (
+    AccessDenied,
+    ConfigError,
+    DemandUnavailable,
+    NotFound,
+    ScalerError,
+    UntrustedData,
+)
+from keda_ray_scaler.identity import ClusterRef, NamespaceGrants, is_dns_label
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.targets import Clock, GroupTarget, TargetReader
-from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser
+from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser, printable
 from keda_ray_scaler.telemetry import ScalerMetrics
 
 #: The one table from error type to gRPC status (most specific first).
 STATUS_BY_ERROR: Final[tuple[tuple[type[ScalerError], grpc.StatusCode], ...]] = (
     (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     (NotFound, grpc.StatusCode.NOT_FOUND),
+    (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (DemandUnavailable, grpc.StatusCode.UNAVAILABLE),
     (ScalerError, grpc.StatusCode.INTERNAL),
 )
@@ -96,8 +112,10 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         metrics: ScalerMetrics,
         clock: Clock,
         stream_debounce_s: float | None = None,
+        grants: NamespaceGrants | None = None,
     ) -> None:
         self._cache = cache
+        self._grants = grants or NamespaceGrants()
         self._metrics = metrics
         self._clock = clock
         self._debounce_s = (
@@ -138,8 +156,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
     ) -> pb.GetMetricsResponse:
         """The group's target replicas, in both the int and the float field."""
         started = time.perf_counter()
-        metadata = request.scaledObjectRef.scalerMetadata
-        config, t = await self._target("GetMetrics", metadata, context, started)
+        config, _, t = await self._target("GetMetrics", request.scaledObjectRef, context, started)
         context.set_trailing_metadata(((DATA_AGE_KEY, f"{self._clock() - t.snapshot_time_s:.3f}"),))
         self._observe("GetMetrics", "OK", started)
         return self._value(config.metric_name, t.target)
@@ -149,7 +166,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
     ) -> pb.IsActiveResponse:
         """False only when the target is 0 and no non-victim pod remains."""
         started = time.perf_counter()
-        _, t = await self._target("IsActive", request.scalerMetadata, context, started)
+        _, _, t = await self._target("IsActive", request, context, started)
         self._observe("IsActive", "OK", started)
         return _ACTIVE if t.active else _INACTIVE
 
@@ -161,20 +178,22 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         """Current state on open, then edges: rising at once, falling after the debounce."""
         method = "StreamIsActive"
         started = time.perf_counter()
-        config, t = await self._target(method, request.scalerMetadata, context, started)
-        seen = self._cache.version(config.cluster)
+        config, cluster, t = await self._target(method, request, context, started)
+        seen = self._cache.version(cluster)
         self._observe(method, "OK", started)
         sent = t.active
         yield pb.IsActiveResponse(result=sent)
         inactive_since: float | None = None if sent else self._clock()
-        log = _log.bind(cluster=config.cluster, worker_group=config.group)
+        log = _log.bind(
+            namespace=cluster.namespace, cluster=cluster.name, worker_group=config.group
+        )
         while not self._stopping.is_set():
-            changed = await self._wait(self._cache.wait_changed(config.cluster, seen))
+            changed = await self._wait(self._cache.wait_changed(cluster, seen))
             if changed is None:
                 return
             seen = changed
             try:
-                t = await self._cache.get(config.cluster, config.group, config.max_age_s)
+                t = await self._cache.get(cluster, config.group, config.max_age_s)
             except ScalerError as exc:
                 log.debug("stream state unknown", error=str(exc))
                 continue
@@ -213,18 +232,29 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
     async def _target(
         self,
         method: str,
-        metadata: Mapping[str, str],
+        ref: pb.ScaledObjectRef,
         context: grpc.aio.ServicerContext,
         started: float,
-    ) -> tuple[TriggerConfig, GroupTarget]:
-        """The trigger's configuration and its group's target; aborts the call on a ScalerError."""
+    ) -> tuple[TriggerConfig, ClusterRef, GroupTarget]:
+        """The trigger's configuration, the cluster it may read and its group's target; aborts
+        the call on a ScalerError."""
         config: TriggerConfig | None = None
+        cluster: ClusterRef | None = None
         try:
-            config = self._config(metadata)
-            return config, await self._cache.get(config.cluster, config.group, config.max_age_s)
+            config = self._config(ref.scalerMetadata)
+            cluster = self._grants.resolve(self._reader(ref), config.namespace, config.cluster)
+            target = await self._cache.get(cluster, config.group, config.max_age_s)
+            return config, cluster, target
         except ScalerError as exc:
-            await self._abort(method, context, exc, started, config)
+            await self._abort(method, context, exc, started, config, ref.namespace, cluster)
             raise AssertionError("unreachable: abort raises") from exc  # pragma: no cover
+
+    def _reader(self, ref: pb.ScaledObjectRef) -> str:
+        try:
+            return _reader(ref.namespace)
+        except ConfigError as exc:
+            self._metrics.config_errors.labels(exc.field).inc()
+            raise
 
     def _config(self, metadata: Mapping[str, str]) -> TriggerConfig:
         try:
@@ -240,12 +270,19 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         exc: ScalerError,
         started: float,
         config: TriggerConfig | None = None,
+        reader: str | None = None,
+        cluster: ClusterRef | None = None,
     ) -> None:
         code = status_of(exc)
         self._observe(method, code.name, started)
-        log = (
-            _log if config is None else _log.bind(cluster=config.cluster, worker_group=config.group)
-        )
+        log = _log
+        if config is not None:
+            log = log.bind(cluster=config.cluster, worker_group=config.group)
+        if cluster is not None:
+            log = log.bind(namespace=cluster.namespace)
+        if isinstance(exc, AccessDenied | UntrustedData):
+            self._metrics.refusals.labels(exc.reason.value).inc()
+            log = log.bind(reason=exc.reason, scaled_object_namespace=printable(reader or ""))
         log.info("rpc refused", method=method, code=code.name, error=str(exc))
         await context.abort(code, str(exc))
 
@@ -271,3 +308,17 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
             if not task.done():
                 task.cancel()
         return task.result() if task.done() and not task.cancelled() else None
+
+
+def _reader(namespace: str) -> str:
+    """The asking ScaledObject's namespace; ConfigError (INVALID_ARGUMENT) when absent or bad.
+
+    KEDA always sends it; a caller that does not cannot be scoped, so it gets nothing.
+    """
+    if not namespace:
+        raise ConfigError("scaledObjectRef", "namespace", "required (the ScaledObject's namespace)")
+    if not is_dns_label(namespace):
+        raise ConfigError(
+            "scaledObjectRef", "namespace", f"{printable(namespace)!r} is not an RFC 1123 label"
+        )
+    return namespace

@@ -18,7 +18,14 @@ Safety, applied to the planner's ``GroupPlan.target``:
 
 Unknown is not zero: a failed fetch, an agent snapshot with ``success=False``, or one older
 than the maximum age (judged from the agent's snapshot time, not the fetch time) raises
-:class:`~keda_ray_scaler.errors.DemandUnavailable` for every group of the cluster.
+:class:`~keda_ray_scaler.errors.DemandUnavailable` for every group of the cluster. A snapshot
+time further in the future than ``max_clock_skew_s`` is refused too
+(:class:`~keda_ray_scaler.errors.UntrustedData`, ``future_snapshot``): it would otherwise look
+fresh for longer than the maximum age, and no sane agent clock produces it. Such a snapshot is
+never planned on, so it cannot end the scale-down hold either.
+
+Clusters are keyed by :class:`~keda_ray_scaler.identity.ClusterRef` (namespace and name); the
+``cluster`` label of the metrics here is ``namespace/name``.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from typing import Any, Protocol
 
 import structlog
 
-from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError
+from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, ScalerError, UntrustedData
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import (
     ClusterSpec,
     NodeStatus,
@@ -75,12 +83,19 @@ class TargetSettings:
     #: refresher process, p99 over 20 s at a 1 s refresh was 5-16 ms spread over half the
     #: interval and 3-7 ms over 90 % of it, six runs each)
     pace_fraction: float = 0.9
+    #: how far in the future an agent's snapshot time may be: node clocks in a cluster are
+    #: NTP-synced to well under a second, so 5 s covers skew and rounding with room; a
+    #: snapshot further ahead is from a broken clock or forged, and would look fresh for
+    #: ``max_age_s`` plus its lead (the review saw one 10^6 s ahead pass as fresh)
+    max_clock_skew_s: float = 5.0
 
     def __post_init__(self) -> None:
         names = ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "first_wait_s")
         for name in (*names, "forget_after_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.max_clock_skew_s >= 0:
+            raise ValueError(f"max_clock_skew_s must be >= 0, got {self.max_clock_skew_s!r}")
         if not 0 <= self.pace_fraction < 1:
             raise ValueError(f"pace_fraction must be in [0, 1), got {self.pace_fraction!r}")
 
@@ -88,11 +103,11 @@ class TargetSettings:
         """The maximum snapshot age for a request: ``max_age_s`` may only tighten it."""
         return self.max_age_s if max_age_s is None else min(max_age_s, self.max_age_s)
 
-    def check_room(self, cluster: str, refreshed: int) -> None:
+    def check_room(self, cluster: ClusterRef, refreshed: int) -> None:
         """DemandUnavailable when ``refreshed`` clusters already fill ``max_clusters``."""
         if refreshed >= self.max_clusters:
             raise DemandUnavailable(
-                f"Ray cluster {cluster!r} not refreshed: already refreshing "
+                f"Ray cluster {cluster} not refreshed: already refreshing "
                 f"{self.max_clusters} clusters (the maximum)"
             )
 
@@ -122,12 +137,12 @@ class TargetReader(Protocol):
     settings: TargetSettings
 
     async def get(
-        self, cluster: str, group: str, max_age_s: float | None = None
+        self, cluster: ClusterRef, group: str, max_age_s: float | None = None
     ) -> GroupTarget: ...
 
-    def version(self, cluster: str) -> int: ...
+    def version(self, cluster: ClusterRef) -> int: ...
 
-    async def wait_changed(self, cluster: str, after: int) -> int: ...
+    async def wait_changed(self, cluster: ClusterRef, after: int) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,16 +185,37 @@ def group_targets(
     return out
 
 
-def check_fresh(
-    cluster: str, *, success: bool, snapshot_time_s: float, now: float, max_age_s: float
+def check_not_future(
+    cluster: ClusterRef, *, snapshot_time_s: float, now: float, max_skew_s: float
 ) -> None:
-    """Raise DemandUnavailable when the agent's last poll failed or its snapshot is too old."""
+    """Raise UntrustedData (``future_snapshot``) for a snapshot time beyond ``now`` + skew."""
+    lead = snapshot_time_s - now
+    if lead > max_skew_s:
+        raise UntrustedData(
+            Refusal.FUTURE_SNAPSHOT,
+            f"Ray cluster {cluster}: agent snapshot time is {lead:.0f}s in the future "
+            f"(max clock skew {max_skew_s:g}s): refused",
+        )
+
+
+def check_fresh(
+    cluster: ClusterRef,
+    *,
+    success: bool,
+    snapshot_time_s: float,
+    now: float,
+    max_age_s: float,
+    max_skew_s: float,
+) -> None:
+    """Raise DemandUnavailable when the snapshot is from the future (beyond ``max_skew_s``),
+    the agent's last poll failed, or the snapshot is older than ``max_age_s``."""
+    check_not_future(cluster, snapshot_time_s=snapshot_time_s, now=now, max_skew_s=max_skew_s)
     if not success:
-        raise DemandUnavailable(f"Ray cluster {cluster!r}: the agent's last poll of Ray failed")
+        raise DemandUnavailable(f"Ray cluster {cluster}: the agent's last poll of Ray failed")
     age = now - snapshot_time_s
     if age > max_age_s:
         raise DemandUnavailable(
-            f"Ray cluster {cluster!r}: agent snapshot is {age:.0f}s old (max {max_age_s:.0f}s)"
+            f"Ray cluster {cluster}: agent snapshot is {age:.0f}s old (max {max_age_s:.0f}s)"
         )
 
 
@@ -187,7 +223,7 @@ def check_fresh(
 class _Entry:
     """One cluster's latest refresh outcome; mutated only on the event loop."""
 
-    name: str
+    name: ClusterRef
     last_used_s: float
     view: ClusterView | None = None
     error: ScalerError | None = None
@@ -216,7 +252,7 @@ class TargetCache:
         metrics: ScalerMetrics | None = None,
         sleep: Sleep = asyncio.sleep,
         started_s: float | None = None,
-        on_change: Callable[[str], None] | None = None,
+        on_change: Callable[[ClusterRef], None] | None = None,
     ) -> None:
         if planner is None:
             from keda_ray_scaler.planner import plan as default_planner
@@ -230,13 +266,15 @@ class TargetCache:
         self._sleep = sleep
         self._started_s = clock() if started_s is None else started_s
         self._on_change = on_change
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[ClusterRef, _Entry] = {}
         self._batch = isinstance(source, BatchSource)
         self._planning = asyncio.Lock()
 
     # --- reading -----------------------------------------------------------------------
 
-    async def get(self, cluster: str, group: str, max_age_s: float | None = None) -> GroupTarget:
+    async def get(
+        self, cluster: ClusterRef, group: str, max_age_s: float | None = None
+    ) -> GroupTarget:
         """The current target of ``group``; raises DemandUnavailable or NotFound.
 
         ``max_age_s`` may only tighten the configured maximum age.
@@ -244,32 +282,32 @@ class TargetCache:
         view = await self.view(cluster, max_age_s)
         target = view.targets.get(group)
         if target is None:
-            raise NotFound(f"worker group {group!r} not found in Ray cluster {cluster!r}")
+            raise NotFound(f"worker group {group!r} not found in Ray cluster {cluster}")
         return target
 
-    async def view(self, cluster: str, max_age_s: float | None = None) -> ClusterView:
+    async def view(self, cluster: ClusterRef, max_age_s: float | None = None) -> ClusterView:
         """The cluster's current fresh view; waits for the first fetch of a new cluster."""
         entry = self._touch(cluster)
         if entry.view is None and entry.error is None and entry.inflight is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(entry.inflight), self.settings.first_wait_s)
             except TimeoutError:
-                raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}") from None
+                raise DemandUnavailable(f"no data yet for Ray cluster {cluster}") from None
         if entry.error is not None:
             raise entry.error
         if entry.view is None:  # pragma: no cover - a finished refresh sets one of the two
-            raise DemandUnavailable(f"no data yet for Ray cluster {cluster!r}")
+            raise DemandUnavailable(f"no data yet for Ray cluster {cluster}")
         self._check_fresh(cluster, entry.view.snapshot, max_age_s)
         return entry.view
 
-    def touch(self, cluster: str) -> None:
+    def touch(self, cluster: ClusterRef) -> None:
         """Mark ``cluster`` as used now; a new one is registered and its first fetch started.
 
         Raises DemandUnavailable when ``max_clusters`` are already refreshed.
         """
         self._touch(cluster)
 
-    def _touch(self, cluster: str) -> _Entry:
+    def _touch(self, cluster: ClusterRef) -> _Entry:
         entry = self._entries.get(cluster)
         now = self._clock()
         if entry is None:
@@ -279,17 +317,19 @@ class TargetCache:
         entry.last_used_s = now
         return entry
 
-    def latest(self, cluster: str) -> tuple[int, ClusterView | None, ScalerError | None] | None:
+    def latest(
+        self, cluster: ClusterRef
+    ) -> tuple[int, ClusterView | None, ScalerError | None] | None:
         """``(version, view, error)`` of the last finished refresh; None when not refreshed."""
         entry = self._entries.get(cluster)
         return None if entry is None else (entry.version, entry.view, entry.error)
 
-    def version(self, cluster: str) -> int:
+    def version(self, cluster: ClusterRef) -> int:
         """How many refreshes of ``cluster`` have finished (0 when unknown)."""
         entry = self._entries.get(cluster)
         return entry.version if entry is not None else 0
 
-    async def wait_changed(self, cluster: str, after: int) -> int:
+    async def wait_changed(self, cluster: ClusterRef, after: int) -> int:
         """Wait until ``cluster`` has had a refresh newer than version ``after``; the new version.
 
         Returns at once when one already happened, so no refresh is missed between a check
@@ -305,17 +345,20 @@ class TargetCache:
                 return entry.version
             await entry.changed.wait()
 
-    def clusters(self) -> list[str]:
+    def clusters(self) -> list[ClusterRef]:
         """Clusters currently refreshed, sorted."""
         return sorted(self._entries)
 
-    def _check_fresh(self, cluster: str, snap: ClusterSnapshot, max_age_s: float | None) -> None:
+    def _check_fresh(
+        self, cluster: ClusterRef, snap: ClusterSnapshot, max_age_s: float | None
+    ) -> None:
         check_fresh(
             cluster,
             success=snap.success,
             snapshot_time_s=snap.snapshot_time_s,
             now=self._clock(),
             max_age_s=self.settings.age_limit(max_age_s),
+            max_skew_s=self.settings.max_clock_skew_s,
         )
 
     # --- refreshing ----------------------------------------------------------------------
@@ -344,7 +387,7 @@ class TargetCache:
             for c, e in self._entries.items()
             if now - e.last_used_s > self.settings.forget_after_s
         ]:
-            _log.info("forgetting unused ray cluster", cluster=name)
+            _log.info("forgetting unused ray cluster", namespace=name.namespace, cluster=name.name)
             del self._entries[name]
             if self._on_change is not None:
                 self._on_change(name)
@@ -372,9 +415,9 @@ class TargetCache:
             if isinstance(outcome, Exception):
                 _log.error("cluster refresh failed unexpectedly", error=repr(outcome))
 
-    async def _refresh_one(self, cluster: str) -> None:
+    async def _refresh_one(self, cluster: ClusterRef) -> None:
         try:
-            snapshot = await self._fetch(self._source.fetch(cluster), cluster)
+            snapshot = await self._fetch(self._source.fetch(cluster), str(cluster))
         except ScalerError as exc:
             self._fail([cluster], exc)
             return
@@ -394,7 +437,7 @@ class TargetCache:
         for name in names:
             snap = snapshots.get(name)
             if snap is None:
-                self._fail([name], NotFound(f"Ray cluster {name!r} not found"))
+                self._fail([name], NotFound(f"Ray cluster {name} not found"))
             else:
                 self._apply(name, snap)
                 await asyncio.sleep(0)  # let RPCs in between two plans
@@ -413,43 +456,61 @@ class TargetCache:
             _log.exception("source failed unexpectedly", cluster=cluster)
             raise DemandUnavailable(f"source failed: {type(exc).__name__}") from exc
 
-    def _fail(self, clusters: Iterable[str], exc: ScalerError) -> None:
+    def _fail(self, clusters: Iterable[ClusterRef], exc: ScalerError) -> None:
         outcome = "not_found" if isinstance(exc, NotFound) else "unavailable"
+        why = {"reason": exc.reason.value} if isinstance(exc, UntrustedData) else {}
         for name in clusters:
             entry = self._entries.get(name)
             if entry is None:
                 continue
             entry.error = exc
             if self._metrics is not None:
-                self._metrics.refreshes.labels(name, outcome).inc()
-                self._metrics.source_errors.labels(name, type(exc).__name__).inc()
-            _log.warning("refresh failed", cluster=name, error=str(exc))
+                self._metrics.refreshes.labels(str(name), outcome).inc()
+                self._metrics.source_errors.labels(str(name), type(exc).__name__).inc()
+            _log.warning(
+                "refresh failed",
+                namespace=name.namespace,
+                cluster=name.name,
+                error=str(exc),
+                **why,
+            )
             self._notify(entry)
 
-    def _apply(self, cluster: str, snapshot: ClusterSnapshot) -> None:
+    def _apply(self, cluster: ClusterRef, snapshot: ClusterSnapshot) -> None:
         entry = self._entries.get(cluster)
         if entry is None:
+            return
+        try:  # a snapshot from the future is never planned on (nor ends the scale-down hold)
+            check_not_future(
+                cluster,
+                snapshot_time_s=snapshot.snapshot_time_s,
+                now=self._clock(),
+                max_skew_s=self.settings.max_clock_skew_s,
+            )
+        except UntrustedData as exc:
+            self._fail([cluster], exc)
             return
         if snapshot.snapshot_time_s >= self._started_s:
             entry.fresh_since_start = True
         try:
             if self._metrics is not None:
-                with self._metrics.plan_seconds.labels(cluster).time():
+                with self._metrics.plan_seconds.labels(str(cluster)).time():
                     plan = self._planner(snapshot.input)
             else:
                 plan = self._planner(snapshot.input)
         except Exception as exc:  # a planner bug must read as "unknown", never as zero
-            _log.exception("planner failed", cluster=cluster)
+            _log.exception("planner failed", namespace=cluster.namespace, cluster=cluster.name)
             self._fail([cluster], DemandUnavailable(f"planner failed: {type(exc).__name__}"))
             return
         targets = group_targets(snapshot, plan, hold_scale_down=not entry.fresh_since_start)
         entry.view = ClusterView(snapshot=snapshot, plan=plan, targets=targets)
         entry.error = None
         if self._metrics is not None:
-            self._metrics.refreshes.labels(cluster, "ok").inc()
-            self._metrics.data_age.labels(cluster).set(self._clock() - snapshot.snapshot_time_s)
+            label = str(cluster)
+            self._metrics.refreshes.labels(label, "ok").inc()
+            self._metrics.data_age.labels(label).set(self._clock() - snapshot.snapshot_time_s)
             for t in targets.values():
-                self._metrics.target.labels(cluster, t.group).set(t.target)
+                self._metrics.target.labels(label, t.group).set(t.target)
         self._notify(entry)
 
     def _notify(self, entry: _Entry) -> None:

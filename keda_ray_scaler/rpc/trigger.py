@@ -22,13 +22,16 @@ KEY_CLUSTER: Final = "rayCluster"
 KEY_GROUP: Final = "workerGroup"
 #: Optional: a stricter maximum data age for this trigger, whole seconds, 1..server --max-age.
 KEY_MAX_AGE: Final = "maxAgeSeconds"
+#: Optional: the Ray cluster's namespace when it is not the ScaledObject's own; the scaler
+#: answers only with a grant ``--allow-cross-namespace <ScaledObject ns>=<this>``.
+KEY_NAMESPACE: Final = "rayClusterNamespace"
 
 #: Keys KEDA itself puts in the metadata of ``external`` / ``external-push`` triggers (the whole
 #: trigger metadata is passed through). Accepted and ignored; their values are never read.
 KEDA_KEYS: Final = frozenset(
     {"scalerAddress", "caCert", "tlsCertFile", "tlsClientCert", "tlsClientKey", "unsafeSsl"}
 )
-OWN_KEYS: Final = frozenset({KEY_CLUSTER, KEY_GROUP, KEY_MAX_AGE})
+OWN_KEYS: Final = frozenset({KEY_CLUSTER, KEY_GROUP, KEY_MAX_AGE, KEY_NAMESPACE})
 ALLOWED_KEYS: Final = OWN_KEYS | KEDA_KEYS
 
 #: RFC 1123 label, as Kubernetes validates names (at most 63 characters).
@@ -42,12 +45,14 @@ _MAX_KEY_REPORT: Final = 64
 class TriggerConfig:
     """One trigger's parsed metadata.
 
-    ``max_age_s`` is ``None`` when the trigger keeps the server's ``--max-age``.
+    ``max_age_s`` is ``None`` when the trigger keeps the server's ``--max-age``; ``namespace``
+    is ``None`` when the Ray cluster is in the ScaledObject's own namespace.
     """
 
     cluster: str
     group: str
     max_age_s: float | None = None
+    namespace: str | None = None
 
     @property
     def metric_name(self) -> str:
@@ -67,7 +72,7 @@ class TriggerConfig:
         """
         unknown = sorted(k for k in metadata if k not in ALLOWED_KEYS)
         if unknown:
-            key = _printable(unknown[0])
+            key = printable(unknown[0])
             allowed = ", ".join(sorted(OWN_KEYS))
             raise ConfigError(_WHERE, key, f"unknown key (allowed: {allowed})")
         cluster = _dns_label(metadata, KEY_CLUSTER)
@@ -76,11 +81,12 @@ class TriggerConfig:
         if KEY_MAX_AGE in metadata:
             upper = int(server_max_age_s) if server_max_age_s is not None else 3600
             max_age = float(_bounded_int(metadata, KEY_MAX_AGE, 1, max(1, upper)))
-        return cls(cluster=cluster, group=group, max_age_s=max_age)
+        namespace = _dns_label(metadata, KEY_NAMESPACE) if KEY_NAMESPACE in metadata else None
+        return cls(cluster=cluster, group=group, max_age_s=max_age, namespace=namespace)
 
 
 #: What :meth:`TriggerConfig.from_metadata` reads: the key names and the values of our own keys.
-MetadataKey = tuple[frozenset[str], str | None, str | None, str | None]
+MetadataKey = tuple[frozenset[str], str | None, str | None, str | None, str | None]
 
 
 def metadata_key(metadata: Mapping[str, str]) -> MetadataKey:
@@ -95,6 +101,7 @@ def metadata_key(metadata: Mapping[str, str]) -> MetadataKey:
         metadata.get(KEY_CLUSTER),
         metadata.get(KEY_GROUP),
         metadata.get(KEY_MAX_AGE),
+        metadata.get(KEY_NAMESPACE),
     )
 
 
@@ -119,8 +126,13 @@ class TriggerParser:
         return self._parse.cache_info()
 
     def _parse_key(self, key: MetadataKey) -> TriggerConfig:
-        names, cluster, group, max_age = key
-        own = {KEY_CLUSTER: cluster, KEY_GROUP: group, KEY_MAX_AGE: max_age}
+        names, cluster, group, max_age, namespace = key
+        own = {
+            KEY_CLUSTER: cluster,
+            KEY_GROUP: group,
+            KEY_MAX_AGE: max_age,
+            KEY_NAMESPACE: namespace,
+        }
         # KEDA's keys get an empty value: from_metadata never reads them
         metadata = {name: own.get(name) or "" for name in names}
         return TriggerConfig.from_metadata(metadata, self.server_max_age_s)
@@ -134,7 +146,7 @@ def _dns_label(metadata: Mapping[str, str], key: str) -> str:
         raise ConfigError(
             _WHERE,
             key,
-            f"{_printable(value)!r} is not a DNS-1123 label "
+            f"{printable(value)!r} is not a DNS-1123 label "
             "(lowercase letters, digits and '-', at most 63 characters)",
         )
     return value
@@ -143,14 +155,14 @@ def _dns_label(metadata: Mapping[str, str], key: str) -> str:
 def _bounded_int(metadata: Mapping[str, str], key: str, low: int, high: int) -> int:
     value = metadata[key]
     if not value.isascii() or not value.isdigit() or len(value) > 6:
-        raise ConfigError(_WHERE, key, f"{_printable(value)!r} is not a whole number")
+        raise ConfigError(_WHERE, key, f"{printable(value)!r} is not a whole number")
     number = int(value)
     if not low <= number <= high:
         raise ConfigError(_WHERE, key, f"{number} is outside {low}..{high}")
     return number
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """Untrusted text made safe for one log line or status message: escaped and truncated."""
     shown = text[:_MAX_KEY_REPORT].encode("unicode_escape").decode("ascii")
     return shown + ("..." if len(text) > _MAX_KEY_REPORT else "")

@@ -5,13 +5,17 @@ A source turns the agent's metrics (through Prometheus, or scraped directly) int
 one background refresh per cluster per interval, never once per KEDA request.
 
 Contract:
-- ``fetch(cluster)`` returns the cluster's latest snapshot, with ``snapshot_time_s`` being the
+- ``fetch(cluster)`` takes a :class:`~keda_ray_scaler.identity.ClusterRef` (namespace and
+  name: a cluster of another namespace with the same name is another cluster) and returns its
+  latest snapshot, with ``snapshot_time_s`` being the
   agent's own snapshot time (unix seconds), not the time of the query; staleness is judged from it.
 - It raises :class:`~keda_ray_scaler.errors.DemandUnavailable` when the backend fails, times out,
   returns nothing, or returns values that cannot be trusted (NaN, negative, absurd): never an
   empty or zero snapshot in place of an unknown one.
 - It raises :class:`~keda_ray_scaler.errors.NotFound` when the backend answers but knows no such
-  cluster (no ``worker_group_info`` series for it).
+  cluster (no ``worker_group_info`` series for it) in that namespace.
+- It raises :class:`~keda_ray_scaler.errors.UntrustedData` (``two_origins``) when more than one
+  origin (scrape target) exports the cluster: never "newest wins".
 - It never blocks the event loop: synchronous clients run in ``asyncio.to_thread`` with a deadline.
 
 A source that can answer every cluster with one query set also implements :class:`BatchSource`;
@@ -25,6 +29,7 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from keda_ray_scaler.errors import NotFound, ScalerError
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot
 
 
@@ -32,7 +37,7 @@ from keda_ray_scaler.schema import ClusterSnapshot
 class Source(Protocol):
     """Snapshots of one Ray cluster at a time."""
 
-    async def fetch(self, cluster: str) -> ClusterSnapshot:
+    async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
         """The latest snapshot of ``cluster``; raises DemandUnavailable or NotFound."""
         ...
 
@@ -41,8 +46,8 @@ class Source(Protocol):
 class BatchSource(Source, Protocol):
     """A source that can fetch every cluster it knows with one query set."""
 
-    async def fetch_all(self) -> dict[str, ClusterSnapshot]:
-        """Snapshots of every cluster, keyed by cluster name; raises DemandUnavailable.
+    async def fetch_all(self) -> dict[ClusterRef, ClusterSnapshot]:
+        """Snapshots of every cluster, keyed by namespace and name; raises DemandUnavailable.
 
         A cluster absent from the result is unknown to the backend (NotFound for it).
         """
@@ -56,19 +61,19 @@ class MemorySource:
     (to hold a fetch in flight). ``fetches`` counts calls.
     """
 
-    def __init__(self, snapshots: Mapping[str, ClusterSnapshot] | None = None) -> None:
-        self.snapshots: dict[str, ClusterSnapshot] = dict(snapshots or {})
+    def __init__(self, snapshots: Mapping[ClusterRef, ClusterSnapshot] | None = None) -> None:
+        self.snapshots: dict[ClusterRef, ClusterSnapshot] = dict(snapshots or {})
         self.failure: ScalerError | None = None
         self.gate: asyncio.Event | None = None
         self.fetches = 0
 
-    async def fetch(self, cluster: str) -> ClusterSnapshot:
+    async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
         """The stored snapshot of ``cluster``; NotFound when there is none."""
         self.fetches += 1
         await self._pass()
         snap = self.snapshots.get(cluster)
         if snap is None:
-            raise NotFound(f"Ray cluster {cluster!r} not found")
+            raise NotFound(f"Ray cluster {cluster} not found")
         return snap
 
     async def _pass(self) -> None:
@@ -81,11 +86,11 @@ class MemorySource:
 class MemoryBatchSource(MemorySource):
     """A :class:`MemorySource` that also answers every cluster at once."""
 
-    def __init__(self, snapshots: Mapping[str, ClusterSnapshot] | None = None) -> None:
+    def __init__(self, snapshots: Mapping[ClusterRef, ClusterSnapshot] | None = None) -> None:
         super().__init__(snapshots)
         self.batch_fetches = 0
 
-    async def fetch_all(self) -> dict[str, ClusterSnapshot]:
+    async def fetch_all(self) -> dict[ClusterRef, ClusterSnapshot]:
         """Every stored snapshot."""
         self.batch_fetches += 1
         await self._pass()

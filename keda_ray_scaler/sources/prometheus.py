@@ -23,7 +23,8 @@ from prometheus_client import CollectorRegistry
 from urllib3.util.retry import Retry
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import NotFound
+from keda_ray_scaler.errors import NotFound, UntrustedData
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, SchemaError
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.transport import (
@@ -33,6 +34,7 @@ from keda_ray_scaler.sources.transport import (
     SourceMetrics,
     build_session,
     call_with_retries,
+    distrust,
     fail,
     source_metrics,
 )
@@ -97,13 +99,14 @@ class PrometheusSource:
         """Release pooled connections."""
         self._client.close()
 
-    async def fetch(self, cluster: str) -> ClusterSnapshot:
-        """The latest snapshot of ``cluster``.
+    async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
+        """The latest snapshot of ``cluster``, from series of its namespace only.
 
         Raises ``ConfigError`` for a name that is not an RFC 1123 label, ``NotFound`` when
-        Prometheus has not seen the cluster within ``lost_window_s``, ``DemandUnavailable``
-        when it fails, times out, has lost the target (seen before, no series now), or answers
-        with data that does not decode (NaN, negative, absurd, missing series).
+        Prometheus has not seen the cluster within ``lost_window_s``, ``UntrustedData`` when
+        two origins export it, ``DemandUnavailable`` when it fails, times out, has lost the
+        target (seen before, no series now), or answers with data that does not decode (NaN,
+        negative, absurd, missing series).
         """
         query = promql.cluster_query(cluster)
         # one deadline for the whole fetch, the lost-or-unknown query included
@@ -111,7 +114,7 @@ class PrometheusSource:
         result = await self._query(query, f"cluster {cluster}", deadline)
         # thousands of series: decode off the event loop, like the HTTP call
         snapshots = await asyncio.to_thread(self._decode, result, f"cluster {cluster}")
-        snapshot = snapshots.get(cluster)
+        snapshot = snapshots.get(cluster.name)
         if snapshot is not None:
             return snapshot
         seen = await self._query(
@@ -121,14 +124,14 @@ class PrometheusSource:
         )
         if not seen:
             raise NotFound(
-                f"Prometheus has no series for Ray cluster {cluster!r} "
+                f"Prometheus has no series for Ray cluster {cluster} "
                 f"in the last {self._settings.lost_window_s}s"
             )
         raise fail(
             self._metrics,
             SOURCE,
             "empty",
-            f"Prometheus returned no series for Ray cluster {cluster!r}, which it saw in the "
+            f"Prometheus returned no series for Ray cluster {cluster}, which it saw in the "
             f"last {self._settings.lost_window_s}s: the agent target may be lost",
         )
 
@@ -161,5 +164,7 @@ class PrometheusSource:
     def _decode(self, result: list[Any], what: str) -> dict[str, ClusterSnapshot]:
         try:
             return schema.decode(promql.samples_from_result(result))
+        except UntrustedData as exc:
+            raise distrust(self._metrics, SOURCE, exc) from None
         except SchemaError as exc:
             raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc

@@ -1,26 +1,30 @@
 """PromQL for the agent's series: fixed query templates and parsing of the answers. Pure.
 
-Queries are built only from templates here, with the cluster name validated (RFC 1123 label, as
-Kubernetes names a RayCluster) and escaped as a PromQL string literal: no PromQL, URL or label
-matcher is ever taken from trigger metadata. One instant query answers one cluster; the answer
-is an instant vector of the agent's ``ray_scaler_*`` series, turned into
+Queries are built only from templates here, with the namespace and cluster name validated
+(RFC 1123 labels, as Kubernetes names them) and escaped as PromQL string literals: no PromQL, URL
+or label matcher is ever taken from trigger metadata. One instant query answers one cluster,
+``(namespace, name)``: it selects ``namespace="<ns>"``, the label Prometheus attaches from
+service discovery (the shipped scrape configurations never let the agent set it). The answer is
+an instant vector of the agent's ``ray_scaler_*`` series, turned into
 :class:`~keda_ray_scaler.schema.Sample` values for :func:`~keda_ray_scaler.schema.decode`.
 
-Labels that are not part of the schema (``job``, ``instance``, ``namespace``... added by the
-scrape) identify where a series came from. When two targets export the same cluster (an agent
-restarting under a new address, a duplicated scrape job) the one with the newest snapshot time
-wins, so a stale copy never mixes with a fresh one. ``schema.decode`` ignores the extra labels.
+The *origin* of a series is the scrape target it came from: its ``job`` and ``instance``
+labels, which Prometheus attaches to every scraped series and which a target cannot override
+without ``honor_labels``. One cluster exported by two origins (a forged or same-named exporter
+in the namespace, a duplicated scrape job, two agents for one cluster) is refused:
+:class:`~keda_ray_scaler.errors.UntrustedData` (``two_origins``) naming both, never "newest
+wins". ``schema.decode`` ignores the labels outside the schema.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.errors import ConfigError, Refusal, UntrustedData
+from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import Sample, SchemaError
 
 #: Every series the agent exports, and nothing else.
@@ -42,14 +46,16 @@ SCHEMA_LABELS: Final = frozenset(
     }
 )
 
-#: RFC 1123 label, as Kubernetes validates object names (at most 63 characters).
-_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+#: The label Prometheus attaches from discovery: the namespace of the scraped pod.
+LABEL_NAMESPACE: Final = "namespace"
+#: The labels that name a series' origin (its scrape target); Prometheus attaches both.
+ORIGIN_LABELS: Final = ("job", "instance")
 _ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def check_cluster_name(cluster: str) -> str:
     """``cluster`` if it is an RFC 1123 label; raises :class:`ConfigError` naming it otherwise."""
-    if not _DNS1123_LABEL.fullmatch(cluster):
+    if not is_dns_label(cluster):
         raise ConfigError(
             "cluster name", "cluster", f"{cluster[:80]!r} is not an RFC 1123 label (a-z, 0-9, -)"
         )
@@ -67,22 +73,33 @@ def quote(value: str) -> str:
     return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
 
 
-def cluster_query(cluster: str) -> str:
-    """The instant query for every agent series of one cluster."""
-    check_cluster_name(cluster)
-    return "{" + f"{NAME_MATCHER},{schema.LABEL_CLUSTER}={quote(cluster)}" + "}"
+def _matchers(cluster: ClusterRef) -> str:
+    """``cluster="<name>",namespace="<ns>"``, both names checked first."""
+    check_cluster_name(cluster.name)
+    if not is_dns_label(cluster.namespace):
+        raise ConfigError(
+            "namespace", "namespace", f"{cluster.namespace[:80]!r} is not an RFC 1123 label"
+        )
+    return (
+        f"{schema.LABEL_CLUSTER}={quote(cluster.name)},{LABEL_NAMESPACE}={quote(cluster.namespace)}"
+    )
 
 
-def seen_query(cluster: str, window_s: int) -> str:
+def cluster_query(cluster: ClusterRef) -> str:
+    """The instant query for every agent series of one cluster, in its namespace only."""
+    return "{" + f"{NAME_MATCHER},{_matchers(cluster)}" + "}"
+
+
+def seen_query(cluster: ClusterRef, window_s: int) -> str:
     """Whether the agent exported ``cluster`` at any time in the last ``window_s`` seconds.
 
     Tells a lost target (seen before, empty now: the data is unavailable) from a cluster that
     never existed (not found).
     """
-    check_cluster_name(cluster)
+    matchers = _matchers(cluster)
     if window_s <= 0:
         raise ValueError(f"window_s must be positive, got {window_s}")
-    selector = schema.SNAPSHOT_TIMESTAMP + "{" + f"{schema.LABEL_CLUSTER}={quote(cluster)}" + "}"
+    selector = schema.SNAPSHOT_TIMESTAMP + "{" + matchers + "}"
     return f"present_over_time({selector}[{window_s}s])"
 
 
@@ -133,33 +150,34 @@ def _fields(entry: Any, i: int) -> tuple[dict[str, str], Sequence[Any]]:
     return metric, value
 
 
-def _origin(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """Where a series was scraped from: its labels outside the schema, sorted."""
-    return tuple(sorted((k, v) for k, v in labels.items() if k not in SCHEMA_LABELS))
+def origin(labels: Mapping[str, str]) -> str:
+    """Where a series was scraped from: ``job/instance`` (empty parts when absent)."""
+    return "/".join(labels.get(key, "") for key in ORIGIN_LABELS)
 
 
-def newest_origin(samples: Iterable[Sample]) -> list[Sample]:
-    """Per cluster, only the samples of the target with the newest snapshot time.
+def single_origin(samples: Iterable[Sample]) -> list[Sample]:
+    """``samples``, checked to come from one origin per cluster.
 
-    A target whose cluster has no snapshot-time series ranks oldest; ties go to the origin that
-    sorts last, so the choice is deterministic. Labels are kept (``schema.decode`` reads only
-    the schema's own); with one target per cluster, the common case, nothing is dropped.
+    Raises :class:`UntrustedData` (``two_origins``) naming the first two origins of a cluster
+    exported by more than one: the scaler cannot tell the cluster's own agent from another
+    exporter that claims its name, so it trusts neither.
     """
-    by_cluster: dict[str, dict[tuple[tuple[str, str], ...], list[Sample]]] = {}
-    for s in samples:
-        cluster = s.labels.get(schema.LABEL_CLUSTER, "")
-        by_cluster.setdefault(cluster, {}).setdefault(_origin(s.labels), []).append(s)
-    out: list[Sample] = []
-    for _, origins in sorted(by_cluster.items()):
-        best = max(origins, key=lambda o: (_snapshot_time(origins[o]), o))
-        out.extend(origins[best])
+    out = list(samples)
+    seen: dict[str, set[str]] = {}
+    for s in out:
+        seen.setdefault(s.labels.get(schema.LABEL_CLUSTER, ""), set()).add(origin(s.labels))
+    for cluster, origins in sorted(seen.items()):
+        if len(origins) > 1:
+            first, second = sorted(origins)[:2]
+            raise UntrustedData(
+                Refusal.TWO_ORIGINS,
+                f"Ray cluster {cluster!r} is exported by {len(origins)} origins "
+                f"({first!r} and {second!r}): refusing both; one agent per cluster and "
+                "namespace, scraped by one job",
+            )
     return out
 
 
-def _snapshot_time(samples: list[Sample]) -> float:
-    return max((s.value for s in samples if s.name == schema.SNAPSHOT_TIMESTAMP), default=-1.0)
-
-
 def samples_from_result(result: object) -> list[Sample]:
-    """:func:`parse_vector`, then :func:`newest_origin`: what to hand to ``schema.decode``."""
-    return newest_origin(parse_vector(result))
+    """:func:`parse_vector`, then :func:`single_origin`: what to hand to ``schema.decode``."""
+    return single_origin(parse_vector(result))

@@ -2,8 +2,15 @@
 
 The embedded default for a setup without Prometheus: the scaler is configured with one URL per
 Ray cluster (the agent beside that cluster's head) and reads the Prometheus text exposition with
-``prometheus_client.parser``. Same safety rules as the Prometheus source: a failed, timed-out,
-oversized, empty or untrustworthy answer raises
+``prometheus_client.parser``.
+
+Identity: the scaler's configuration, not the agent, says which namespace a URL belongs to
+(``--agent-url NAMESPACE/CLUSTER=URL``): a cluster is ``(namespace, name)``, and a ScaledObject
+of another namespace asking for the same name asks for another cluster (not found). One URL is
+one origin, so two origins cannot arise; what the agent exports in any other label is ignored.
+
+Same safety rules as the Prometheus source: a failed, timed-out, oversized, empty or
+untrustworthy answer raises
 :class:`~keda_ray_scaler.errors.DemandUnavailable` ``from`` the cause, counted.
 """
 
@@ -20,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import NotFound
+from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.transport import (
@@ -42,16 +50,18 @@ DEFAULT_MAX_BYTES: Final = 32 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ScrapeSettings:
-    """One agent ``/metrics`` URL per Ray cluster, and how to reach them."""
+    """One agent ``/metrics`` URL per Ray cluster (namespace and name), and how to reach them."""
 
-    targets: Mapping[str, str]
+    targets: Mapping[ClusterRef, str]
     http: HttpSettings = field(default_factory=HttpSettings)
     retry: RetrySettings = field(default_factory=RetrySettings)
     max_bytes: int = DEFAULT_MAX_BYTES
 
     def __post_init__(self) -> None:
         for cluster, url in self.targets.items():
-            promql.check_cluster_name(cluster)
+            promql.check_cluster_name(cluster.name)
+            if not is_dns_label(cluster.namespace):
+                raise ValueError(f"namespace of {cluster} is not an RFC 1123 label")
             if not url.startswith(("http://", "https://")):
                 raise ValueError(f"scrape target of {cluster!r} must be http(s)://, got {url!r}")
         if self.max_bytes < 1:
@@ -101,11 +111,12 @@ class ScrapeSource:
         """Release pooled connections."""
         self._session.close()
 
-    async def fetch(self, cluster: str) -> ClusterSnapshot:
-        """Scrape the agent of ``cluster``; ``NotFound`` when no target is configured for it."""
+    async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
+        """Scrape the agent of ``cluster``; ``NotFound`` when no target is configured for it
+        (in its namespace)."""
         url = self._settings.targets.get(cluster)
         if url is None:
-            raise NotFound(f"no scrape target is configured for Ray cluster {cluster!r}")
+            raise NotFound(f"no scrape target is configured for Ray cluster {cluster}")
         what = f"cluster {cluster} at {url}"
         text = await call_with_retries(
             lambda timeout_s: self._get(url, timeout_s),
@@ -117,7 +128,7 @@ class ScrapeSource:
         )
         # thousands of series: parse and decode off the event loop, like the HTTP call
         snapshots = await asyncio.to_thread(self._decode, text, what)
-        snapshot = snapshots.get(cluster)
+        snapshot = snapshots.get(cluster.name)
         if snapshot is None:
             raise fail(
                 self._metrics,

@@ -23,12 +23,21 @@ import structlog
 import tenacity
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from keda_ray_scaler.errors import DemandUnavailable
+from keda_ray_scaler.errors import DemandUnavailable, UntrustedData
 
 #: KEDA gives an external scaler 3 s per call; a fetch (all attempts) must end well before.
 DEFAULT_DEADLINE_S: Final = 2.5
 #: Error kinds, the ``error`` label of :attr:`SourceMetrics.errors` and the start of messages.
-ERROR_KINDS: Final = ("timeout", "connection", "http", "auth", "tls", "bad_data", "empty")
+ERROR_KINDS: Final = (
+    "timeout",
+    "connection",
+    "http",
+    "auth",
+    "tls",
+    "bad_data",
+    "empty",
+    "two_origins",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +228,16 @@ def fail(metrics: SourceMetrics, source: str, kind: str, message: str) -> FetchE
         "source_failed", source=source, error_kind=kind, error=message
     )
     return FetchError(kind, message)
+
+
+def distrust(metrics: SourceMetrics, source: str, exc: UntrustedData) -> UntrustedData:
+    """Count and log data refused as untrusted (its reason is the error kind); ``exc`` back."""
+    kind = exc.reason.value
+    metrics.failures.labels(source, kind).inc()
+    structlog.get_logger(__name__).warning(
+        "source_failed", source=source, error_kind=kind, error=str(exc)
+    )
+    return exc
 
 
 class DeadlineExceeded(TimeoutError):
