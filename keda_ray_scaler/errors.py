@@ -9,13 +9,43 @@ class ScalerError(Exception):
     """Base of every error this project raises on purpose."""
 
 
-class ConfigError(ScalerError):
-    """Bad input: a file, flag or metadata key. The message names where and what."""
+class ConfigProblem(enum.Enum):
+    """What is wrong with a piece of configuration: a fixed set (the scaler's metric label).
 
-    def __init__(self, where: str, field: str, problem: str) -> None:
+    The offending key's *name* is in the message, never in a label: metadata comes from any
+    namespace that can create a ScaledObject, and a label taking its text would let it create
+    series at will.
+    """
+
+    #: a key that is not allowed (trigger metadata)
+    UNKNOWN_KEY = "unknown_key"
+    #: a required value is absent (``rayCluster``, ``workerGroup``, the ScaledObject's namespace)
+    MISSING = "missing"
+    #: a name that is not an RFC 1123 label
+    BAD_NAME = "bad_name"
+    #: a number that does not parse or is out of its range
+    BAD_NUMBER = "bad_number"
+    #: anything else (flags, files)
+    INVALID = "invalid"
+
+
+class ConfigError(ScalerError):
+    """Bad input: a file, flag or metadata key. The message names where and what.
+
+    ``problem_kind`` classifies it (a fixed set, for metrics); ``field`` names the key.
+    """
+
+    def __init__(
+        self,
+        where: str,
+        field: str,
+        problem: str,
+        problem_kind: ConfigProblem = ConfigProblem.INVALID,
+    ) -> None:
         self.where = where
         self.field = field
         self.problem = problem
+        self.problem_kind = problem_kind
         super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
 
 
@@ -46,6 +76,25 @@ class Refusal(enum.Enum):
     TWO_ORIGINS = "two_origins"
     #: the agent's snapshot time is ahead of the scaler's clock by more than the allowed skew
     FUTURE_SNAPSHOT = "future_snapshot"
+
+
+class Limit(enum.Enum):
+    """A bound on what others can make the scaler spend: a fixed set (a metric label)."""
+
+    #: the scaler already refreshes ``--max-clusters`` Ray clusters
+    MAX_CLUSTERS = "max_clusters"
+    #: the Ray clusters' namespace already has ``--max-clusters-per-namespace`` refreshed
+    NAMESPACE_QUOTA = "namespace_quota"
+    #: a ``grpc.health.v1.Health/Watch`` beyond the streams allowed (or on the probe port)
+    HEALTH_WATCH = "health_watch"
+
+
+class LimitReached(DemandUnavailable):
+    """A call refused because a bound is reached (gRPC UNAVAILABLE): KEDA's fallback applies."""
+
+    def __init__(self, limit: Limit, message: str) -> None:
+        self.limit = limit
+        super().__init__(message)
 
 
 class AccessDenied(ScalerError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 import sys
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Final
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from keda_ray_scaler.errors import Refusal
+from keda_ray_scaler.errors import ConfigProblem, Limit, Refusal
 
 EventDict = MutableMapping[str, Any]
 
@@ -56,6 +57,24 @@ def redact_secrets(_logger: object, _method: str, event_dict: EventDict) -> Even
     return event_dict
 
 
+#: ``scheme://userinfo@``: what a URL with credentials starts with (userinfo up to the last ``@``
+#: before the host's end, so a password holding an unencoded ``@`` goes too).
+_USERINFO: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#]*@")
+
+
+def strip_userinfo(text: str) -> str:
+    """``text`` with the userinfo (``user:password@``) of every URL in it removed."""
+    return _USERINFO.sub(r"\1", text) if "@" in text else text
+
+
+def redact_url_userinfo(_logger: object, _method: str, event_dict: EventDict) -> EventDict:
+    """Processor: no URL credentials in any string value (error texts quote URLs)."""
+    for key, value in event_dict.items():
+        if isinstance(value, str) and "@" in value:
+            event_dict[key] = strip_userinfo(value)
+    return event_dict
+
+
 def stringify_enums(_logger: object, _method: str, event_dict: EventDict) -> EventDict:
     """Processor: enum values (``Outcome.SKIP_BUSY``) as their plain value (``"skip_busy"``)."""
     for key, value in event_dict.items():
@@ -83,6 +102,7 @@ def configure_logging(json: bool, level: str) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact_secrets,
+            redact_url_userinfo,
             stringify_enums,
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
@@ -109,8 +129,16 @@ class ScalerMetrics:
     source_errors: Counter  # {cluster, error}
     data_age: Gauge  # {cluster}: now - agent snapshot time of the data in use
     target: Gauge  # {cluster, group}
-    config_errors: Counter  # {key}: rejected trigger metadata
+    rechecks_deferred: Counter  # rechecks of unknown clusters put off: the budget was spent
+    config_errors: Counter  # {reason}: rejected trigger metadata, reason from ConfigProblem
     refusals: Counter  # {reason}: calls refused for trust, reason from errors.Refusal
+    limits: Counter  # {limit}: calls refused by a bound, limit from errors.Limit
+
+    def forget_cluster(self, cluster: str) -> None:
+        """Remove every series of ``cluster`` (its ``cluster`` label value): it was forgotten."""
+        per_cluster = (self.plan_seconds, self.refreshes, self.source_errors, self.data_age)
+        for metric in (*per_cluster, self.target):
+            metric.remove_by_labels({"cluster": cluster})
 
 
 def scaler_metrics(
@@ -168,14 +196,41 @@ def scaler_metrics(
             ["cluster", "group"],
             registry=refresh,
         ),
-        config_errors=Counter(
-            p + "config_errors",
-            "trigger metadata rejected, by offending key",
-            ["key"],
-            registry=registry,
+        rechecks_deferred=Counter(
+            p + "unknown_rechecks_deferred",
+            "rechecks of Ray clusters the source did not know, put off to a later round "
+            "because the shared recheck budget was spent",
+            registry=refresh,
+        ),
+        config_errors=_every_value(
+            Counter(
+                p + "config_errors",
+                "trigger metadata rejected, by reason (unknown_key, missing, bad_name, "
+                "bad_number, invalid)",
+                ["reason"],
+                registry=registry,
+            ),
+            ConfigProblem,
         ),
         refusals=_refusals(registry),
+        limits=_every_value(
+            Counter(
+                p + "limit_refusals",
+                "calls refused because a bound is reached, by limit (max_clusters, "
+                "namespace_quota, health_watch)",
+                ["limit"],
+                registry=registry,
+            ),
+            Limit,
+        ),
     )
+
+
+def _every_value(counter: Counter, values: type[enum.Enum]) -> Counter:
+    """``counter`` with a child for every value of ``values`` (present from the start, at 0)."""
+    for value in values:
+        counter.labels(value.value)
+    return counter
 
 
 def _refusals(registry: CollectorRegistry) -> Counter:

@@ -392,6 +392,27 @@ class ControlPlane:
             self._wait_apiserver_ready(new)
         return time.monotonic() - stopped
 
+    def wait_crds_established(self, timeout_s: float = 120) -> None:
+        """Every CRD Established. ``kubectl wait`` fails at once on a CRD the API server has not
+        given a status yet (".status.conditions accessor error: <nil>", seen under load), so it
+        is asked again until it passes."""
+        wait_until(
+            lambda: (
+                self.kubectl(
+                    "wait",
+                    "--for=condition=Established",
+                    "--timeout=30s",
+                    "crd",
+                    "--all",
+                    check=False,
+                ).returncode
+                == 0
+            ),
+            timeout_s=timeout_s,
+            what="every CRD Established",
+            interval_s=1.0,
+        )
+
     def _make_pki(self) -> None:
         self.ca = ca = Authority.create("keda-ray-scaler-e2e-ca")
         ca.pair.write(self.pki, "ca")
@@ -586,7 +607,7 @@ class ControlPlane:
     def _start_keda(self) -> None:
         crds = sorted((self.bin_dir / "keda-crds").glob("*.yaml"))
         self.kubectl("apply", "--server-side", *[f"--filename={c}" for c in crds])
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self.wait_crds_established()
         self.kubectl("create", "namespace", "keda")
         keda_dir = self.pki / "keda"
         env = {

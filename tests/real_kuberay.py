@@ -91,21 +91,7 @@ def install_crds(cp: ControlPlane, bin_dir: Path) -> None:
     and the RayWorkerGroup CRD, waited until established."""
     cp.kubectl("apply", "--server-side", "-f", str((bin_dir / "kuberay-crds").resolve()))
     cp.kubectl("apply", "-k", str(CRD))
-    for name in ("rayclusters.ray.io", "rayworkergroups.keda-ray-scaler.io"):
-        wait_until(
-            lambda name=name: (
-                cp.kubectl(
-                    "wait",
-                    "--for=condition=Established",
-                    f"crd/{name}",
-                    "--timeout=10s",
-                    check=False,
-                ).returncode
-                == 0
-            ),
-            timeout_s=60,
-            what=f"CRD {name} established",
-        )
+    cp.wait_crds_established()
 
 
 @contextlib.contextmanager

@@ -305,7 +305,7 @@ def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         for crds in ("keda-crds", "kuberay-crds"):  # links to directories: resolved for -f
             if (Path(bin_dir) / crds).exists():
                 cp.kubectl("apply", "--server-side", "-f", str((Path(bin_dir) / crds).resolve()))
-        cp.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        cp.wait_crds_established()
         for ns in (NAMESPACE, "ray", "ray-b", "cert-manager"):
             cp.kubectl("create", "namespace", ns)
         yield cp

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.server import ServerSettings, TlsFiles
 
 #: Runs the console script's entry point.
 RUNNER = """
@@ -52,6 +54,8 @@ def parse(*argv: str) -> argparse.Namespace:
             "not a readable file",
         ),
         (["--prometheus-url", "ftp://p"], "--prometheus-url", "must be http(s)"),
+        (["--prometheus-url", "http://p", "--max-shapes", "0"], "--max-shapes", "must be >= 1"),
+        (["--prometheus-url", "http://p", "--max-pg-bundles", "-1"], "--max-pg-bundles", ">= 1"),
     ],
     ids=[
         "no-url",
@@ -62,6 +66,8 @@ def parse(*argv: str) -> argparse.Namespace:
         "file-url",
         "no-token-file",
         "ftp",
+        "shapes-cap",
+        "bundles-cap",
     ],
 )
 def test_bad_source_flags_name_the_flag(argv: list[str], flag: str, problem: str) -> None:
@@ -137,6 +143,44 @@ def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--prometheus-url", "http://scaler:Sup3rS3cret@prometheus:9090"],
+        ["--source", "scrape", "--agent-url", "ray/ray=http://scaler:Sup3rS3cret@agent/metrics"],
+        ["--source", "scrape", "--agent-url", "http://scaler:Sup3rS3cret@agent/metrics"],
+    ],
+    ids=["prometheus-url", "agent-url", "agent-url-without-name"],
+)
+def test_credentials_in_a_url_are_refused_naming_the_file_flags(argv: list[str]) -> None:
+    """user:password@ in a URL: exit 2, one line naming the flag and the file flags to use,
+    and the password never printed."""
+    done = run_cli("serve", *argv)
+    flag = "--prometheus-url" if "--prometheus-url" in argv else "--agent-url"
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"keda-ray-scaler serve: {flag}: credentials in the URL are refused (they would be "
+        "logged and sent to KEDA); use --basic-auth-user with --basic-auth-password-file, or "
+        "--bearer-token-file"
+    ]
+
+
+def test_plaintext_and_unauthenticated_tls_are_named_by_the_flag_that_closes_them(
+    tmp_path: Path,
+) -> None:
+    """No TLS: a warning naming --tls-cert; TLS without a client CA: one naming
+    --tls-client-ca; mTLS: no warning."""
+    cert, key, ca = (tmp_path / n for n in ("c.pem", "k.pem", "ca.pem"))
+    plaintext = serve.insecure_defaults(ServerSettings())
+    server_only = serve.insecure_defaults(ServerSettings(tls=TlsFiles(cert, key)))
+    mutual = serve.insecure_defaults(ServerSettings(tls=TlsFiles(cert, key, ca)))
+    assert [flag for flag, _ in plaintext] == ["--tls-cert"]
+    assert "without TLS" in plaintext[0][1]
+    assert [flag for flag, _ in server_only] == ["--tls-client-ca"]
+    assert "without client authentication" in server_only[0][1]
+    assert mutual == []
+
+
 def test_bad_flag_exits_2_with_one_line() -> None:
     """A bad flag: exit code 2 and exactly one line on stderr naming it."""
     done = run_cli("serve", "--source", "scrape")
@@ -170,10 +214,13 @@ def serve_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[
     try:
         assert proc.stderr is not None
         started: dict[str, object] = {}
+        warned: list[str] = []
         for line in proc.stderr:
             event = json.loads(line)
+            if event.get("level") == "warning" and "flag" in event:
+                warned.append(str(event["flag"]))
             if event.get("event") == "scaler serving":
-                started = event
+                started = {**event, "warned_flags": warned}
                 break
         assert started, "serve never reported it was serving"
         yield proc, started
@@ -190,14 +237,23 @@ async def test_serve_process_answers_and_stops_on_sigterm(
     health is SERVING on the probe port, SIGTERM exits 0 and stops the refresher child."""
     proc, started = serve_process
     assert (started["level"], started["tls"]) == ("info", False)
+    assert started["warned_flags"] == ["--tls-cert"]  # said at start, naming the flag
     async with grpc.aio.insecure_channel(f"127.0.0.1:{started['port']}") as channel:
         stub = pb_grpc.ExternalScalerStub(channel)
         spec = await stub.GetMetricSpec(pb.ScaledObjectRef(scalerMetadata=meta()), timeout=5)
         assert spec.metricSpecs[0].metricName == "ray-ray.cpu"
-        with pytest.raises(grpc.aio.AioRpcError) as info:
-            ref = pb.ScaledObjectRef(namespace="ray", scalerMetadata=meta())
-            await stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
-        assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+        ref = pb.ScaledObjectRef(namespace="ray", scalerMetadata=meta())
+        # until the child's first refresh has failed (and logged): "no data yet" before it
+        deadline = time.monotonic() + 60
+        while True:
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
+            assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+            details = info.value.details() or ""
+            if "no data yet" not in details or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert "no data yet" not in details, details
     async with grpc.aio.insecure_channel(f"127.0.0.1:{started['health_port']}") as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=""), timeout=5

@@ -133,16 +133,16 @@ async def test_idle_live_pod_keeps_the_group_active(env: Env) -> None:
 
 
 @pytest.mark.parametrize(
-    ("metadata", "key"),
+    ("metadata", "key", "reason"),
     [
-        ({"rayCluster": 'ray"}) or vector(1)', "workerGroup": "cpu"}, "rayCluster"),
-        ({"rayCluster": "ray", "workerGroup": "cpu", "query": "up"}, "query"),
-        ({"rayCluster": "ray"}, "workerGroup"),
+        ({"rayCluster": 'ray"}) or vector(1)', "workerGroup": "cpu"}, "rayCluster", "bad_name"),
+        ({"rayCluster": "ray", "workerGroup": "cpu", "query": "up"}, "query", "unknown_key"),
+        ({"rayCluster": "ray"}, "workerGroup", "missing"),
     ],
     ids=["promql-in-cluster", "extra-query-key", "missing-group"],
 )
 async def test_bad_metadata_is_invalid_argument_naming_the_key(
-    env: Env, metadata: dict[str, str], key: str
+    env: Env, metadata: dict[str, str], key: str, reason: str
 ) -> None:
     """Every RPC refuses injection attempts with INVALID_ARGUMENT and the key in the message."""
     calls = [
@@ -161,9 +161,41 @@ async def test_bad_metadata_is_invalid_argument_naming_the_key(
     assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert env.source.fetches == 0
     counted = env.server.registry.get_sample_value(
-        "keda_ray_scaler_config_errors_total", {"key": key}
+        "keda_ray_scaler_config_errors_total", {"reason": reason}
     )
     assert counted == 4.0
+
+
+async def test_config_errors_are_counted_by_reason_never_by_the_key_sent(env: Env) -> None:
+    """200 random unknown keys add no series: config_errors has one child per fixed reason."""
+    for i in range(200):
+        with pytest.raises(grpc.aio.AioRpcError):
+            await env.stub.GetMetricSpec(ref(**meta(), **{f"k{i:03d}x{'y' * 40}": "v"}))
+    families = {m.name: m for m in env.server.registry.collect()}
+    samples = [
+        s for s in families["keda_ray_scaler_config_errors"].samples if s.name.endswith("_total")
+    ]
+    assert sorted(s.labels["reason"] for s in samples) == [
+        "bad_name",
+        "bad_number",
+        "invalid",
+        "missing",
+        "unknown_key",
+    ]
+    assert {s.labels["reason"]: s.value for s in samples}["unknown_key"] == 200.0
+
+
+async def test_error_texts_sent_to_keda_carry_no_url_credentials(env: Env) -> None:
+    """A source error quoting a URL with user:password@: KEDA gets the host, not the password."""
+    env.source.failure = DemandUnavailable(
+        "connection: cluster ray/ray at http://scaler:Sup3rS3cret@10.0.0.7:8080/metrics: refused"
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await env.stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()))
+    assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert info.value.details() == (
+        "connection: cluster ray/ray at http://10.0.0.7:8080/metrics: refused"
+    )
 
 
 async def test_unknown_cluster_or_group_is_not_found(env: Env) -> None:

@@ -9,7 +9,15 @@ import structlog.testing
 from prometheus_client import CollectorRegistry
 from rpc_builders import T0, FakeClock, cluster_ref, fixed_planner, group, node, snapshot
 
-from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, UntrustedData
+from keda_ray_scaler.errors import (
+    DemandUnavailable,
+    Limit,
+    LimitReached,
+    NotFound,
+    Refusal,
+    UntrustedData,
+)
+from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus, Plan, PlanningInput
 from keda_ray_scaler.rpc.targets import TargetCache, TargetSettings
 from keda_ray_scaler.sources.base import MemoryBatchSource, MemorySource
@@ -402,3 +410,76 @@ async def test_the_clock_skew_is_a_setting(skew_s: float) -> None:
     src = MemorySource({RAY: snapshot(t=T0 + skew_s + 1)})
     with pytest.raises(UntrustedData, match="in the future"):
         await cache(src, FakeClock(), max_clock_skew_s=skew_s).get(RAY, "cpu")
+
+
+async def test_a_forgotten_clusters_series_are_removed_from_the_registry() -> None:
+    """Once forgotten, a cluster leaves no plan, refresh, error, age or target series behind."""
+    registry = CollectorRegistry()
+    src = MemorySource({cluster_ref("a"): snapshot("a")})
+    clock = FakeClock()
+    c = TargetCache(
+        src,
+        clock=clock,
+        settings=TargetSettings(forget_after_s=100),
+        metrics=scaler_metrics(registry),
+    )
+    await c.get(cluster_ref("a"), "cpu")
+    with pytest.raises(NotFound):
+        await c.get(cluster_ref("bogus"), "cpu")
+
+    def clusters_in_registry() -> set[str]:
+        return {
+            s.labels["cluster"]
+            for family in registry.collect()
+            for s in family.samples
+            if "cluster" in s.labels
+        }
+
+    assert clusters_in_registry() == {"ray/a", "ray/bogus"}
+    clock.advance(101)
+    await c.refresh()
+    assert (c.clusters(), clusters_in_registry()) == ([], set())
+
+
+async def test_one_namespace_holds_at_most_its_quota_of_clusters() -> None:
+    """With a quota of 2 per namespace, a third cluster of team-a is refused (namespace_quota)
+    without a fetch, while team-b still gets its clusters."""
+    names = [ClusterRef("team-a", n) for n in ("a", "b", "c")] + [ClusterRef("team-b", "a")]
+    src = MemorySource({n: snapshot(n.name) for n in names})
+    c = TargetCache(src, clock=FakeClock(), settings=TargetSettings(max_clusters_per_namespace=2))
+    await c.get(names[0], "cpu")
+    await c.get(names[1], "cpu")
+    with pytest.raises(LimitReached, match="quota, --max-clusters-per-namespace") as info:
+        await c.get(names[2], "cpu")
+    assert info.value.limit is Limit.NAMESPACE_QUOTA
+    await c.get(names[3], "cpu")
+    assert src.fetches == 3
+
+
+async def test_unknown_clusters_are_rechecked_rarely_and_within_one_shared_budget() -> None:
+    """1,000 bogus names: each fetched once when first asked for; over the next 100 s of 5 s
+    rounds, rechecks wait 60 s each and all of them share 10 a second, never 1,000 a round."""
+    registry = CollectorRegistry()
+    src = MemorySource()
+    clock = FakeClock()
+    c = TargetCache(
+        src,
+        clock=clock,
+        settings=TargetSettings(max_clusters=2000, max_clusters_per_namespace=2000),
+        metrics=scaler_metrics(registry),
+    )
+    names = [cluster_ref(f"bogus-{i}") for i in range(1000)]
+    for name in names:
+        with pytest.raises(NotFound):
+            await c.get(name, "cpu")
+    assert src.fetches == 1000
+    fetched = src.fetches
+    for _ in range(20):  # 100 s of 5 s rounds
+        clock.advance(5)
+        await c.refresh()
+    # none before 60 s; from then on at most 10 a second: one interval's worth (50) a round,
+    # in the 9 rounds from 60 s to 100 s
+    assert src.fetches - fetched == 9 * 50
+    assert registry.get_sample_value("keda_ray_scaler_unknown_rechecks_deferred_total") > 0
+    with pytest.raises(NotFound):  # the answer meanwhile is still NOT_FOUND
+        await c.get(names[-1], "cpu")

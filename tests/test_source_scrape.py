@@ -390,3 +390,15 @@ def test_errors_are_classified_and_only_transient_ones_retried(
 ) -> None:
     """The retry policy's table: kind label and whether another attempt is made."""
     assert classify(exc) == (kind, retried)
+
+
+async def test_a_url_with_credentials_leaves_them_out_of_the_error_text(
+    metrics: SourceMetrics,
+) -> None:
+    """user:password@ in a target URL (built without the CLI, which refuses it): the failure
+    text, logged and sent to KEDA, names the host but not the password."""
+    url = f"http://scaler:Sup3rS3cret@127.0.0.1:{free_port()}/metrics"
+    with pytest.raises(DemandUnavailable) as info:
+        await source_for(url, metrics, attempts=1).fetch(DEMO)
+    assert "Sup3rS3cret" not in str(info.value) and "scaler:" not in str(info.value)
+    assert f"at http://127.0.0.1:{url.rsplit(':', 1)[1].split('/')[0]}/metrics" in str(info.value)

@@ -14,8 +14,10 @@ import gc
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit
 
+import structlog
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.errors import BindError, ConfigError
@@ -24,12 +26,29 @@ from keda_ray_scaler.rpc.refresher import SourceFactory
 from keda_ray_scaler.rpc.server import ScalerServer, ServerSettings, TlsFiles
 from keda_ray_scaler.rpc.targets import TargetSettings
 from keda_ray_scaler.sources.base import Source
+from keda_ray_scaler.sources.caps import DataCaps
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
 from keda_ray_scaler.sources.transport import HttpSettings, RetrySettings, source_metrics
 from keda_ray_scaler.telemetry import configure_logging
 
 _WHERE = "serve"
+_log = structlog.get_logger(__name__)
+
+#: ``(flag, DataCaps field, help)`` of each cap on one Ray cluster's series.
+_CAP_FLAGS: Final = (
+    ("--max-series", "max_series", "series of one Ray cluster"),
+    ("--max-worker-groups", "max_worker_groups", "worker groups of one Ray cluster"),
+    ("--max-shapes", "max_shapes", "demand shapes of one Ray cluster (the agent's --max-shapes)"),
+    ("--max-placement-groups", "max_placement_groups", "placement-group shapes of one cluster"),
+    ("--max-pg-bundles", "max_bundles_per_placement_group", "bundles of one placement group"),
+    ("--max-resource-names", "max_resource_names", "distinct resource names of one cluster"),
+    ("--max-name-chars", "max_name_chars", "characters of a group, pod or resource name"),
+)
+#: Where credentials go instead of a URL.
+_CREDENTIAL_FLAGS: Final = (
+    "--basic-auth-user with --basic-auth-password-file, or --bearer-token-file"
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -116,6 +135,46 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="seconds inactive before StreamIsActive sends false (2 x refresh interval)",
     )
 
+    g = p.add_argument_group(
+        "bounds on what others can make the scaler spend",
+        "A Ray cluster whose series exceed a cap is UNAVAILABLE (naming the cap), never "
+        "truncated; a cluster beyond a quota is UNAVAILABLE without a query.",
+    )
+    caps = DataCaps()
+    for flag, field, what in _CAP_FLAGS:
+        g.add_argument(
+            flag, type=int, default=getattr(caps, field), help=f"{what} ({getattr(caps, field)})"
+        )
+    limits = TargetSettings()
+    g.add_argument(
+        "--max-clusters",
+        type=int,
+        default=limits.max_clusters,
+        help=f"Ray clusters refreshed at most, all namespaces ({limits.max_clusters})",
+    )
+    g.add_argument(
+        "--max-clusters-per-namespace",
+        type=int,
+        default=limits.max_clusters_per_namespace,
+        help="Ray clusters of one namespace refreshed at most: one tenant cannot fill "
+        f"--max-clusters for the others ({limits.max_clusters_per_namespace})",
+    )
+    g.add_argument(
+        "--unknown-rechecks-per-second",
+        type=float,
+        default=limits.unknown_rechecks_per_s,
+        help="fetches of Ray clusters the source did not know, all together; each such "
+        f"cluster is asked about at most every {limits.not_found_recheck_s:g} s "
+        f"({limits.unknown_rechecks_per_s:g})",
+    )
+    g.add_argument(
+        "--max-health-watches",
+        type=int,
+        default=ServerSettings().max_health_watches,
+        help="grpc.health.v1 Watch streams at once on --port (none on --health-port, "
+        f"which serves Check only) ({ServerSettings().max_health_watches})",
+    )
+
     g = p.add_argument_group("connections")
     g.add_argument("--max-connection-age", type=float, default=300.0, help="seconds (300)")
     g.add_argument("--max-concurrent-rpcs", type=int, default=10_000, help="(10000)")
@@ -137,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
     registry = CollectorRegistry()
     grants = namespace_grants(args)
     source: Source | None = build_source(args, registry)  # validates every flag here
+    settings = server_settings(args)
+    for flag, message in insecure_defaults(settings):
+        _log.warning(message, flag=flag)
     factory: SourceFactory | None = None
     if not args.refresh_in_process:
         _close(source)  # the child builds its own from the same flags
@@ -145,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         source,
         source_factory=factory,
         clock=time.time,
-        settings=server_settings(args),
+        settings=settings,
         target_settings=target_settings(args),
         registry=registry,
         stream_debounce_s=args.stream_debounce,
@@ -237,7 +299,33 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         max_concurrent_streams=args.max_concurrent_streams,
         max_connection_age_s=args.max_connection_age,
         stop_grace_s=args.grace,
+        max_health_watches=args.max_health_watches,
     )
+
+
+def insecure_defaults(settings: ServerSettings) -> list[tuple[str, str]]:
+    """``(flag, warning)`` for each way the gRPC port is open to anyone who reaches it.
+
+    Every tenant's targets can be read there (and without TLS, KEDA's calls can be tampered
+    with): said once at start, naming the flag that closes it.
+    """
+    if settings.tls is None:
+        return [
+            (
+                "--tls-cert",
+                "gRPC without TLS: any client that reaches the port reads every Ray cluster's "
+                "targets, in plaintext; give --tls-cert, --tls-key and --tls-client-ca",
+            )
+        ]
+    if settings.tls.client_ca_file is None:
+        return [
+            (
+                "--tls-client-ca",
+                "TLS without client authentication: any client that reaches the port reads "
+                "every Ray cluster's targets; give --tls-client-ca",
+            )
+        ]
+    return []
 
 
 def target_settings(args: argparse.Namespace) -> TargetSettings:
@@ -246,11 +334,48 @@ def target_settings(args: argparse.Namespace) -> TargetSettings:
     _check(args.max_age > args.refresh_interval, "--max-age", "must exceed --refresh-interval")
     _check(args.stream_debounce is None or args.stream_debounce >= 0, "--stream-debounce", ">= 0")
     _check(args.max_clock_skew >= 0, "--max-clock-skew", "must be >= 0")
+    for flag in ("max_clusters", "max_clusters_per_namespace"):
+        _check(getattr(args, flag) >= 1, "--" + flag.replace("_", "-"), "must be >= 1")
+    _check(args.unknown_rechecks_per_second > 0, "--unknown-rechecks-per-second", "must be > 0")
     return TargetSettings(
         refresh_interval_s=args.refresh_interval,
         max_age_s=args.max_age,
         fetch_timeout_s=max(10.0, 2 * args.query_deadline),
         max_clock_skew_s=args.max_clock_skew,
+        max_clusters=args.max_clusters,
+        max_clusters_per_namespace=args.max_clusters_per_namespace,
+        unknown_rechecks_per_s=args.unknown_rechecks_per_second,
+    )
+
+
+def data_caps(args: argparse.Namespace) -> DataCaps:
+    """DataCaps from the ``--max-series`` ... flags; ConfigError naming the flag."""
+    values: dict[str, int] = {}
+    for flag, field, _ in _CAP_FLAGS:
+        values[field] = getattr(args, _dest(flag))
+        _check(values[field] >= 1, flag, "must be >= 1")
+    return DataCaps(**values)
+
+
+def _dest(flag: str) -> str:
+    """The argparse destination of ``flag`` (``--max-pg-bundles`` -> ``max_pg_bundles``)."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def check_no_credentials(flag: str, url: str) -> None:
+    """ConfigError naming ``flag`` when ``url`` carries userinfo; the URL is not echoed.
+
+    Credentials in a URL end up in every log line and error text that quotes it.
+    """
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return  # the http(s) check names what is wrong with it
+    _check(
+        "@" not in netloc,
+        flag,
+        f"credentials in the URL are refused (they would be logged and sent to KEDA); "
+        f"use {_CREDENTIAL_FLAGS}",
     )
 
 
@@ -264,6 +389,7 @@ def parse_agent_urls(values: list[str]) -> dict[ClusterRef, str]:
     out: dict[ClusterRef, str] = {}
     for value in values:
         name, eq, url = value.partition("=")
+        check_no_credentials("--agent-url", url if eq else value)
         _check(bool(eq and name and url), "--agent-url", f"{value!r} is not NAMESPACE/CLUSTER=URL")
         cluster = ClusterRef.parse(name, _WHERE, "--agent-url")
         _check(cluster not in out, "--agent-url", f"cluster {cluster} given twice")
@@ -294,16 +420,21 @@ def build_source(args: argparse.Namespace, registry: CollectorRegistry) -> Sourc
         retry = RetrySettings(attempts=args.query_attempts, deadline_s=args.query_deadline)
     except ValueError as exc:
         raise ConfigError(_WHERE, "", str(exc)) from exc
+    caps = data_caps(args)
     metrics = source_metrics(registry)
     if args.source == "prometheus":
         _check(bool(args.prometheus_url), "--prometheus-url", "required with --source prometheus")
+        check_no_credentials("--prometheus-url", args.prometheus_url)
         _check(not args.agent_url, "--agent-url", "only with --source scrape")
         try:
-            settings = PrometheusSettings(url=args.prometheus_url, http=http, retry=retry)
+            settings = PrometheusSettings(
+                url=args.prometheus_url, http=http, retry=retry, caps=caps
+            )
         except ValueError as exc:
             raise ConfigError(_WHERE, "--prometheus-url", str(exc)) from exc
         return PrometheusSource(settings, metrics=metrics)
     _check(bool(args.agent_url), "--agent-url", "at least one required with --source scrape")
     _check(not args.prometheus_url, "--prometheus-url", "only with --source prometheus")
     targets = parse_agent_urls(args.agent_url)
-    return ScrapeSource(ScrapeSettings(targets=targets, http=http, retry=retry), metrics=metrics)
+    scrape = ScrapeSettings(targets=targets, http=http, retry=retry, caps=caps)
+    return ScrapeSource(scrape, metrics=metrics)

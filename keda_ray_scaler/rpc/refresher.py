@@ -230,7 +230,7 @@ class ProcessTargetCache:
         now = self._clock()
         entry = self._entries.get(cluster)
         if entry is None:
-            self.settings.check_room(cluster, len(self._entries))
+            self.settings.check_room(cluster, self._entries.keys())
             entry = self._entries[cluster] = _Mirror(last_used_s=now, last_want_s=now)
             self._send("want", cluster)
             if self._down is not None:  # answer at once instead of waiting for a restart

@@ -7,6 +7,8 @@ other helpers build one with :func:`build_server` on ``127.0.0.1`` port 0.
 Health (``grpc.health.v1``) reports SERVING for ``""`` and ``externalscaler.ExternalScaler``
 as soon as the server listens, whatever the state of Prometheus: an unreachable Prometheus is
 an UNAVAILABLE answer to KEDA (so its fallback applies), not a reason to restart the scaler.
+``Check`` always has room: ``Watch`` streams are bounded (:mod:`keda_ray_scaler.rpc.health`):
+at most ``max_health_watches`` on the main port, none on the plaintext probe port.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from keda_ray_scaler.errors import BindError
 from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.health import BoundedHealth
 from keda_ray_scaler.rpc.refresher import ProcessTargetCache, RelayCollector, SourceFactory
 from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
 from keda_ray_scaler.rpc.targets import Clock, Planner, TargetCache, TargetSettings
@@ -69,11 +72,17 @@ class ServerSettings:
     port: int = 6000
     metrics_host: str = "0.0.0.0"
     metrics_port: int | None = 8080  # None: no /metrics endpoint
-    #: plaintext port serving only grpc.health.v1 (the kubelet's gRPC probe cannot do TLS)
+    #: plaintext port serving only grpc.health.v1 ``Check`` (the kubelet's gRPC probe cannot
+    #: do TLS, and calls only ``Check``): ``Watch`` there is UNIMPLEMENTED
     health_port: int | None = None
+    #: concurrent RPCs on the probe port: ``Check`` is unary and answered from memory
+    health_max_concurrent_rpcs: int = 64
     tls: TlsFiles | None = None
     max_message_bytes: int = 1 * _MIB  # KEDA's messages are a few hundred bytes
     max_concurrent_rpcs: int | None = 10_000  # beyond: RESOURCE_EXHAUSTED
+    #: health ``Watch`` streams at once on the main port (beyond: RESOURCE_EXHAUSTED); far
+    #: below ``max_concurrent_rpcs``, so they can never crowd out ``Check`` or KEDA's calls
+    max_health_watches: int = 16
     max_concurrent_streams: int = 4096  # HTTP/2 streams per connection
     keepalive_time_s: float = 60.0  # server pings an idle connection this often
     keepalive_timeout_s: float = 20.0  # and drops it when the ping is not answered in this
@@ -217,6 +226,11 @@ class ScalerServer:
             grants=grants,
         )
         self.health = health.aio.HealthServicer()
+        refused = self.metrics.limits
+        self._health_main = BoundedHealth(
+            self.health, max_watches=self.settings.max_health_watches, refused=refused
+        )
+        self._health_probe = BoundedHealth(self.health, max_watches=0, refused=refused)
         self.port = 0
         self.metrics_port: int | None = None
         self.health_port: int | None = None
@@ -237,7 +251,7 @@ class ScalerServer:
             options=s.grpc_options(), maximum_concurrent_rpcs=s.max_concurrent_rpcs
         )
         pb_grpc.add_ExternalScalerServicer_to_server(self.servicer, server)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health_main, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
@@ -273,11 +287,12 @@ class ScalerServer:
             credentials = self.reloader.credentials()
         self.port = _bind(self._server, "port", f"{s.host}:{s.port}", credentials)
         if s.health_port is not None:
-            # a second, plaintext server with only the health service (for kubelet probes)
+            # a second, plaintext server with only health Check (for kubelet probes)
             health_server = grpc.aio.server(
-                options=[("grpc.so_reuseport", 0)], maximum_concurrent_rpcs=64
+                options=[("grpc.so_reuseport", 0)],
+                maximum_concurrent_rpcs=s.health_max_concurrent_rpcs,
             )
-            health_pb2_grpc.add_HealthServicer_to_server(self.health, health_server)
+            health_pb2_grpc.add_HealthServicer_to_server(self._health_probe, health_server)
             self._health_server = health_server
             self.health_port = _bind(health_server, "health_port", f"{s.host}:{s.health_port}")
         if s.metrics_port is not None:

@@ -36,7 +36,9 @@ import structlog
 from keda_ray_scaler.errors import (
     AccessDenied,
     ConfigError,
+    ConfigProblem,
     DemandUnavailable,
+    LimitReached,
     NotFound,
     ScalerError,
     UntrustedData,
@@ -46,7 +48,7 @@ from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.targets import Clock, GroupTarget, TargetReader
 from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser, printable
-from keda_ray_scaler.telemetry import ScalerMetrics
+from keda_ray_scaler.telemetry import ScalerMetrics, strip_userinfo
 
 #: The one table from error type to gRPC status (most specific first).
 STATUS_BY_ERROR: Final[tuple[tuple[type[ScalerError], grpc.StatusCode], ...]] = (
@@ -253,14 +255,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         try:
             return _reader(ref.namespace)
         except ConfigError as exc:
-            self._metrics.config_errors.labels(exc.field).inc()
+            self._metrics.config_errors.labels(exc.problem_kind.value).inc()
             raise
 
     def _config(self, metadata: Mapping[str, str]) -> TriggerConfig:
         try:
             return self._parse(metadata)
         except ConfigError as exc:
-            self._metrics.config_errors.labels(exc.field or "").inc()
+            self._metrics.config_errors.labels(exc.problem_kind.value).inc()
             raise
 
     async def _abort(
@@ -283,8 +285,12 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         if isinstance(exc, AccessDenied | UntrustedData):
             self._metrics.refusals.labels(exc.reason.value).inc()
             log = log.bind(reason=exc.reason, scaled_object_namespace=printable(reader or ""))
-        log.info("rpc refused", method=method, code=code.name, error=str(exc))
-        await context.abort(code, str(exc))
+        elif isinstance(exc, LimitReached):
+            self._metrics.limits.labels(exc.limit.value).inc()
+            log = log.bind(limit=exc.limit)
+        text = strip_userinfo(str(exc))  # KEDA surfaces it in events tenants can read
+        log.info("rpc refused", method=method, code=code.name, error=text)
+        await context.abort(code, text)
 
     def _observe(self, method: str, code: str, started: float) -> None:
         children = self._children.get((method, code))
@@ -316,9 +322,17 @@ def _reader(namespace: str) -> str:
     KEDA always sends it; a caller that does not cannot be scoped, so it gets nothing.
     """
     if not namespace:
-        raise ConfigError("scaledObjectRef", "namespace", "required (the ScaledObject's namespace)")
+        raise ConfigError(
+            "scaledObjectRef",
+            "namespace",
+            "required (the ScaledObject's namespace)",
+            ConfigProblem.MISSING,
+        )
     if not is_dns_label(namespace):
         raise ConfigError(
-            "scaledObjectRef", "namespace", f"{printable(namespace)!r} is not an RFC 1123 label"
+            "scaledObjectRef",
+            "namespace",
+            f"{printable(namespace)!r} is not an RFC 1123 label",
+            ConfigProblem.BAD_NAME,
         )
     return namespace

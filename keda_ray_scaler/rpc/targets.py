@@ -32,13 +32,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
-from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, ScalerError, UntrustedData
+from keda_ray_scaler.errors import (
+    DemandUnavailable,
+    Limit,
+    LimitReached,
+    NotFound,
+    Refusal,
+    ScalerError,
+    UntrustedData,
+)
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import (
     ClusterSpec,
@@ -48,6 +56,7 @@ from keda_ray_scaler.model import (
     WorkerNode,
     clamp_target,
 )
+from keda_ray_scaler.rpc.budget import TokenBucket
 from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics
@@ -77,6 +86,17 @@ class TargetSettings:
     forget_after_s: float = 900.0  # stop refreshing a cluster nobody asked about this long
     #: clusters refreshed at most: bounds the queries ScaledObjects naming bogus clusters cause
     max_clusters: int = 2000
+    #: clusters of one namespace refreshed at most: one tenant (its ScaledObjects name clusters
+    #: of their own namespace) holds at most a tenth of ``max_clusters``, so it can neither
+    #: fill the scaler for the others nor make more than this many names cost queries
+    max_clusters_per_namespace: int = 200
+    #: a cluster the source does not know (NOT_FOUND) is asked about again at most this often,
+    #: not every interval: a name created a minute after its ScaledObject is found within it
+    not_found_recheck_s: float = 60.0
+    #: rechecks of unknown clusters, all of them together, per second (on average; one
+    #: interval's worth at once): 1,000 bogus names cost at most this many checks a second
+    #: (Prometheus: two queries each) instead of 1,000 per interval
+    unknown_rechecks_per_s: float = 10.0
     #: share of the interval over which one round's per-cluster refreshes are spread, so a
     #: round's work never arrives as one burst (measured: 100 clusters planned back to back
     #: every second raised GetMetrics p99 at 2,000/s from 8 to 37 ms in process; with the
@@ -91,11 +111,15 @@ class TargetSettings:
 
     def __post_init__(self) -> None:
         names = ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "first_wait_s")
-        for name in (*names, "forget_after_s"):
+        rates = ("not_found_recheck_s", "unknown_rechecks_per_s")
+        for name in (*names, "forget_after_s", *rates):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not self.max_clock_skew_s >= 0:
             raise ValueError(f"max_clock_skew_s must be >= 0, got {self.max_clock_skew_s!r}")
+        for name in ("max_clusters", "max_clusters_per_namespace"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if not 0 <= self.pace_fraction < 1:
             raise ValueError(f"pace_fraction must be in [0, 1), got {self.pace_fraction!r}")
 
@@ -103,12 +127,21 @@ class TargetSettings:
         """The maximum snapshot age for a request: ``max_age_s`` may only tighten it."""
         return self.max_age_s if max_age_s is None else min(max_age_s, self.max_age_s)
 
-    def check_room(self, cluster: ClusterRef, refreshed: int) -> None:
-        """DemandUnavailable when ``refreshed`` clusters already fill ``max_clusters``."""
-        if refreshed >= self.max_clusters:
-            raise DemandUnavailable(
+    def check_room(self, cluster: ClusterRef, refreshed: Collection[ClusterRef]) -> None:
+        """LimitReached (UNAVAILABLE) when the ``refreshed`` clusters fill ``max_clusters``, or
+        those of ``cluster``'s namespace fill ``max_clusters_per_namespace``."""
+        if len(refreshed) >= self.max_clusters:
+            raise LimitReached(
+                Limit.MAX_CLUSTERS,
                 f"Ray cluster {cluster} not refreshed: already refreshing "
-                f"{self.max_clusters} clusters (the maximum)"
+                f"{self.max_clusters} clusters (the maximum, --max-clusters)",
+            )
+        quota = self.max_clusters_per_namespace
+        if sum(1 for c in refreshed if c.namespace == cluster.namespace) >= quota:
+            raise LimitReached(
+                Limit.NAMESPACE_QUOTA,
+                f"Ray cluster {cluster} not refreshed: already refreshing {quota} clusters of "
+                f"namespace {cluster.namespace} (the quota, --max-clusters-per-namespace)",
             )
 
 
@@ -229,6 +262,7 @@ class _Entry:
     error: ScalerError | None = None
     fresh_since_start: bool = False  # a snapshot taken after this process started was seen
     version: int = 0  # refreshes finished
+    recheck_at_s: float = 0.0  # unknown to the source (NotFound): not fetched again before
     inflight: asyncio.Task[None] | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -269,6 +303,10 @@ class TargetCache:
         self._entries: dict[ClusterRef, _Entry] = {}
         self._batch = isinstance(source, BatchSource)
         self._planning = asyncio.Lock()
+        # one round may spend one interval's worth: the rounds are that far apart
+        rate = self.settings.unknown_rechecks_per_s
+        burst = max(1.0, rate * self.settings.refresh_interval_s)
+        self._rechecks = TokenBucket(rate_per_s=rate, burst=burst)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -311,7 +349,7 @@ class TargetCache:
         entry = self._entries.get(cluster)
         now = self._clock()
         if entry is None:
-            self.settings.check_room(cluster, len(self._entries))
+            self.settings.check_room(cluster, self._entries.keys())
             entry = self._entries[cluster] = _Entry(name=cluster, last_used_s=now)
             entry.inflight = asyncio.create_task(self._refresh_one(cluster))
         entry.last_used_s = now
@@ -389,6 +427,8 @@ class TargetCache:
         ]:
             _log.info("forgetting unused ray cluster", namespace=name.namespace, cluster=name.name)
             del self._entries[name]
+            if self._metrics is not None:
+                self._metrics.forget_cluster(str(name))
             if self._on_change is not None:
                 self._on_change(name)
         if not self._entries or self._batch:
@@ -406,6 +446,8 @@ class TargetCache:
             entry = self._entries.get(name)
             if entry is None:  # forgotten while we paced
                 continue
+            if not self._due(entry):
+                continue
             if entry.inflight is None or entry.inflight.done():
                 entry.inflight = asyncio.create_task(self._refresh_one(name))
             tasks.append(entry.inflight)
@@ -414,6 +456,20 @@ class TargetCache:
         for outcome in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(outcome, Exception):
                 _log.error("cluster refresh failed unexpectedly", error=repr(outcome))
+
+    def _due(self, entry: _Entry) -> bool:
+        """Whether to fetch ``entry`` this round: always, unless the source did not know it;
+        then only after ``not_found_recheck_s`` and within the shared recheck budget."""
+        if not isinstance(entry.error, NotFound):
+            return True
+        now = self._clock()
+        if now < entry.recheck_at_s:
+            return False
+        if self._rechecks.take(now):
+            return True
+        if self._metrics is not None:
+            self._metrics.rechecks_deferred.inc()
+        return False
 
     async def _refresh_one(self, cluster: ClusterRef) -> None:
         try:
@@ -464,6 +520,8 @@ class TargetCache:
             if entry is None:
                 continue
             entry.error = exc
+            if isinstance(exc, NotFound):
+                entry.recheck_at_s = self._clock() + self.settings.not_found_recheck_s
             if self._metrics is not None:
                 self._metrics.refreshes.labels(str(name), outcome).inc()
                 self._metrics.source_errors.labels(str(name), type(exc).__name__).inc()
@@ -503,6 +561,7 @@ class TargetCache:
             self._fail([cluster], DemandUnavailable(f"planner failed: {type(exc).__name__}"))
             return
         targets = group_targets(snapshot, plan, hold_scale_down=not entry.fresh_since_start)
+        before = entry.view.targets if entry.view is not None else {}
         entry.view = ClusterView(snapshot=snapshot, plan=plan, targets=targets)
         entry.error = None
         if self._metrics is not None:
@@ -511,6 +570,8 @@ class TargetCache:
             self._metrics.data_age.labels(label).set(self._clock() - snapshot.snapshot_time_s)
             for t in targets.values():
                 self._metrics.target.labels(label, t.group).set(t.target)
+            for gone in before.keys() - targets.keys():  # a group the cluster no longer has
+                self._metrics.target.remove(label, gone)
         self._notify(entry)
 
     def _notify(self, entry: _Entry) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.errors import ConfigError, ConfigProblem
 
 #: Required: the Ray cluster name (the agent's ``cluster`` label; RayCluster metadata.name).
 KEY_CLUSTER: Final = "rayCluster"
@@ -74,7 +74,9 @@ class TriggerConfig:
         if unknown:
             key = printable(unknown[0])
             allowed = ", ".join(sorted(OWN_KEYS))
-            raise ConfigError(_WHERE, key, f"unknown key (allowed: {allowed})")
+            raise ConfigError(
+                _WHERE, key, f"unknown key (allowed: {allowed})", ConfigProblem.UNKNOWN_KEY
+            )
         cluster = _dns_label(metadata, KEY_CLUSTER)
         group = _dns_label(metadata, KEY_GROUP)
         max_age: float | None = None
@@ -141,13 +143,14 @@ class TriggerParser:
 def _dns_label(metadata: Mapping[str, str], key: str) -> str:
     value = metadata.get(key)
     if value is None or value == "":
-        raise ConfigError(_WHERE, key, "required")
+        raise ConfigError(_WHERE, key, "required", ConfigProblem.MISSING)
     if len(value) > _DNS1123_MAX or not _DNS1123_LABEL.fullmatch(value):
         raise ConfigError(
             _WHERE,
             key,
             f"{printable(value)!r} is not a DNS-1123 label "
             "(lowercase letters, digits and '-', at most 63 characters)",
+            ConfigProblem.BAD_NAME,
         )
     return value
 
@@ -155,10 +158,14 @@ def _dns_label(metadata: Mapping[str, str], key: str) -> str:
 def _bounded_int(metadata: Mapping[str, str], key: str, low: int, high: int) -> int:
     value = metadata[key]
     if not value.isascii() or not value.isdigit() or len(value) > 6:
-        raise ConfigError(_WHERE, key, f"{printable(value)!r} is not a whole number")
+        raise ConfigError(
+            _WHERE, key, f"{printable(value)!r} is not a whole number", ConfigProblem.BAD_NUMBER
+        )
     number = int(value)
     if not low <= number <= high:
-        raise ConfigError(_WHERE, key, f"{number} is outside {low}..{high}")
+        raise ConfigError(
+            _WHERE, key, f"{number} is outside {low}..{high}", ConfigProblem.BAD_NUMBER
+        )
     return number
 
 

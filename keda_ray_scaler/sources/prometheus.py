@@ -27,6 +27,7 @@ from keda_ray_scaler.errors import NotFound, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, SchemaError
 from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps, check_series_count
 from keda_ray_scaler.sources.transport import (
     HttpSettings,
     HttpStatusError,
@@ -36,6 +37,7 @@ from keda_ray_scaler.sources.transport import (
     call_with_retries,
     distrust,
     fail,
+    over_cap,
     source_metrics,
 )
 
@@ -57,6 +59,7 @@ class PrometheusSettings:
     http: HttpSettings = field(default_factory=HttpSettings)
     retry: RetrySettings = field(default_factory=RetrySettings)
     lost_window_s: int = 3600
+    caps: DataCaps = field(default_factory=DataCaps)
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -113,7 +116,7 @@ class PrometheusSource:
         deadline = asyncio.get_running_loop().time() + self._settings.retry.deadline_s
         result = await self._query(query, f"cluster {cluster}", deadline)
         # thousands of series: decode off the event loop, like the HTTP call
-        snapshots = await asyncio.to_thread(self._decode, result, f"cluster {cluster}")
+        snapshots = await asyncio.to_thread(self._decode, cluster, result)
         snapshot = snapshots.get(cluster.name)
         if snapshot is not None:
             return snapshot
@@ -161,9 +164,17 @@ class PrometheusSource:
             deadline=deadline,
         )
 
-    def _decode(self, result: list[Any], what: str) -> dict[str, ClusterSnapshot]:
+    def _decode(self, cluster: ClusterRef, result: list[Any]) -> dict[str, ClusterSnapshot]:
+        """Every cluster in the answer, each checked against the caps before decoding."""
+        what = f"cluster {cluster}"
+        caps = self._settings.caps
         try:
-            return schema.decode(promql.samples_from_result(result))
+            check_series_count(cluster.name, len(result), caps)  # before parsing any of it
+            samples = promql.samples_from_result(result)
+            check_caps(samples, caps)
+            return schema.decode(samples)
+        except CapExceeded as exc:
+            raise over_cap(self._metrics, SOURCE, exc, what) from None
         except UntrustedData as exc:
             raise distrust(self._metrics, SOURCE, exc) from None
         except SchemaError as exc:

@@ -30,6 +30,7 @@ from keda_ray_scaler.errors import NotFound
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
 from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
 from keda_ray_scaler.sources.transport import (
     HttpSettings,
     HttpStatusError,
@@ -38,8 +39,10 @@ from keda_ray_scaler.sources.transport import (
     build_session,
     call_with_retries,
     fail,
+    over_cap,
     source_metrics,
 )
+from keda_ray_scaler.telemetry import strip_userinfo
 
 SOURCE: Final = "scrape"
 #: Ask for the classic text format, which ``prometheus_client.parser`` reads.
@@ -56,6 +59,7 @@ class ScrapeSettings:
     http: HttpSettings = field(default_factory=HttpSettings)
     retry: RetrySettings = field(default_factory=RetrySettings)
     max_bytes: int = DEFAULT_MAX_BYTES
+    caps: DataCaps = field(default_factory=DataCaps)
 
     def __post_init__(self) -> None:
         for cluster, url in self.targets.items():
@@ -117,7 +121,7 @@ class ScrapeSource:
         url = self._settings.targets.get(cluster)
         if url is None:
             raise NotFound(f"no scrape target is configured for Ray cluster {cluster}")
-        what = f"cluster {cluster} at {url}"
+        what = f"cluster {cluster} at {strip_userinfo(url)}"
         text = await call_with_retries(
             lambda timeout_s: self._get(url, timeout_s),
             source=SOURCE,
@@ -141,7 +145,11 @@ class ScrapeSource:
 
     def _decode(self, text: str, what: str) -> dict[str, ClusterSnapshot]:
         try:
-            return schema.decode(parse_exposition(text))
+            samples = parse_exposition(text)
+            check_caps(samples, self._settings.caps)  # before decoding or planning any of it
+            return schema.decode(samples)
+        except CapExceeded as exc:
+            raise over_cap(self._metrics, SOURCE, exc, what) from None
         except SchemaError as exc:
             raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc
 

@@ -24,6 +24,8 @@ import tenacity
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from keda_ray_scaler.errors import DemandUnavailable, UntrustedData
+from keda_ray_scaler.sources.caps import CapExceeded
+from keda_ray_scaler.telemetry import strip_userinfo
 
 #: KEDA gives an external scaler 3 s per call; a fetch (all attempts) must end well before.
 DEFAULT_DEADLINE_S: Final = 2.5
@@ -37,6 +39,7 @@ ERROR_KINDS: Final = (
     "bad_data",
     "empty",
     "two_origins",
+    "over_cap",
 )
 
 
@@ -173,6 +176,7 @@ class SourceMetrics:
     retries: Counter  # {source}
     failures: Counter  # {source, error}: fetches that raised DemandUnavailable, by ERROR_KINDS
     duration: Histogram  # {source}: one fetch, retries included
+    over_cap: Counter  # {source, cap}: fetches refused because the data exceeded a cap
 
 
 def source_metrics(registry: CollectorRegistry) -> SourceMetrics:
@@ -199,6 +203,14 @@ def source_metrics(registry: CollectorRegistry) -> SourceMetrics:
             registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
         ),
+        over_cap=Counter(
+            p + "over_cap",
+            "fetches refused because a cluster's series exceeded a cap, by source and cap "
+            "(series, worker_groups, shapes, placement_groups, bundles_per_placement_group, "
+            "resource_names, name_chars)",
+            ["source", "cap"],
+            registry=registry,
+        ),
     )
 
 
@@ -222,12 +234,24 @@ class FetchError(DemandUnavailable):
 
 
 def fail(metrics: SourceMetrics, source: str, kind: str, message: str) -> FetchError:
-    """Count a failed fetch and build its error (``raise fail(...) from cause``)."""
+    """Count a failed fetch and build its error (``raise fail(...) from cause``); URLs in
+    ``message`` lose their userinfo (the text reaches logs and KEDA)."""
+    message = strip_userinfo(message)
     metrics.failures.labels(source, kind).inc()
     structlog.get_logger(__name__).warning(
         "source_failed", source=source, error_kind=kind, error=message
     )
     return FetchError(kind, message)
+
+
+def over_cap(metrics: SourceMetrics, source: str, exc: CapExceeded, what: str) -> FetchError:
+    """Count and log data refused because it exceeds a cap (``over_cap``, and by cap)."""
+    metrics.over_cap.labels(source, exc.cap.value).inc()
+    structlog.get_logger(__name__).warning(
+        "source_failed", source=source, error_kind="over_cap", cap=exc.cap, error=str(exc)
+    )
+    metrics.failures.labels(source, "over_cap").inc()
+    return FetchError("over_cap", f"{what}: {exc}")
 
 
 def distrust(metrics: SourceMetrics, source: str, exc: UntrustedData) -> UntrustedData:
