@@ -1,33 +1,30 @@
 """Take out of the pending demand the tasks Ray counts twice while they start.
 
 Ray's pending demand is the sum of every raylet's queue report (with the drivers' backlogs), and
-the node view is another set of reports; none is taken at the same instant. The raylet leaves a
-lease whose resources are allocated (its worker starting) out of its own queue report since Ray
-PR #38093, and the owner leaves a task with a lease request out of its backlog, so one
-consistent snapshot counts a starting task once. But the reports are not one snapshot: the
-resource views come through the syncer at once, the queue loads are pulled every
-``gcs_pull_resource_loads_period_milliseconds`` (1 s), and the owner's backlog goes to its own
-raylet. Read on Ray 2.60 with a 30 s worker start (``GetAllResourceUsage`` beside
-``GetClusterStatus``, 20 x {CPU: 5}): on a quiet machine pending + in use was 20 tasks but for
-one second at +1; beside four busy loops it was 21 four times, up to 4.5 s each, at moments when
-a raylet that held queued leases also had its own leases waiting for workers. The filter of
-sessions 3-5 believed a rise of use once it had lasted 10 s, so with a 30 s worker start it let
-such a bounce through: the demo peaked at 11 pods.
+the node view is another set of reports; none is taken at the same instant. A task is counted
+twice while it starts: its resources are allocated on the node that leased it as soon as the
+lease is granted, and it stays in its owner's queue, so in the pending demand, until a worker has
+started there and the task is pushed to it. On a pod that just joined Ray that is a worker start:
+about a second on a quiet machine, several under load.
 
-So the use that the pending demand does not explain is taken out, over a horizon that ends when
-Ray says the worker runs, not after a time: over the polls of the horizon, the use the pods
-gained (each pod's use now above its least in the horizon; a pod absent or idle then had none)
-minus what the pending demand lost from its peak in the horizon (task and placement-group
-bundles, in resources) is the double count; that many resources of task bundles (largest first,
-whole bundles that fit) are removed from the exported demand. The horizon is the last
-``window_s`` seconds, reaching further back, for as long as a pod is *starting* (resources in
-use, no busy worker in Ray's ``node_activity``: see :data:`~keda_ray_scaler.agent.ray_state.
-BUSY_WORKERS_ACTIVITY`), to the last poll in which that pod had no use. A rise of use that the
-pending demand paid for is shown at once; one it did not pay for is believed once its worker
-runs and ``window_s`` has passed. The cost: tasks that arrive and start at once on free capacity
-(never pending) while others still wait can hide as many pending tasks until their workers run.
-The history is bounded by :data:`MAX_HORIZON_S`. Nodes are exported as read. Pure: the caller
-keeps the earlier polls (:class:`UseHistory`).
+Measured on Ray 2.60 with the local demo (20 x {CPU: 5}, 10-CPU pods joining about one per
+second), per agent poll (1 s): 2 pods used (4 tasks) with 17 pending on two polls in a row (21
+of 20 tasks), 1 pod used with pending bouncing back from 18 to 20 (22). The target went
+10 -> 11 and an 11th pod was bought, then drained. Confirming use over one poll (session 3) still
+let it through under load (5 of 7 runs), and hiding every rise of use for a window (tried next)
+under-counted real demand: through the HPA's scale-up rate limit (1 -> 5 -> 10 pods), the 5 pods'
+tasks hidden left 10 pending tasks placed on capacity that looked free, and the real loop reached
+10 pods in 26 s instead of 12.
+
+So only the use that the pending demand does not explain is taken out: over the polls of the last
+``window_s`` seconds, the use the pods gained (each pod's use now above its least in the window;
+a pod absent or pending then had none) minus what the pending demand lost from its peak in the
+window (task and placement-group bundles, in resources) is the double count; that many resources
+of task bundles (largest first, whole bundles that fit) are removed from the exported demand. A
+rise of use that pending demand paid for is shown at once; one it did not pay for is believed
+once it has lasted the window. The cost: tasks that arrive and start at once on free capacity
+(never pending) while others still wait can hide as many pending tasks for at most the window.
+Nodes are exported as read. Pure: the caller keeps the earlier polls (:class:`UseHistory`).
 """
 
 from __future__ import annotations
@@ -38,24 +35,17 @@ from dataclasses import dataclass, replace
 
 from keda_ray_scaler.model import Bundle, Demand, NodeStatus, Resources, WorkerNode
 
-#: Default window: Ray's load reports skew by a second or two, several under load (two polls
-#: at the 5 s default interval).
+#: Default window: a worker start under load, with margin (2 polls at the 5 s default interval).
 DEFAULT_WINDOW_S = 10.0
-
-#: The furthest back a starting pod keeps the horizon: Ray's own limit on a worker's start is
-#: ``worker_register_timeout_seconds`` (60 s), a ``runtime_env`` install can take minutes more.
-MAX_HORIZON_S = 900.0
 
 
 @dataclass(frozen=True, slots=True)
 class Poll:
-    """One poll as read: each pod's used resources, the pending demand's total and the pods
-    whose workers are starting (resources in use, no busy worker)."""
+    """One earlier poll as read: each pod's used resources and the pending demand's total."""
 
     at_s: float
     used: Mapping[str, Resources]
     pending: Resources
-    starting: frozenset[str] = frozenset()
 
 
 def used_of(node: WorkerNode) -> Resources:
@@ -77,30 +67,9 @@ def pending_of(demand: Demand) -> Resources:
     return total
 
 
-def poll_of(
-    at_s: float,
-    nodes: Iterable[WorkerNode],
-    demand: Demand,
-    starting: frozenset[str] = frozenset(),
-) -> Poll:
+def poll_of(at_s: float, nodes: Iterable[WorkerNode], demand: Demand) -> Poll:
     """This poll as :class:`UseHistory` keeps it."""
-    return Poll(at_s, {n.pod: used_of(n) for n in nodes if n.pod}, pending_of(demand), starting)
-
-
-def horizon_start(earlier: Sequence[Poll], current: Poll, window_s: float) -> float:
-    """Where the horizon begins: ``window_s`` back, or further, to the last poll in which a pod
-    that is starting now had no use (never before ``MAX_HORIZON_S``)."""
-    start = current.at_s - window_s
-    for pod in current.starting:
-        if not current.used.get(pod):
-            continue
-        for poll in reversed(earlier):
-            if not poll.used.get(pod):
-                start = min(start, poll.at_s)
-                break
-        else:  # in use in every poll kept: all of them
-            start = min(start, earlier[0].at_s if earlier else start)
-    return max(start, current.at_s - MAX_HORIZON_S)
+    return Poll(at_s, {n.pod: used_of(n) for n in nodes if n.pod}, pending_of(demand))
 
 
 def double_counted(earlier: Sequence[Poll], current: Poll) -> Resources:
@@ -150,7 +119,7 @@ def _size(b: Bundle) -> int:
 
 
 class UseHistory:
-    """The polls of the horizon (:func:`horizon_start`), as read."""
+    """The polls of the last ``window_s`` seconds, as read."""
 
     def __init__(self, window_s: float = DEFAULT_WINDOW_S) -> None:
         if window_s < 0:
@@ -158,12 +127,9 @@ class UseHistory:
         self.window_s = window_s
         self._polls: deque[Poll] = deque()
 
-    def earlier(self, current: Poll) -> tuple[Poll, ...]:
-        """The recorded polls of ``current``'s horizon; older ones are forgotten."""
-        if self.window_s == 0:
-            return ()
-        start = horizon_start(self._polls, current, self.window_s)
-        while self._polls and self._polls[0].at_s < start:
+    def earlier(self, now_s: float) -> tuple[Poll, ...]:
+        """The recorded polls taken within the window before ``now_s``."""
+        while self._polls and self._polls[0].at_s < now_s - self.window_s:
             self._polls.popleft()
         return tuple(self._polls)
 

@@ -207,8 +207,8 @@ class AgentLoop:
             in_ray = {n.pod for n in state.nodes}
             joins = self._joins.observe(started, pods, in_ray, set(state.dead), victims)
         nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone, joins.failing)
-        current = poll_of(started, nodes, demand, state.starting)
-        earlier = self._history.earlier(current)
+        current = poll_of(started, nodes, demand)
+        earlier = self._history.earlier(started)
         excess = double_counted(earlier, current)
         self._history.record(current)
         exported, removed = without(demand, excess)
@@ -217,7 +217,7 @@ class AgentLoop:
             "demand read",
             pending=current.pending.as_dict(),
             in_use=sum((u for u in current.used.values()), Resources()).as_dict(),
-            starting=len(current.starting),
+            starting=len(state.starting),
             horizon_s=round(started - earlier[0].at_s, 1) if earlier else 0.0,
             removed=removed,
         )
