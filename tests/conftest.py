@@ -12,6 +12,9 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+
+import pytest
 
 # e2e/build.sh (run by the real-control-plane test when make did not) keeps Go's caches and its
 # build cache under the real home.
@@ -21,6 +24,22 @@ os.environ["HOME"] = _HOME
 atexit.register(shutil.rmtree, _HOME, ignore_errors=True)  # each run's home goes with the run
 for _var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS", "KUBECONFIG"):
     os.environ.pop(_var, None)
+
+
+#: module -> the processes it left running (see tests/leftovers.py); printed in the summary
+LEFTOVERS: dict[str, list[str]] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Note the processes a test module started and left running (reported, not failed)."""
+    import leftovers
+
+    before = leftovers.ticks_now()
+    yield
+    left = leftovers.started_since(before, exclude=frozenset({os.getpid()}))
+    if left:
+        LEFTOVERS[request.module.__name__] = [f"{p.pid} {p.cmd[:160]}" for p in left]
 
 
 def pytest_runtest_makereport(item: object, call: object) -> None:
@@ -67,3 +86,7 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
         if figures:
             line = f"{prefix}: " + _figures(figures)
             terminalreporter.write_line(line)  # type: ignore[attr-defined]
+    for module, left in LEFTOVERS.items():
+        terminalreporter.write_line(  # type: ignore[attr-defined]
+            f"leftover processes after {module}: {len(left)}: " + " | ".join(left[:8])
+        )

@@ -13,9 +13,11 @@
   whose patches are what a user's overlay on this node says (:mod:`ray_on_node`: local images,
   addresses without DNS, small requests) and the test's timings: the scaler's address, a
   shorter idle timeout and HPA windows so that a test takes minutes; KEDA's client certificate
-  in the Secret the TriggerAuthentication names. The head pod runs Ray's head and the agent as
-  its sidecar (authenticated by its own ServiceAccount's token: the Role is what is tested);
-  worker pods run ``ray start`` and join it;
+  in KEDA's namespace, where the chart's ClusterTriggerAuthentication reads it; Ray's token
+  (token authentication is on in the example) in the Secret ``demo`` the Ray containers read.
+  The head pod runs Ray's head and the agent as its sidecar (authenticated by the token of the
+  cluster's own ServiceAccount, mounted in the agent container only: the Role is what is
+  tested); worker pods run ``ray start`` and join it; the drivers get Ray's token;
 - a real Prometheus scraping the agent.
 
 :class:`Timeline` samples what the test asserts on in the background: every Deployment change
@@ -25,9 +27,11 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -92,6 +96,8 @@ REAL_LOOP_MARKS = [
 ]
 
 NAMESPACE = "ray"
+KEDA_NAMESPACE = "keda"  # the control plane's KEDA_CLUSTER_OBJECT_NAMESPACE
+RAY_TOKEN_SECRET = "demo"  # the example's Secret with Ray's token: named after the cluster
 CLUSTER = "demo"
 GROUP = "cpu"
 DEPLOYMENT = f"ray-demo-{GROUP}"
@@ -330,11 +336,12 @@ def submit(
     *,
     retries: int = 0,
     runtime_env: dict[str, Any] | None = None,
+    ray_token: str,
 ) -> Workload:
-    """Start driver ``n`` submitting ``waves`` to the head through Ray Client; its release file
-    and markers live in ``share`` (``SHARE_MOUNT`` in the worker pods); every task also asks
-    ``resources`` (custom Ray resources) when given, Ray retries each ``retries`` times, and
-    the job has ``runtime_env``."""
+    """Start driver ``n`` submitting ``waves`` to the head through Ray Client with Ray's
+    ``ray_token``; its release file and markers live in ``share`` (``SHARE_MOUNT`` in the worker
+    pods); every task also asks ``resources`` (custom Ray resources) when given, Ray retries
+    each ``retries`` times, and the job has ``runtime_env``."""
     out = workdir / f"workload-{n}.jsonl"
     release = share / f"release-{n}"
     markers = make_share(share / f"markers-{n}")
@@ -356,6 +363,8 @@ def submit(
                 "TASK_RESOURCES": json.dumps(resources or {}),
                 "TASK_RETRIES": str(retries),
                 "RUNTIME_ENV": json.dumps(runtime_env),
+                "RAY_AUTH_MODE": "token",
+                "RAY_AUTH_TOKEN": ray_token,
             },
             stdout=stdout,
             stderr=err,
@@ -539,12 +548,20 @@ class RealLoop:
     ) -> float:
         """Wait until the Deployment has ``count`` replicas (and Ready pods); the time it took."""
         start = time.monotonic()
+        seen: list[tuple[int, int]] = []
 
         def reached() -> bool:
             replicas, ready_count = self.deployment(name)
+            if not seen or seen[-1] != (replicas, ready_count):
+                seen.append((replicas, ready_count))
             return replicas == count and (not ready or ready_count == count)
 
-        wait_until(reached, timeout_s=timeout_s, what=f"{name} at {count} replicas", interval_s=0.2)
+        try:
+            wait_until(
+                reached, timeout_s=timeout_s, what=f"{name} at {count} replicas", interval_s=0.2
+            )
+        except TimeoutError as exc:  # say where it went: (replicas, ready) as they changed
+            raise TimeoutError(f"{exc}; (replicas, ready) seen: {seen[-40:]}") from None
         return time.monotonic() - start
 
     # -- work ----------------------------------------------------------------------------------
@@ -567,7 +584,25 @@ class RealLoop:
             resources,
             retries=retries,
             runtime_env=runtime_env,
+            ray_token=self.ray_token(),
         )
+
+    def ray_token(self) -> str:
+        """Ray's token from the Secret the example's Ray containers read (made by the test in
+        Deployment mode, by KubeRay's operator for ``authOptions`` in KubeRay mode)."""
+        found: list[str] = []
+
+        def read() -> bool:
+            done = self.cp.kubectl(
+                "get", "secret", RAY_TOKEN_SECRET, f"--namespace={NAMESPACE}", "-o",
+                "jsonpath={.data.auth_token}", check=False,
+            )  # fmt: skip
+            if done.returncode == 0 and done.stdout:
+                found.append(base64.b64decode(done.stdout).decode())
+            return bool(found)
+
+        wait_until(read, timeout_s=60, what=f"Secret {RAY_TOKEN_SECRET} with Ray's token")
+        return found[0]
 
 
 AGENT_CONTAINER = "agent"
@@ -710,8 +745,9 @@ def apply_overlay(
 
 
 def _client_tls_secret(cp: ControlPlane, workdir: Path) -> Path:
-    """The namespace, and in it the Secret with KEDA's client certificate from ``_scaler_pki``
-    (what the TriggerAuthentication mounts); the PKI directory."""
+    """The Ray namespace; the Secret with KEDA's client certificate from ``_scaler_pki`` in
+    KEDA's namespace (what the ClusterTriggerAuthentication reads: KEDA_CLUSTER_OBJECT_NAMESPACE,
+    nothing of it in the Ray namespace); the PKI directory."""
     cp.kubectl("create", "namespace", NAMESPACE)
     pki = workdir / "scaler-pki"
     cp.kubectl(
@@ -719,12 +755,21 @@ def _client_tls_secret(cp: ControlPlane, workdir: Path) -> Path:
         "secret",
         "generic",
         "keda-ray-scaler-client-tls",
-        f"--namespace={NAMESPACE}",
+        f"--namespace={KEDA_NAMESPACE}",
         f"--from-file=ca.crt={pki / 'ca.crt'}",
         f"--from-file=tls.crt={pki / 'client.crt'}",
         f"--from-file=tls.key={pki / 'client.key'}",
     )
     return pki
+
+
+def _ray_token_secret(cp: ControlPlane) -> None:
+    """Deployment mode: the Secret with Ray's token that the example's Ray containers read, as
+    its head.yaml tells a user to make it (KubeRay makes its own)."""
+    cp.kubectl(
+        "create", "secret", "generic", RAY_TOKEN_SECRET, f"--namespace={NAMESPACE}",
+        f"--from-literal=auth_token={secrets.token_hex(32)}",
+    )  # fmt: skip
 
 
 def _scaler_pki(workdir: Path) -> Authority:
@@ -754,8 +799,8 @@ SCALER_ADDRESS = f"{NODE_IP}:9090"
 
 def chart_values(images: dict[str, str], prometheus_url: str) -> dict[str, str]:
     """The chart's values on the real node: one replica of the locally built image pinned to
-    the node, a fast refresh; the Ray cluster's TriggerAuthentication and agent RBAC come from
-    its own kustomization."""
+    the node, a fast refresh, KEDA's ClusterTriggerAuthentication; the Ray cluster's agent RBAC
+    comes from its own kustomization."""
     repository, _, tag = images["keda-ray-scaler"].rpartition(":")
     return {
         "replicas": "1",
@@ -764,6 +809,7 @@ def chart_values(images: dict[str, str], prometheus_url: str) -> dict[str, str]:
         "image.tag": tag,
         "image.pullPolicy": "Never",
         "prometheus.url": prometheus_url,
+        "clusterTriggerAuthentication.create": "true",
         **{f"nodeSelector.{_escape(k)}": v for k, v in NODE_SELECTOR.items()},
         **{f"tolerations[0].{k}": v for k, v in TOLERATIONS[0].items()},
     }
@@ -832,6 +878,7 @@ def real_loop(
         _scaler_pki(workdir)
         install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
         _client_tls_secret(cp, workdir)
+        _ray_token_secret(cp)
         apply_overlay(cp, _overlay(workdir, share, refs, cp.apiserver_port), transform=transform)
         pods = stack.enter_context(PodWatch(core, NAMESPACE, "ray.io/node-type=worker"))
         loop = RealLoop(

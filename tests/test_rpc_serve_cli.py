@@ -214,15 +214,16 @@ def serve_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[
     try:
         assert proc.stderr is not None
         started: dict[str, object] = {}
-        warned: list[str] = []
         for line in proc.stderr:
             event = json.loads(line)
-            if event.get("level") == "warning" and "flag" in event:
-                warned.append(str(event["flag"]))
             if event.get("event") == "scaler serving":
-                started = {**event, "warned_flags": warned}
+                started = event
                 break
         assert started, "serve never reported it was serving"
+        # the warning follows at once, once the ports are bound (plaintext: one warning)
+        warning = json.loads(proc.stderr.readline())
+        assert warning["level"] == "warning"
+        started["warned_flags"] = [warning["flag"]]
         yield proc, started
     finally:
         if proc.poll() is None:

@@ -197,8 +197,6 @@ def run(args: argparse.Namespace) -> int:
     grants = namespace_grants(args)
     source: Source | None = build_source(args, registry)  # validates every flag here
     settings = server_settings(args)
-    for flag, message in insecure_defaults(settings):
-        _log.warning(message, flag=flag)
     factory: SourceFactory | None = None
     if not args.refresh_in_process:
         _close(source)  # the child builds its own from the same flags
@@ -214,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         grants=grants,
     )
     try:
-        asyncio.run(_serve(server, args.grace))
+        asyncio.run(_serve(server, args.grace, insecure_defaults(settings)))
     except BindError as exc:
         flag = "--" + exc.setting.replace("_", "-")
         raise ConfigError(_WHERE, flag, f"cannot listen on {exc.address}: {exc.problem}") from exc
@@ -235,8 +233,11 @@ def _close(source: Source | None) -> None:
         close()
 
 
-async def _serve(server: ScalerServer, grace_s: float) -> None:
+async def _serve(server: ScalerServer, grace_s: float, warnings: list[tuple[str, str]]) -> None:
     await server.start()
+    # Said once the ports are bound: a port that cannot be bound is the only line printed.
+    for flag, message in warnings:
+        _log.warning(message, flag=flag)
     # What exists now lives as long as the process: keep it out of the collector's full
     # passes (measured: a gen-2 collection of ~30 ms every few seconds at 2,000 RPC/s).
     gc.collect()
