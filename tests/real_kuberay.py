@@ -242,15 +242,22 @@ class KubeRayLoop:
         """Wait until the group has ``count`` Ready pods, each a Ray node the agent sees; the
         time it took."""
         start = time.monotonic()
+        seen: list[tuple[int, int]] = []  # (pods, Ready pods) as they changed
 
         def reached() -> bool:
-            ready = self.pod_watch.running_pods(GROUP) & set(self.pods())
+            pods = set(self.pods())
+            ready = self.pod_watch.running_pods(GROUP) & pods
+            if not seen or seen[-1] != (len(pods), len(ready)):
+                seen.append((len(pods), len(ready)))
             if len(ready) != count:
                 return False
             text = requests.get(self.base.agent_url, timeout=2).text
             return not count or ready <= agent_sample(time.time(), text).pods
 
-        wait_until(reached, timeout_s=timeout_s, what=f"{count} {GROUP} pods", interval_s=0.2)
+        try:
+            wait_until(reached, timeout_s=timeout_s, what=f"{count} {GROUP} pods", interval_s=0.2)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; (pods, Ready) seen: {seen[-40:]}") from None
         return time.monotonic() - start
 
 
