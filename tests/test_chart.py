@@ -61,6 +61,9 @@ VALUES: dict[str, list[str]] = {
         "resources.requests.cpu=500m",
         "podDisruptionBudget.enabled=false",
         "image.tag=0.2.0",
+        "limits.maxSeries=1000",
+        "limits.unknownRechecksPerSecond=2.5",
+        "crossNamespaceReaders={team-a=ray}",
     ],
 }
 
@@ -166,6 +169,73 @@ def test_prometheus_auth_values_become_flags_on_mounted_files(helm: str) -> None
 def test_missing_values_fail_naming_the_value(helm: str, sets: list[str], says: str) -> None:
     """A required value left out fails the render with its name."""
     with pytest.raises(AssertionError, match=says.replace(".", r"\.")):
+        template(helm, *sets)
+
+
+#: Every ``limits`` value set, from a values file (helm reads its numbers as floats).
+LIMITS: dict[str, int | float] = {
+    "maxSeries": 1000,
+    "maxWorkerGroups": 4,
+    "maxShapes": 64,
+    "maxPlacementGroups": 2,
+    "maxPgBundles": 8,
+    "maxResourceNames": 16,
+    "maxNameChars": 63,
+    "maxClusters": 50,
+    "maxClustersPerNamespace": 5,
+    "unknownRechecksPerSecond": 0.5,
+    "maxHealthWatches": 0,
+    "maxConcurrentRpcs": 500,
+    "maxConcurrentStreams": 64,
+    "maxMessageBytes": 4 * 1024 * 1024,
+}
+
+
+def scaler_args(objs: list[Obj]) -> Any:
+    """The chart's scaler container args, parsed by the real parser."""
+    (c,) = named(tuple(objs), "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"]
+    return cli_args(c)
+
+
+def test_limits_values_become_serve_flags(helm: str, tmp_path: Path) -> None:
+    """Each ``limits`` key is the serve flag of its kebab-case name, whole numbers printed whole
+    (1e+06 would not parse); the chart's list of keys is exactly LIMITS'."""
+    chart_keys = yaml.safe_load((CHART / "values.yaml").read_text())["limits"]
+    assert set(chart_keys) == set(LIMITS)
+    values = tmp_path / "limits.yaml"
+    values.write_text(yaml.safe_dump({"limits": LIMITS}))
+    args = scaler_args(template(helm, "-f", str(values)))
+    for key, value in LIMITS.items():
+        dest = "".join("_" + c.lower() if c.isupper() else c for c in key)
+        assert getattr(args, dest) == value, key
+
+
+def test_unset_limits_keep_the_cli_defaults(helm: str) -> None:
+    """With the defaults no limit flag is rendered: the scaler runs on its own caps."""
+    from keda_ray_scaler.cli import build_parser
+
+    defaults = build_parser().parse_args(["serve"])
+    args = scaler_args(template(helm))
+    for key in LIMITS:
+        dest = "".join("_" + c.lower() if c.isupper() else c for c in key)
+        assert getattr(args, dest) == getattr(defaults, dest), key
+
+
+@pytest.mark.parametrize(
+    ("sets", "says"),
+    [
+        (["limits.maxSeries=lots"], "/limits/maxSeries"),
+        (["limits.maxShapes=0"], "/limits/maxShapes"),
+        (["limits.unknownRechecksPerSecond=fast"], "/limits/unknownRechecksPerSecond"),
+        (["limits.maxSerie=10"], "maxSerie"),
+        (["crossNamespaceReaders={team-a}"], "/crossNamespaceReaders/0"),
+    ],
+    ids=["not-a-number", "zero-cap", "not-a-rate", "misspelt-key", "grant-without-equals"],
+)
+def test_bad_limit_values_fail_the_render(helm: str, sets: list[str], says: str) -> None:
+    """values.schema.json refuses a limit of the wrong type or range, or a key no flag has,
+    before anything is applied (else the scaler would crash-loop on its flags)."""
+    with pytest.raises(AssertionError, match=says):
         template(helm, *sets)
 
 

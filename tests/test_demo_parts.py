@@ -91,3 +91,44 @@ def test_the_slow_start_hook_is_named_by_a_path_a_ray_worker_can_import() -> Non
 
     module, _, name = workload.SLOW_START_HOOK.rpartition(".")
     assert getattr(importlib.import_module(module), name) is workload.slow_start
+
+
+class StepClock(FakeClock):
+    """A fake time that the test moves on."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def now(self) -> float:
+        """The time the test set."""
+        return self.t
+
+
+async def test_the_demo_agent_serves_healthz_beside_metrics(tmp_path: Path) -> None:
+    """The demo's agent answers /healthz as the CLI agent does: 200 ``starting`` before any
+    poll, 503 ``stale`` once no poll has succeeded for 30 s; /metrics on the same port."""
+    import urllib.request
+
+    from keda_ray_scaler.demo.agent import DemoAgent
+    from keda_ray_scaler.demo.run import DemoSettings
+
+    settings = DemoSettings(workdir=tmp_path, ray_bin=tmp_path, python=tmp_path, base_env={})
+    clock = StepClock()
+    # No Ray at this address, and none needed: the GCS client is made at the first poll.
+    agent = DemoAgent(settings.cluster_spec(), "127.0.0.1:1", {}, DemoPods(), clock, 1.0)
+    agent.serve()
+    try:
+        status, body = await agent.healthz()
+        assert (status, body.split(":")[0]) == (200, "starting")
+        clock.t += 31.0
+        status, body = await agent.healthz()
+        assert (status, body.split(":")[0]) == (503, "stale")
+        assert agent.health_url.rsplit("/", 1)[0] == agent.metrics_url.rsplit("/", 1)[0]
+
+        def metrics() -> bytes:
+            with urllib.request.urlopen(agent.metrics_url, timeout=5) as answer:
+                return bytes(answer.read())
+
+        assert b"ray_scaler_" in await asyncio.to_thread(metrics)
+    finally:
+        await agent.stop()

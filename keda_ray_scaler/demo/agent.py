@@ -3,19 +3,25 @@
 :class:`DemoAgent` is wired by the CLI's own builder (``agent/builder.py``): the Ray reader and
 drainer on one GCS connection, the poll loop, the join tracker, the victim controller and the
 ``/metrics`` exporter, with :class:`~keda_ray_scaler.demo.pods.DemoPods` as the pod source in
-place of the Kubernetes pod cache. One :meth:`DemoAgent.step` is one poll.
+place of the Kubernetes pod cache. One :meth:`DemoAgent.step` is one poll. Its HTTP port is the
+CLI agent's (``agent/metrics_server.py``): ``/metrics`` and ``/healthz``, and the demo waits on
+``/healthz`` as a kubelet's readiness probe would, so the endpoint the manifests probe is the one
+the demo exercises.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import start_http_server
-
 from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, Health, HealthProbe, max_age_s
 from keda_ray_scaler.agent.loop import LoopSettings
+from keda_ray_scaler.agent.metrics_server import HEALTH_PATH, start_metrics_server
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader, RayState
 from keda_ray_scaler.agent.victims import VictimSettings
@@ -44,8 +50,13 @@ class ActivePodsReader:
         return dataclasses.replace(state, nodes=nodes)
 
 
+#: The demo agent's poll interval, seconds.
+POLL_INTERVAL_S = 1.0
+
+
 class DemoAgent:
-    """The agent's poll loop, one :meth:`step` at a time, with ``/metrics`` on loopback."""
+    """The agent's poll loop, one :meth:`step` at a time, with ``/metrics`` and ``/healthz`` on
+    loopback."""
 
     def __init__(
         self,
@@ -60,7 +71,7 @@ class DemoAgent:
         self.gcs_address = gcs_address
         self.env = dict(env)
         settings = AgentSettings(
-            loop=LoopSettings(interval_s=1.0),
+            loop=LoopSettings(interval_s=POLL_INTERVAL_S),
             victims=VictimSettings(settle_s=settle_s, confirm_timeout_s=5.0),
         )
         agent = build_agent(
@@ -75,15 +86,33 @@ class DemoAgent:
         self.registry = agent.registry
         self._victims = agent.victims
         self._loop = agent.loop
+        # The CLI agent's default: stale after 3 polls without a success, at least 30 s.
+        self._probe = HealthProbe(agent.loop, clock, max_age_s(DEFAULT_INTERVALS, POLL_INTERVAL_S))
         self.registered: set[str] = set()  # pods whose Ray node has been seen
         self._http: Any = None
         self.metrics_url = ""
+        self.health_url = ""
 
     def serve(self) -> None:
-        """Serve ``/metrics`` on a free loopback port."""
-        http, _thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
+        """Serve ``/metrics`` and ``/healthz`` on a free loopback port."""
+        http = start_metrics_server("127.0.0.1", 0, self.registry, self._probe)
         self._http = http
-        self.metrics_url = f"http://127.0.0.1:{http.server_port}/metrics"
+        base = f"http://127.0.0.1:{http.server_port}"
+        self.metrics_url = f"{base}/metrics"
+        self.health_url = f"{base}{HEALTH_PATH}"
+
+    async def healthz(self) -> tuple[int, str]:
+        """GET ``/healthz`` as a kubelet would: the status code and the one-line body."""
+
+        def get() -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(self.health_url, timeout=5) as answer:
+                    return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as exc:  # 503: stale
+                with exc:
+                    return exc.code, exc.read().decode()
+
+        return await asyncio.to_thread(get)
 
     async def step(self) -> None:
         """One poll: read Ray, export, plan, run the victim protocol, export again."""
@@ -146,11 +175,13 @@ async def start_agent(
     clock: Clock,
     settle_s: float,
 ) -> DemoAgent:
-    """Build the agent, serve its ``/metrics``, wait until it reads Ray."""
+    """Build the agent, serve its ``/metrics`` and ``/healthz``, wait until ``/healthz`` says
+    Ray was read (``fresh``: ``starting`` also answers 200, but nothing is exported yet)."""
     agent = DemoAgent(spec, gcs_address, env, pods, clock, settle_s)
     agent.serve()
     while True:
         await agent.step()
-        if agent.ready():
+        status, body = await agent.healthz()
+        if status == 200 and body.startswith(Health.FRESH.value):
             return agent
         await clock.sleep(0.5)
