@@ -46,7 +46,8 @@ from keda_ray_scaler.errors import (
 from keda_ray_scaler.identity import ClusterRef, NamespaceGrants, is_dns_label
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
-from keda_ray_scaler.rpc.targets import Clock, GroupTarget, TargetReader
+from keda_ray_scaler.rpc.entry import GroupTarget
+from keda_ray_scaler.rpc.targets import Clock, TargetReader
 from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser, printable
 from keda_ray_scaler.telemetry import ScalerMetrics, strip_userinfo
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -43,7 +43,6 @@ from keda_ray_scaler.errors import (
     Limit,
     LimitReached,
     NotFound,
-    Refusal,
     ScalerError,
     UntrustedData,
 )
@@ -57,6 +56,13 @@ from keda_ray_scaler.model import (
     clamp_target,
 )
 from keda_ray_scaler.rpc.budget import TokenBucket
+from keda_ray_scaler.rpc.entry import (
+    GroupTarget,
+    TargetEntry,
+    check_not_future,
+    pick,
+    wait_first,
+)
 from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics
@@ -145,25 +151,6 @@ class TargetSettings:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class GroupTarget:
-    """What the scaler reports for one worker group, and why."""
-
-    cluster: str
-    group: str
-    target: int  # replicas reported to KEDA
-    planned: int  # the planner's target before the safety rules
-    floor: int  # pods that are not confirmed victims
-    current: int  # pods now, victims included
-    snapshot_time_s: float  # the agent's snapshot time the target is based on
-    held: bool = False  # scale-down held: no fresh snapshot since this process started
-
-    @property
-    def active(self) -> bool:
-        """False only when the target is 0 and no pod that is not a victim remains."""
-        return self.target > 0 or self.floor > 0
-
-
 class TargetReader(Protocol):
     """What the servicer reads: :class:`TargetCache` or the refresher process's mirror."""
 
@@ -218,53 +205,15 @@ def group_targets(
     return out
 
 
-def check_not_future(
-    cluster: ClusterRef, *, snapshot_time_s: float, now: float, max_skew_s: float
-) -> None:
-    """Raise UntrustedData (``future_snapshot``) for a snapshot time beyond ``now`` + skew."""
-    lead = snapshot_time_s - now
-    if lead > max_skew_s:
-        raise UntrustedData(
-            Refusal.FUTURE_SNAPSHOT,
-            f"Ray cluster {cluster}: agent snapshot time is {lead:.0f}s in the future "
-            f"(max clock skew {max_skew_s:g}s): refused",
-        )
-
-
-def check_fresh(
-    cluster: ClusterRef,
-    *,
-    success: bool,
-    snapshot_time_s: float,
-    now: float,
-    max_age_s: float,
-    max_skew_s: float,
-) -> None:
-    """Raise DemandUnavailable when the snapshot is from the future (beyond ``max_skew_s``),
-    the agent's last poll failed, or the snapshot is older than ``max_age_s``."""
-    check_not_future(cluster, snapshot_time_s=snapshot_time_s, now=now, max_skew_s=max_skew_s)
-    if not success:
-        raise DemandUnavailable(f"Ray cluster {cluster}: the agent's last poll of Ray failed")
-    age = now - snapshot_time_s
-    if age > max_age_s:
-        raise DemandUnavailable(
-            f"Ray cluster {cluster}: agent snapshot is {age:.0f}s old (max {max_age_s:.0f}s)"
-        )
-
-
-@dataclass(slots=True)
-class _Entry:
-    """One cluster's latest refresh outcome; mutated only on the event loop."""
+@dataclass(slots=True, kw_only=True)
+class _Entry(TargetEntry):
+    """A cluster refreshed here: its outcome, plus what refreshing it needs."""
 
     name: ClusterRef
-    last_used_s: float
-    view: ClusterView | None = None
-    error: ScalerError | None = None
+    view: ClusterView | None = None  # the last successful refresh, kept through failures
     fresh_since_start: bool = False  # a snapshot taken after this process started was seen
-    version: int = 0  # refreshes finished
     recheck_at_s: float = 0.0  # unknown to the source (NotFound): not fetched again before
     inflight: asyncio.Task[None] | None = None
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class TargetCache:
@@ -318,24 +267,20 @@ class TargetCache:
         ``max_age_s`` may only tighten the configured maximum age.
         """
         view = await self.view(cluster, max_age_s)
-        target = view.targets.get(group)
-        if target is None:
-            raise NotFound(f"worker group {group!r} not found in Ray cluster {cluster}")
-        return target
+        return pick(view.targets, cluster, group)
 
     async def view(self, cluster: ClusterRef, max_age_s: float | None = None) -> ClusterView:
         """The cluster's current fresh view; waits for the first fetch of a new cluster."""
         entry = self._touch(cluster)
         if entry.view is None and entry.error is None and entry.inflight is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(entry.inflight), self.settings.first_wait_s)
-            except TimeoutError:
-                raise DemandUnavailable(f"no data yet for Ray cluster {cluster}") from None
-        if entry.error is not None:
-            raise entry.error
-        if entry.view is None:  # pragma: no cover - a finished refresh sets one of the two
-            raise DemandUnavailable(f"no data yet for Ray cluster {cluster}")
-        self._check_fresh(cluster, entry.view.snapshot, max_age_s)
+            await wait_first(asyncio.shield(entry.inflight), cluster, self.settings.first_wait_s)
+        entry.targets_now(
+            cluster,
+            now=self._clock(),
+            max_age_s=self.settings.age_limit(max_age_s),
+            max_skew_s=self.settings.max_clock_skew_s,
+        )
+        assert entry.view is not None  # targets_now raised otherwise
         return entry.view
 
     def touch(self, cluster: ClusterRef) -> None:
@@ -386,18 +331,6 @@ class TargetCache:
     def clusters(self) -> list[ClusterRef]:
         """Clusters currently refreshed, sorted."""
         return sorted(self._entries)
-
-    def _check_fresh(
-        self, cluster: ClusterRef, snap: ClusterSnapshot, max_age_s: float | None
-    ) -> None:
-        check_fresh(
-            cluster,
-            success=snap.success,
-            snapshot_time_s=snap.snapshot_time_s,
-            now=self._clock(),
-            max_age_s=self.settings.age_limit(max_age_s),
-            max_skew_s=self.settings.max_clock_skew_s,
-        )
 
     # --- refreshing ----------------------------------------------------------------------
 
@@ -563,7 +496,8 @@ class TargetCache:
         targets = group_targets(snapshot, plan, hold_scale_down=not entry.fresh_since_start)
         before = entry.view.targets if entry.view is not None else {}
         entry.view = ClusterView(snapshot=snapshot, plan=plan, targets=targets)
-        entry.error = None
+        entry.targets, entry.snapshot_time_s = targets, snapshot.snapshot_time_s
+        entry.success, entry.error = snapshot.success, None
         if self._metrics is not None:
             label = str(cluster)
             self._metrics.refreshes.labels(label, "ok").inc()
@@ -575,9 +509,7 @@ class TargetCache:
         self._notify(entry)
 
     def _notify(self, entry: _Entry) -> None:
-        entry.version += 1
-        done, entry.changed = entry.changed, asyncio.Event()
-        done.set()
+        entry.notify()
         if self._on_change is not None:
             self._on_change(entry.name)
 
