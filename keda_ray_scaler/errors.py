@@ -119,3 +119,43 @@ class KubernetesError(ScalerError):
 
 class RayError(ScalerError):
     """A Ray GCS call failed."""
+
+
+class PreconditionFailed(KubernetesError):
+    """The RayCluster changed since it was read (or the group moved): read and decide again."""
+
+
+class SchemaError(ScalerError, ValueError):
+    """Series that do not decode into a snapshot (missing, malformed or absurd values).
+
+    Also a ValueError: the sources class every ValueError of an answer as ``bad_data``.
+    """
+
+
+class ShapeError(ScalerError, ValueError):
+    """A shape label or resource name that does not decode.
+
+    Not a SchemaError: the decoder adds the cluster it was reading before it says so.
+    """
+
+
+class HttpStatusError(ScalerError):
+    """A non-2xx answer; ``status`` is the HTTP code. Classified (retried or not) by the
+    source's transport, which wraps it in a :class:`FetchError`; never leaves a source."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        super().__init__(f"HTTP {status}: {detail[:200]}")
+
+
+class FetchError(DemandUnavailable):
+    """A fetch that failed for good; ``kind`` is one of the sources' ``ERROR_KINDS``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
+
+
+class DeadlineExceeded(ScalerError, TimeoutError):
+    """The fetch's deadline is spent: no further attempt. Also a TimeoutError (it is one);
+    never leaves a source (wrapped in a :class:`FetchError` of kind ``timeout``)."""

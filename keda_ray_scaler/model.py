@@ -17,6 +17,10 @@ RESOURCE_SCALE = 10_000
 #: KubeRay's upscaling speed when ``upscalingMode`` is unset or ``Default``: no rate limit.
 DEFAULT_UPSCALING_SPEED = 1000.0
 
+#: The largest Kubernetes replica count (``replicas`` is an int32): a worker group's
+#: ``maxReplicas`` when none is given, and the bound a larger one is clamped to.
+INT32_MAX = 2**31 - 1
+
 #: Resources whose amounts are bytes (accepted as Kubernetes quantities in files).
 BYTE_RESOURCES = frozenset({"memory", "object_store_memory"})
 
@@ -155,7 +159,7 @@ class WorkerGroup:
     name: str
     resources: Resources  # Ray logical resources of ONE pod
     min_replicas: int = 0
-    max_replicas: int = 2**31 - 1
+    max_replicas: int = INT32_MAX
     idle_timeout_s: float = 60.0
     cost: float = 1.0  # relative price of one pod
 

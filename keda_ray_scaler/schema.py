@@ -26,8 +26,11 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote, unquote
 
+from keda_ray_scaler.errors import SchemaError as SchemaError  # re-exported: decoders name it
+from keda_ray_scaler.errors import ShapeError as ShapeError  # re-exported: the agent names it
 from keda_ray_scaler.model import (
     DEFAULT_UPSCALING_SPEED,
+    INT32_MAX,
     RESOURCE_SCALE,
     Bundle,
     ClusterSpec,
@@ -112,10 +115,6 @@ MAX_NAME_CHARS: Final = 253
 STAND_IN_PREFIX_CHARS: Final = 16
 #: Printable ASCII is kept as is, but for ``%`` (the escape itself) and the shape separators.
 _NAME_SAFE: Final = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in "%,;=")
-
-
-class ShapeError(ValueError):
-    """A shape label that does not decode."""
 
 
 def stand_in(name: str) -> str:
@@ -223,10 +222,6 @@ def decode_bundles(text: str) -> tuple[Resources, ...]:
 MAX_COUNT: Final = 100_000_000
 #: Upper bound for a resource amount read back (units of the resource; bytes for memory).
 MAX_AMOUNT: Final = 2.0**60
-
-
-class SchemaError(ValueError):
-    """Series that do not decode into a snapshot (missing, malformed or absurd values)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,10 +332,16 @@ def decode_cluster(cluster: str, samples: Iterable[Sample]) -> ClusterSnapshot:
         raise SchemaError(f"cluster {cluster!r}: {exc}") from exc
 
 
+def check_finite(name: str, labels: Mapping[str, str], value: float) -> None:
+    """SchemaError naming the series when ``value`` is NaN or infinite: no rule downstream
+    (comparisons, sums, ``int()``) behaves on them, so they stop here, wherever a value enters."""
+    if math.isnan(value) or math.isinf(value):
+        raise SchemaError(f"{name}{dict(labels)}: value {value} is not a finite number")
+
+
 def _check_value(s: Sample) -> None:
     v = s.value
-    if math.isnan(v) or math.isinf(v):
-        raise SchemaError(f"{s.name}{dict(s.labels)}: value {v} is not a finite number")
+    check_finite(s.name, s.labels, v)
     if v < 0 or v > MAX_AMOUNT:
         raise SchemaError(f"{s.name}{dict(s.labels)}: value {v} is out of range")
 
@@ -377,7 +378,7 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
                 name=name,
                 resources=decode_shape(s.labels[LABEL_SHAPE]),
                 min_replicas=_count(mins[name]) if name in mins else 0,
-                max_replicas=_count(maxs[name], 2**31 - 1) if name in maxs else 2**31 - 1,
+                max_replicas=_count(maxs[name], INT32_MAX) if name in maxs else INT32_MAX,
                 idle_timeout_s=idles[name].value if name in idles else 60.0,
                 cost=costs[name].value if name in costs else 1.0,
             )

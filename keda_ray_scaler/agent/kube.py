@@ -17,6 +17,7 @@ RBAC: a namespaced Role with ``pods`` verbs ``get``, ``list``, ``watch``, ``patc
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -32,6 +33,7 @@ from kubernetes import watch as k8s_watch
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from keda_ray_scaler.agent.joins import CRASH_LOOP_RESTARTS, FAILING_WAITING
+from keda_ray_scaler.agent.kube_retry import KUBE_ERRORS, backoff, status_of, with_retries
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.errors import KubernetesError
 
@@ -49,7 +51,6 @@ KUBE_CACHE_SYNCED = "ray_scaler_kube_cache_synced"
 #: User-Agent of the agent's API calls (shows in audit logs).
 USER_AGENT = "keda-ray-scaler"
 _MERGE_PATCH = "application/merge-patch+json"
-_RETRYABLE_STATUS = frozenset({409, 429})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,21 +98,6 @@ def load_api(kubeconfig: str | None = None, context: str | None = None) -> k8s.C
     api_client = k8s.ApiClient(configuration)
     api_client.user_agent = USER_AGENT
     return k8s.CoreV1Api(api_client)
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """409, 429, 5xx and transport errors are worth another attempt; 4xx else are not."""
-    if isinstance(exc, k8s.ApiException):
-        status = exc.status or 0
-        return status == 0 or status in _RETRYABLE_STATUS or status >= 500
-    return isinstance(exc, urllib3.exceptions.HTTPError | OSError)
-
-
-def status_of(exc: BaseException) -> str:
-    """The HTTP status as a metric label ("0" for transport errors)."""
-    if isinstance(exc, k8s.ApiException):
-        return str(exc.status or 0)
-    return "0"
 
 
 def _json(response: object) -> dict[str, Any]:
@@ -253,9 +239,7 @@ class PodCache(PodStore):
         super().__init__()
         self._api = api
         self._settings = settings
-        self._wait = wait or tenacity.wait_exponential_jitter(
-            multiplier=settings.retry_initial_s, max=settings.retry_max_s
-        )
+        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
         self._synced = False
         self._watch: k8s_watch.Watch | None = None
         self._stopping = threading.Event()
@@ -477,36 +461,30 @@ class PodCache(PodStore):
         return await self._retrying(operation, attempt)
 
     async def _retrying(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        cluster = self._settings.cluster
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            self._log.warning(
-                "kubernetes call failed, retrying",
-                operation=operation,
-                attempt=state.attempt_number,
-                status=status_of(exc) if exc else "",
-                error=str(exc),
-            )
-
-        retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self._settings.retry_attempts),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(is_retryable),
-            before_sleep=before_sleep,
-            reraise=True,
-        )
+        """Every failed attempt counted and logged; the last one a KubernetesError."""
         try:
-            async for state in retrying:
-                with state:
-                    try:
-                        return await attempt()
-                    except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-                        self._errors.labels(cluster, operation, status_of(exc)).inc()
-                        raise
-        except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            return await with_retries(
+                attempt,
+                attempts=self._settings.retry_attempts,
+                wait=self._wait,
+                on_error=functools.partial(self._count_error, operation),
+                before_sleep=functools.partial(self._log_retry, operation),
+            )
+        except KUBE_ERRORS as exc:
             self._log.error(
                 "kubernetes call failed", operation=operation, status=status_of(exc), error=str(exc)
             )
             raise KubernetesError(f"{operation} failed: {status_of(exc)} {exc}") from exc
-        raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+    def _count_error(self, operation: str, exc: BaseException) -> None:
+        self._errors.labels(self._settings.cluster, operation, status_of(exc)).inc()
+
+    def _log_retry(self, operation: str, state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        self._log.warning(
+            "kubernetes call failed, retrying",
+            operation=operation,
+            attempt=state.attempt_number,
+            status=status_of(exc) if exc else "",
+            error=str(exc),
+        )

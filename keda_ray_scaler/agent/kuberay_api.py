@@ -21,9 +21,17 @@ import tenacity
 import urllib3
 from kubernetes import client as k8s
 
-from keda_ray_scaler.agent.kube import is_retryable, status_of
+from keda_ray_scaler.agent.kube_retry import (
+    backoff,
+    is_retryable,
+    status_of,
+    with_retries,
+)
 from keda_ray_scaler.agent.raycluster import RAYCLUSTER_API, WORKER_GROUP_API
 from keda_ray_scaler.errors import KubernetesError
+from keda_ray_scaler.errors import (
+    PreconditionFailed as PreconditionFailed,  # kuberay.py names it here
+)
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -32,10 +40,6 @@ _JSON_PATCH = "application/json-patch+json"
 _MERGE_PATCH = "application/merge-patch+json"
 _PRECONDITION = frozenset({409, 422})
 SCALED_OBJECT_API = ("keda.sh", "v1alpha1", "scaledobjects")
-
-
-class PreconditionFailed(KubernetesError):
-    """The RayCluster changed since it was read (or the group moved): read and decide again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +87,7 @@ class KubeRayApi:
     ) -> None:
         self._api = api
         self._settings = settings
-        self._wait = wait or tenacity.wait_exponential_jitter(
-            multiplier=settings.retry_initial_s, max=settings.retry_max_s
-        )
+        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
         self._log = log.bind(cluster=settings.raycluster, namespace=settings.namespace)
 
     async def raycluster(self) -> dict[str, Any]:
@@ -166,21 +168,13 @@ class KubeRayApi:
     async def _retrying(
         self, operation: str, attempt: Callable[[], Awaitable[T]], *, preconditions: bool
     ) -> T:
-        def retryable(exc: BaseException) -> bool:
-            if preconditions and isinstance(exc, k8s.ApiException) and exc.status in _PRECONDITION:
-                return False
-            return is_retryable(exc)
-
-        retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self._settings.retry_attempts),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(retryable),
-            reraise=True,
-        )
         try:
-            async for state in retrying:
-                with state:
-                    return await attempt()
+            return await with_retries(
+                attempt,
+                attempts=self._settings.retry_attempts,
+                wait=self._wait,
+                retryable=_retryable_keeping_preconditions if preconditions else is_retryable,
+            )
         except k8s.ApiException as exc:
             message = f"{operation}: {status_of(exc)} {_reason(exc)}"
             if preconditions and exc.status in _PRECONDITION:
@@ -188,7 +182,13 @@ class KubeRayApi:
             raise KubernetesError(message) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise KubernetesError(f"{operation}: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _retryable_keeping_preconditions(exc: BaseException) -> bool:
+    """A 409/422 on a patch is not transient: the object changed, so decide again."""
+    if isinstance(exc, k8s.ApiException) and exc.status in _PRECONDITION:
+        return False
+    return is_retryable(exc)
 
 
 def _obj(value: object) -> dict[str, Any]:

@@ -9,12 +9,12 @@ naming the key (gRPC INVALID_ARGUMENT). No I/O here.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from keda_ray_scaler.errors import ConfigError, ConfigProblem
+from keda_ray_scaler.identity import is_dns_label
 
 #: Required: the Ray cluster name (the agent's ``cluster`` label; RayCluster metadata.name).
 KEY_CLUSTER: Final = "rayCluster"
@@ -34,9 +34,6 @@ KEDA_KEYS: Final = frozenset(
 OWN_KEYS: Final = frozenset({KEY_CLUSTER, KEY_GROUP, KEY_MAX_AGE, KEY_NAMESPACE})
 ALLOWED_KEYS: Final = OWN_KEYS | KEDA_KEYS
 
-#: RFC 1123 label, as Kubernetes validates names (at most 63 characters).
-_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_MAX: Final = 63
 _WHERE: Final = "trigger metadata"
 _MAX_KEY_REPORT: Final = 64
 
@@ -144,7 +141,7 @@ def _dns_label(metadata: Mapping[str, str], key: str) -> str:
     value = metadata.get(key)
     if value is None or value == "":
         raise ConfigError(_WHERE, key, "required", ConfigProblem.MISSING)
-    if len(value) > _DNS1123_MAX or not _DNS1123_LABEL.fullmatch(value):
+    if not is_dns_label(value):
         raise ConfigError(
             _WHERE,
             key,

@@ -23,14 +23,13 @@ from prometheus_client import CollectorRegistry
 from urllib3.util.retry import Retry
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import NotFound, UntrustedData
+from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import ClusterSnapshot, SchemaError
+from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps, check_series_count
 from keda_ray_scaler.sources.transport import (
     HttpSettings,
-    HttpStatusError,
     RetrySettings,
     SourceMetrics,
     build_session,

@@ -18,14 +18,13 @@ wins". ``schema.decode`` ignores the labels outside the schema.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import ConfigError, Refusal, UntrustedData
+from keda_ray_scaler.errors import ConfigError, Refusal, SchemaError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
-from keda_ray_scaler.schema import Sample, SchemaError
+from keda_ray_scaler.schema import Sample
 
 #: Every series the agent exports, and nothing else.
 NAME_MATCHER: Final = f'__name__=~"{schema.PREFIX}.+"'
@@ -105,8 +104,7 @@ def seen_query(cluster: ClusterRef, window_s: int) -> str:
 
 def check_value(name: str, labels: Mapping[str, str], value: float) -> float:
     """``value`` if it is finite, not negative and not absurd; :class:`SchemaError` otherwise."""
-    if math.isnan(value) or math.isinf(value):
-        raise SchemaError(f"{name}{dict(labels)}: value {value} is not a finite number")
+    schema.check_finite(name, labels, value)
     if value < 0:
         raise SchemaError(f"{name}{dict(labels)}: value {value} is negative")
     if value > schema.MAX_AMOUNT:

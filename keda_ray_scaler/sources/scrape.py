@@ -26,14 +26,13 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import NotFound
+from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
-from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
+from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
 from keda_ray_scaler.sources.transport import (
     HttpSettings,
-    HttpStatusError,
     RetrySettings,
     SourceMetrics,
     build_session,

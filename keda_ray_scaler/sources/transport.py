@@ -23,7 +23,12 @@ import structlog
 import tenacity
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from keda_ray_scaler.errors import DemandUnavailable, UntrustedData
+from keda_ray_scaler.errors import (
+    DeadlineExceeded,
+    FetchError,
+    HttpStatusError,
+    UntrustedData,
+)
 from keda_ray_scaler.sources.caps import CapExceeded
 from keda_ray_scaler.telemetry import strip_userinfo
 
@@ -217,22 +222,6 @@ def source_metrics(registry: CollectorRegistry) -> SourceMetrics:
 T = TypeVar("T")
 
 
-class HttpStatusError(Exception):
-    """A non-2xx answer; ``status`` is the HTTP code."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        self.status = status
-        super().__init__(f"HTTP {status}: {detail[:200]}")
-
-
-class FetchError(DemandUnavailable):
-    """A fetch that failed for good; ``kind`` is one of :data:`ERROR_KINDS`."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        self.kind = kind
-        super().__init__(f"{kind}: {message}")
-
-
 def fail(metrics: SourceMetrics, source: str, kind: str, message: str) -> FetchError:
     """Count a failed fetch and build its error (``raise fail(...) from cause``); URLs in
     ``message`` lose their userinfo (the text reaches logs and KEDA)."""
@@ -262,10 +251,6 @@ def distrust(metrics: SourceMetrics, source: str, exc: UntrustedData) -> Untrust
         "source_failed", source=source, error_kind=kind, error=str(exc)
     )
     return exc
-
-
-class DeadlineExceeded(TimeoutError):
-    """The fetch's deadline is spent: no further attempt."""
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:
