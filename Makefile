@@ -5,7 +5,7 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install deps-debian test lint bench bench-quick proto demo e2e e2e-build e2e-local clean
+.PHONY: install deps-debian test lint bench bench-quick proto lock demo e2e e2e-build e2e-local clean
 
 install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench, dev and demo extras
 
@@ -66,6 +66,9 @@ bench-quick: install ## a smoke run of the benchmarks, under a minute (figures a
 
 proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/
 	$(BIN)/python -m keda_ray_scaler.rpc.protogen
+
+lock: install ## refresh locks/ (hashed, uv pip compile) and the Dockerfile's base image digests (crane, skopeo or docker buildx)
+	$(BIN)/python tools/lock.py
 
 demo: install ## the local demo: no Kubernetes, no Prometheus
 	$(BIN)/keda-ray-scaler demo

@@ -24,10 +24,14 @@ Images (``NAME``):
 
 The product images are derived from ``Dockerfile`` (read with dockerfile-parse), so the two
 cannot drift: each stage's ENV, USER, ENTRYPOINT, CMD, EXPOSE and WORKDIR go into the image config
-as written, on top of its base image's config, as ``docker build`` does. Their content steps (the
-``build`` stage's ``pip wheel`` and the stage's ``pip install``) are done here from the files the
-``build`` stage COPYs; any other instruction, or a base image without a stand-in, is an error.
-The Dockerfile's base images cannot be pulled here and are replaced:
+as written, on top of its base image's config, as ``docker build`` does. Their content steps are
+done here as the stages say: the ``build`` stage's ``pip wheel --no-deps --no-build-isolation``
+from the files it COPYs, with the build backend of its hashed lock; each stage's ``pip install
+--require-hashes --no-deps -r`` of the lock its RUN names (locks/, wheels fetched and checked by
+the host's pip, installed offline), then the package's wheel, then ``pip check``. Any other
+instruction, or a base image without a stand-in, is an error.
+The Dockerfile's base images (pinned by digest, chosen here by repository:tag) cannot be pulled
+here and are replaced:
 ``python:3.11-slim-bookworm`` by a Debian bookworm rootfs (``debootstrap --variant=minbase
 --include=python3,python3-venv``) with a venv on Debian's python3, and ``rayproject/ray`` by the
 ``ray`` image above. Head, workers and drivers must all run Debian's Python 3.11.2: Ray refuses a
@@ -37,12 +41,13 @@ Layers are uncompressed tars written with :mod:`tarfile` (numeric owners, modes,
 hardlinks as in the tree). The big layers are shared, so containerd stores them once: the rootfs
 (``ray``, ``keda-ray-scaler``, ``keda-ray-scaler-agent``), Ray's venv (``ray``, agent); the product
 is a layer of its own. Every image and layer lives in the cache under a key that hashes its
-inputs (its recipe's source, versions, and for the product the Dockerfile, pyproject.toml,
-README.md and the keda_ray_scaler/ tree without __pycache__): a cache hit builds nothing. A build
-goes into ``<entry>.partial`` and is renamed when complete; chroot steps run in an overlay mount
-whose upper directory becomes the layer, and every mount is removed before the step returns. One
-run at a time per cache (a lock); each run removes the entries of a kind beyond the two last
-used, unless used within the hour. Cold, on 2 cores: ~1.5-2.5 min (debootstrap ~75 s); warm <1 s.
+inputs (its recipe's source, versions, and for the product the Dockerfile, the files its build
+stage copies (pyproject.toml, README.md, locks/build.txt, the keda_ray_scaler/ tree without
+__pycache__) and the stage's lock): a cache hit builds nothing. A build goes into
+``<entry>.partial`` and is renamed when complete; chroot steps run in an overlay mount whose upper
+directory becomes the layer, and every mount is removed before the step returns. One run at a
+time per cache (a lock); each run removes the entries of a kind beyond the two last used, unless
+used within the hour. Cold, on 2 cores: ~1.5-2.5 min (debootstrap ~75 s); warm <1 s.
 
 Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
 """
@@ -626,16 +631,19 @@ def rootfs_layer() -> Step:
     return Step("layer-rootfs", key, build)
 
 
+# ``pip download`` of wheels for CPython 3.11 on bookworm, by the host's pip
+WHEELS_FOR_BOOKWORM = [
+    *shlex.split(
+        "pip download --disable-pip-version-check --only-binary=:all: --python-version 3.11"
+        " --implementation cp --abi cp311 --abi abi3 --abi none"
+    ),
+    *(f"--platform={p}" for p in MANYLINUX),
+]
+
+
 def ray_wheels() -> Step:
     """``ray[default]`` and its dependencies as wheels for CPython 3.11 on bookworm (host pip)."""
-    argv = [
-        *shlex.split(
-            "pip download --disable-pip-version-check --only-binary=:all: --python-version 3.11"
-            " --implementation cp --abi cp311 --abi abi3 --abi none"
-        ),
-        *(f"--platform={p}" for p in MANYLINUX),
-        f"ray[default]=={RAY_VERSION}",
-    ]
+    argv = [*WHEELS_FOR_BOOKWORM, f"ray[default]=={RAY_VERSION}"]
 
     def build(out: Path) -> None:
         run(sys.executable, "-m", *argv, "--dest", out / "wheels", quiet=True)
@@ -788,13 +796,49 @@ def stage_config(stage: Stage, base: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def context_copies(stage: Stage) -> dict[str, str]:
+    """``{destination: context path}`` of the stage's COPYs from the build context (not
+    ``--from`` another stage); a destination ending in ``/`` or ``.`` takes the source's name."""
+    copies: dict[str, str] = {}
+    for instruction, value in stage.instructions:
+        words = value.split()
+        flags = [w for w in words if w.startswith("--")]
+        if instruction != "COPY" or any(f.startswith("--from=") for f in flags):
+            continue
+        *sources, dest = words[len(flags) :]
+        for source in sources:
+            if dest.endswith(("/", ".")):
+                copies[posixpath.join(dest, posixpath.basename(source))] = source
+            else:
+                copies[dest] = source
+    return copies
+
+
 def build_stage_sources(build: Stage) -> list[str]:
     """The context paths the ``build`` stage COPYs (the inputs of ``pip wheel``)."""
-    sources: list[str] = []
-    for instruction, value in build.instructions:
-        if instruction == "COPY" and not value.startswith("--"):
-            sources += value.split()[:-1]
-    return sources
+    return list(context_copies(build).values())
+
+
+def stage_lock(stage: Stage) -> str:
+    """The context path of the lock the stage installs (``pip install --require-hashes ... -r
+    PATH``, PATH COPYed from the context): read from the Dockerfile, so the real node's images
+    install the same lock as ``docker build``."""
+    locks = []
+    for instruction, value in stage.instructions:
+        if instruction != "RUN":
+            continue
+        command: list[str] = []
+        for word in [*shlex.split(value), "&&"]:
+            if word not in ("&&", ";"):
+                command.append(word)
+                continue
+            if command[:2] == ["pip", "install"] and "--require-hashes" in command:
+                locks.append(command[command.index("-r") + 1])
+            command = []
+    copies = context_copies(stage)
+    if len(locks) != 1 or locks[0] not in copies:
+        raise ValueError(f"stage {stage.name}: no one hashed lock COPYed and installed: {locks}")
+    return copies[locks[0]]
 
 
 def product_files(repo: Path, sources: Sequence[str]) -> list[str]:
@@ -812,12 +856,12 @@ def product_files(repo: Path, sources: Sequence[str]) -> list[str]:
 
 
 def product_wheels(repo: Path) -> Step:
-    """``pip wheel`` (dependencies included) of the files the ``build`` stage COPYs: what its
-    /wheels (the package) and /deps (the package and its dependencies) hold."""
+    """The ``build`` stage's /wheels: the package's own wheel, built (``--no-deps
+    --no-build-isolation``) by the build backend its hashed lock installs into a fresh venv."""
     dockerfile = (repo / "Dockerfile").read_bytes()
-    files = product_files(
-        repo, build_stage_sources(dockerfile_stages(repo / "Dockerfile")["build"])
-    )
+    build_stage = dockerfile_stages(repo / "Dockerfile")["build"]
+    files = product_files(repo, build_stage_sources(build_stage))
+    lock = stage_lock(build_stage)
     digests = [(name, sha256_file(repo / name)) for name in files]
 
     def build(out: Path) -> None:
@@ -825,51 +869,72 @@ def product_wheels(repo: Path) -> Step:
         for name in files:
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(repo / name, src / name)
-        run(
-            sys.executable,
-            "-m",
-            "pip",
+        run(sys.executable, "-m", "venv", out / "venv")
+        pip: list[str | Path] = [out / "venv/bin/pip", "--quiet", "--disable-pip-version-check"]
+        run(*pip, "install", "--require-hashes", "--no-deps", "-r", src / lock, quiet=True)
+        wheel: list[str | Path] = [
             "wheel",
-            "--quiet",
-            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
             "--wheel-dir",
             out / "wheels",
-            src,
-            quiet=True,
-        )
+        ]
+        run(*pip, *wheel, src, quiet=True)
         shutil.rmtree(src)
+        shutil.rmtree(out / "venv")
 
     return Step("wheels-product", key_of(recipe(product_wheels), dockerfile, digests), build)
+
+
+def lock_wheels(lock: Path) -> Step:
+    """The wheels a hashed lock pins, for CPython 3.11 on bookworm: host pip checks each hash
+    here, the stage's pip again when it installs them offline."""
+    argv = [*WHEELS_FOR_BOOKWORM, "--require-hashes", "--no-deps", "-r"]
+    text = lock.read_bytes()
+
+    def build(out: Path) -> None:
+        (out / "lock.txt").write_bytes(text)
+        run(sys.executable, "-m", *argv, out / "lock.txt", "--dest", out / "wheels", quiet=True)
+
+    return Step(f"wheels-lock-{lock.stem}", key_of(recipe(lock_wheels), argv, text), build)
 
 
 def product_layer(
     cache: Cache,
     name: str,
     lowers: Sequence[Step],
+    locked: Step,
     wheels: Step,
-    venv: str,
-    user: str,
+    base: StandIn,
     env: dict[str, str],
-    fresh_venv: bool,
 ) -> Step:
-    """On ``lowers`` (top first): ``pip install --no-index`` of keda-ray-scaler from ``wheels``
-    into ``venv`` as ``user`` with the stage's ``env``; a new venv first if ``fresh_venv``."""
+    """On ``lowers`` (top first), as the stage's RUN: ``pip install --require-hashes --no-deps``
+    of the ``locked`` wheels, then ``--no-deps`` of the package's wheel, into ``base.venv`` as
+    ``base.user`` with the stage's ``env`` (a new venv first if ``base.fresh_venv``); ``pip
+    check`` then proves the lock and the base's packages agree."""
+    venv, user = base.venv, base.user
 
     def build(out: Path) -> None:
         trees = [cache.get(step) / "tree" for step in lowers]
-        wheel_dir = cache.get(wheels) / "wheels"
+        lock_dir, wheel_dir = cache.get(locked), cache.get(wheels) / "wheels"
         with overlay(trees, out / "tree", out / "work", out / "merged") as root:
-            shutil.copytree(wheel_dir, root / "tmp/deps")
-            if fresh_venv:
+            shutil.copytree(lock_dir, root / "tmp/deps")
+            shutil.copytree(wheel_dir, root / "tmp/wheels")
+            if base.fresh_venv:
                 chroot(root, "/usr/bin/python3", "-m", "venv", venv, user=user, env=env)
-            install = shlex.split(
-                f"{venv}/bin/pip install --quiet --no-index --find-links /tmp/deps"
+            pip = f"{venv}/bin/pip install --quiet --no-index --no-deps"
+            locked_install = f"{pip} --require-hashes --find-links /tmp/deps/wheels"
+            chroot(
+                root, *shlex.split(locked_install), "-r", "/tmp/deps/lock.txt", user=user, env=env
             )
-            chroot(root, *install, "keda-ray-scaler", user=user, env=env)
+            package = [f"/tmp/wheels/{p.name}" for p in sorted(wheel_dir.glob("*.whl"))]
+            chroot(root, *shlex.split(pip), *package, user=user, env=env)
             shutil.rmtree(root / "tmp/deps")
+            shutil.rmtree(root / "tmp/wheels")
+            chroot(root, f"{venv}/bin/pip", "check", user=user, env=env)
             chroot(root, "keda-ray-scaler", "--help", user=user, env=env)
         (out / "merged").rmdir()
-        created_by = f"pip install keda-ray-scaler into {venv}"
+        created_by = f"pip install --require-hashes {locked.kind}; keda-ray-scaler into {venv}"
         write_layer(out, out / "tree", created_by, overlay_upper=True)
         remove_tree(out / "tree")  # nothing stands on it
 
@@ -877,11 +942,10 @@ def product_layer(
         recipe(product_layer),
         name,
         [s.key for s in lowers],
+        locked.key,
         wheels.key,
-        venv,
-        user,
+        [venv, user, base.fresh_venv],
         env,
-        fresh_venv,
     )
     return Step(f"layer-{name}", key, build)
 
@@ -906,15 +970,21 @@ STAND_INS = {
 PRODUCT_STAGES = {"keda-ray-scaler": "scaler", "keda-ray-scaler-agent": "agent"}
 
 
+def base_ref(image: str) -> str:
+    """``repository:tag`` of a FROM image, its ``@sha256:`` digest left out: the stand-ins are
+    chosen by tag (a digest names content that cannot be pulled here)."""
+    return image.partition("@")[0]
+
+
 def product_configs(dockerfile: Path) -> dict[str, tuple[StandIn, dict[str, Any]]]:
     """For each product image: the stand-in for its stage's base, and its config."""
     stages = dockerfile_stages(dockerfile)
     configs = {}
     for name, stage_name in PRODUCT_STAGES.items():
         stage = stages[stage_name]
-        if stage.base not in STAND_INS:
+        base = STAND_INS.get(base_ref(stage.base))
+        if base is None:
             raise ValueError(f"stage {stage_name}: no stand-in for FROM {stage.base} in images.py")
-        base = STAND_INS[stage.base]
         configs[name] = (base, stage_config(stage, base.config))
     return configs
 
@@ -925,13 +995,13 @@ def product_images(cache: Cache, repo: Path) -> dict[str, Image]:
     rootfs, ray_venv = ray_layers(cache)
     lowers = {"rootfs": (rootfs,), "ray": (ray_venv, rootfs)}  # top first
     wheels = product_wheels(repo)
+    stages = dockerfile_stages(repo / "Dockerfile")
     images = {}
     for name, (base, config) in product_configs(repo / "Dockerfile").items():
         env = dict(e.partition("=")[::2] for e in config["Env"])
         below = lowers[base.image]
-        layer = product_layer(
-            cache, name, below, wheels, base.venv, base.user, env, base.fresh_venv
-        )
+        locked = lock_wheels(repo / stage_lock(stages[PRODUCT_STAGES[name]]))
+        layer = product_layer(cache, name, below, locked, wheels, base, env)
         images[name] = Image(name, None, (*reversed(below), layer), config)
     return images
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -18,11 +19,15 @@ import subprocess
 import sys
 import tarfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dockerfile_parse import DockerfileParser  # type: ignore[import-untyped]  # no stubs
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from e2e import images
 
@@ -137,6 +142,104 @@ def test_a_base_image_without_stand_in_is_refused(tmp_path: Path) -> None:
         images.product_configs(tmp_path / "Dockerfile")
 
 
+def test_bases_pinned_by_digest_find_their_stand_in_by_tag(tmp_path: Path) -> None:
+    """A digest after the tag (``make lock`` adds one to every base) keeps the stand-ins."""
+    pinned = f"rayproject/ray:{images.RAY_VERSION}-py311@sha256:{'0' * 64}"
+    text = (ROOT / "Dockerfile").read_text()
+    text = re.sub(r"^ARG RAY_IMAGE=.*$", f"ARG RAY_IMAGE={pinned}", text, flags=re.M)
+    (tmp_path / "Dockerfile").write_text(text)
+    configs = images.product_configs(tmp_path / "Dockerfile")
+    assert configs["keda-ray-scaler-agent"][0].image == "ray"
+    assert configs["keda-ray-scaler"][0].image == "rootfs"
+
+
+def test_each_stage_installs_its_own_lock() -> None:
+    """The lock each stage's hashed install reads, as the Dockerfile COPYs it."""
+    stages = images.dockerfile_stages(ROOT / "Dockerfile")
+    found = {name: images.stage_lock(stages[name]) for name in ("build", "agent", "scaler")}
+    assert found == {n: f"locks/{n}.txt" for n in found}
+
+
+# --- what the images are built from: bases pinned by digest, hashed locks --------------------
+
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+# No digest of this tag was published where this machine could see it (2026-11-26): `make lock`
+# pins it with the registry at hand. Any other unpinned base is a fault.
+UNPINNED_FOR_NOW = {f"rayproject/ray:{images.RAY_VERSION}-py311"}
+IMAGE_PYTHON = {"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"}
+
+
+def supply_chain_faults(dockerfile: Path) -> list[str]:
+    """What lets a build take content nobody checked: a FROM without a digest (earlier stages
+    aside), a ``pip install`` neither hash-checked from a lock nor offline without dependencies,
+    a ``pip wheel`` that fetches (dependencies, or an isolated build backend)."""
+    stages = images.dockerfile_stages(dockerfile)
+    faults = []
+    for stage in stages.values():
+        pinned = stage.base in stages or DIGEST.search(stage.base)
+        if not pinned and stage.base not in UNPINNED_FOR_NOW:
+            faults.append(f"FROM {stage.base}")
+        for instruction, value in stage.instructions:
+            for command in re.split(r"&&|;|\|\|", value) if instruction == "RUN" else []:
+                words = shlex.split(command)
+                pip = words[words.index("pip") + 1 :] if "pip" in words else None
+                if pip is None:
+                    continue
+                hashed = {"--require-hashes", "--no-deps", "-r"} <= set(pip)
+                if pip[0] == "install" and (hashed or {"--no-index", "--no-deps"} <= set(pip)):
+                    continue
+                if pip[0] == "wheel" and {"--no-deps", "--no-build-isolation"} <= set(pip):
+                    continue
+                faults.append(command.strip())
+    return faults
+
+
+@pytest.mark.parametrize(
+    "unpin",
+    [r"@sha256:[0-9a-f]{64}", "--require-hashes ", "--no-build-isolation ", "--no-index "],
+    ids=["base-digest", "require-hashes", "build-isolation", "wheel-offline"],
+)
+def test_the_dockerfile_pins_its_bases_and_checks_every_install(tmp_path: Path, unpin: str) -> None:
+    """Every base image pinned by digest, every package from a hashed lock or the package's own
+    wheel; dropping any one of those is caught."""
+    assert supply_chain_faults(ROOT / "Dockerfile") == []
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(unpin, text)
+    (tmp_path / "Dockerfile").write_text(re.sub(unpin, "", text, count=1))
+    assert supply_chain_faults(tmp_path / "Dockerfile")
+
+
+def lock_pins(lock: Path) -> tuple[dict[str, Version], set[str]]:
+    """A lock's pins (each must carry a hash) and the names it says it excluded (what the agent's
+    base image brings)."""
+    text = lock.read_text()
+    pins = {}
+    for entry in re.split(r"\n(?=[A-Za-z0-9])", text):
+        if pin := re.match(r"([A-Za-z0-9._-]+)==(\S+)", entry):
+            assert "--hash=sha256:" in entry, f"{lock.name}: {pin[1]} has no hash"
+            pins[canonicalize_name(pin[1])] = Version(pin[2])
+    excluded = text.partition("excluded from the output:")[2]
+    return pins, {canonicalize_name(n.strip("# ")) for n in excluded.splitlines() if n.strip()}
+
+
+@pytest.mark.parametrize("lock", ["build", "scaler", "agent"])
+def test_each_lock_pins_what_pyproject_needs(lock: str) -> None:
+    """Every requirement of pyproject (the build backend for the build stage's lock, the runtime
+    dependencies for the images') is pinned with hashes at a version it accepts, or, in the
+    agent's, named as the Ray image's: a dependency added or raised without `make lock` fails."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    needs = pyproject["build-system" if lock == "build" else "project"]
+    pins, from_base = lock_pins(ROOT / "locks" / f"{lock}.txt")
+    assert pins
+    for text in needs["requires" if lock == "build" else "dependencies"]:
+        need = Requirement(text)
+        name = canonicalize_name(need.name)
+        if (need.marker and not need.marker.evaluate(IMAGE_PYTHON)) or name in from_base:
+            continue
+        assert name in pins, f"locks/{lock}.txt has no {name}: run make lock"
+        assert need.specifier.contains(pins[name], prereleases=True), f"{lock}: {need}"
+
+
 # --- cache keys -------------------------------------------------------------------------------
 
 
@@ -145,6 +248,7 @@ def repo(tmp_path: Path) -> Path:
     """A copy of what the product's key reads, plus a file it does not."""
     for name in ("Dockerfile", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "locks", tmp_path / "locks")
     shutil.copytree(
         ROOT / "keda_ray_scaler",
         tmp_path / "keda_ray_scaler",
@@ -164,6 +268,8 @@ def repo(tmp_path: Path) -> Path:
         ("README.md", True),
         ("LICENSE", True),
         ("Dockerfile", True),
+        ("locks/build.txt", True),
+        ("locks/scaler.txt", False),  # the scaler's layer's: test_a_lock_is_in_its_layers_key
         ("keda_ray_scaler/__pycache__/model.cpython-311.pyc", False),
         ("tests/test_x.py", False),
         ("docs.md", False),
@@ -179,6 +285,14 @@ def test_the_product_key_follows_its_sources_only(repo: Path, change: str, rebui
         f.write("\n# changed\n")
     assert (images.product_wheels(repo).key != before) is rebuilds
     assert images.product_wheels(repo).key == images.product_wheels(repo).key
+
+
+def test_a_lock_is_in_its_layers_key(repo: Path) -> None:
+    """The wheels of a stage's lock, and so its layer, are built again when the lock changes."""
+    before = images.lock_wheels(repo / "locks" / "scaler.txt").key
+    with (repo / "locks" / "scaler.txt").open("a") as f:
+        f.write("\n# changed\n")
+    assert images.lock_wheels(repo / "locks" / "scaler.txt").key != before
 
 
 def test_a_failed_build_leaves_no_entry_and_the_next_run_builds(tmp_path: Path) -> None:
