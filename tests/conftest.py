@@ -8,13 +8,16 @@ Tests that want auth on set it explicitly for the processes they start.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import inspect
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import pytest_asyncio
 
 # e2e/build.sh (run by the real-control-plane test when make did not) keeps Go's caches and its
 # build cache under the real home.
@@ -40,6 +43,24 @@ def _leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     left = leftovers.started_since(before, exclude=frozenset({os.getpid()}))
     if left:
         LEFTOVERS[request.module.__name__] = [f"{p.pid} {p.cmd[:160]}" for p in left]
+
+
+@pytest.fixture(autouse=True)
+def _asyncio_tasks_checked(request: pytest.FixtureRequest) -> None:
+    """Every ``async def`` test fails when it leaves an asyncio task running (task_leaks.py)."""
+    if inspect.iscoroutinefunction(getattr(request.node, "function", None)):
+        request.getfixturevalue("_no_task_left")
+
+
+@pytest_asyncio.fixture
+async def _no_task_left() -> AsyncIterator[None]:
+    """Set up before the test's own fixtures, so checked after they have cleaned up."""
+    import task_leaks
+
+    before = set(asyncio.all_tasks())
+    yield
+    left = await task_leaks.left_running(exclude=before)
+    assert not left, f"asyncio tasks left running by the test: {left}"
 
 
 def pytest_runtest_makereport(item: object, call: object) -> None:
