@@ -18,8 +18,10 @@ from typing import Any, TypeVar
 import yaml
 
 from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.identity import is_dns_label
 from keda_ray_scaler.model import (
     BYTE_RESOURCES,
+    INT32_MAX,
     RESOURCE_SCALE,
     Bundle,
     ClusterSpec,
@@ -33,11 +35,12 @@ from keda_ray_scaler.model import (
     WorkerGroup,
     WorkerNode,
 )
+from keda_ray_scaler.model import (
+    DEFAULT_UPSCALING_SPEED as DEFAULT_UPSCALING_SPEED,  # re-exported: the agent reads it here
+)
 
 E = TypeVar("E", bound=enum.StrEnum)
 
-#: KubeRay's upscalingSpeed when ``upscalingMode`` is unset or ``Default``: no rate limit.
-DEFAULT_UPSCALING_SPEED = 1000.0
 #: KubeRay's default ``idleTimeoutSeconds``.
 DEFAULT_IDLE_TIMEOUT_S = 60.0
 
@@ -55,8 +58,6 @@ _SUFFIX = {
         for s, e in zip("numkMGTPE", (-9, -6, -3, 3, 6, 9, 12, 15, 18), strict=True)
     },
 }
-
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # DNS-1123 label
 
 _CLUSTER_KEYS = ("cluster", "maxWorkers", "upscalingSpeed", "workerGroups")
 _GROUP_KEYS = ("name", "resources", "minReplicas", "maxReplicas", "idleTimeoutSeconds", "cost")
@@ -99,7 +100,7 @@ def _required(data: Mapping[str, Any], key: str, where: str, field: str) -> Any:
 
 
 def _name(data: object, where: str, field: str) -> str:
-    if not isinstance(data, str) or not _NAME.match(data):
+    if not isinstance(data, str) or not is_dns_label(data):
         raise ConfigError(
             where, field, f"{data!r} is not a DNS-1123 label (lowercase letters, digits, '-')"
         )
@@ -190,7 +191,7 @@ def _group(data: object, where: str, field: str) -> WorkerGroup:
         _required(g, "resources", where, field), where, _path(field, "resources")
     )
     min_replicas = _int(g.get("minReplicas", 0), where, _path(field, "minReplicas"))
-    max_replicas = _int(g.get("maxReplicas", 2**31 - 1), where, _path(field, "maxReplicas"))
+    max_replicas = _int(g.get("maxReplicas", INT32_MAX), where, _path(field, "maxReplicas"))
     if max_replicas < min_replicas:
         raise ConfigError(
             where,
