@@ -24,7 +24,7 @@ import logging
 import multiprocessing
 import queue as queues
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,18 +191,22 @@ def schedule(inp: PlanningInput) -> RayResult:
     return RayResult(new=new, infeasible=infeasible, seconds=seconds)
 
 
-def _child(inp: PlanningInput, queue: Any) -> None:
-    queue.put(schedule(inp))
+def _child(fn: Callable[[PlanningInput], RayResult], inp: PlanningInput, queue: Any) -> None:
+    queue.put(fn(inp))
 
 
-def schedule_with_timeout(inp: PlanningInput, timeout_s: float) -> RayResult | None:
-    """``schedule`` in a forked child process; ``None`` if it takes longer than ``timeout_s``.
+def schedule_with_timeout(
+    inp: PlanningInput,
+    timeout_s: float,
+    fn: Callable[[PlanningInput], RayResult] = schedule,
+) -> RayResult | None:
+    """``fn`` (v2's ``schedule``) in a forked child; ``None`` if it takes over ``timeout_s``.
 
     The child is stopped by its own PID when it runs over.
     """
     ctx = multiprocessing.get_context("fork")
     results: Any = ctx.Queue()
-    child = ctx.Process(target=_child, args=(inp, results), daemon=True)
+    child = ctx.Process(target=_child, args=(fn, inp, results), daemon=True)
     child.start()
     try:
         result: RayResult | None = results.get(timeout=timeout_s)

@@ -15,8 +15,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
+from keda_ray_scaler.documents import load_document
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import is_dns_label
 from keda_ray_scaler.model import (
@@ -43,9 +42,6 @@ E = TypeVar("E", bound=enum.StrEnum)
 
 #: KubeRay's default ``idleTimeoutSeconds``.
 DEFAULT_IDLE_TIMEOUT_S = 60.0
-
-#: libyaml's C loader when PyYAML was built with it (~30x faster), else the pure-Python one.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: A Kubernetes quantity: a decimal number, then an exponent or a suffix (``32Gi``, ``500M``).
 _QUANTITY = re.compile(
@@ -231,26 +227,9 @@ def parse_cluster_spec(data: object, where: str) -> ClusterSpec:
     return ClusterSpec(name, groups, max_workers, speed)
 
 
-def _load_yaml(path: str | Path) -> object:
-    where = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(where, "", f"cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(where, "", "not UTF-8 text") from exc
-    try:
-        return yaml.load(text, Loader=_LOADER)  # a safe loader (C or Python)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise ConfigError(where, "", f"not valid YAML: {problem}{at}") from exc
-
-
 def load_cluster_spec(path: str | Path) -> ClusterSpec:
-    """Read and parse a cluster spec file (YAML or JSON)."""
-    return parse_cluster_spec(_load_yaml(path), str(path))
+    """Read and parse a cluster spec file (JSON, or YAML)."""
+    return parse_cluster_spec(load_document(path), str(path))
 
 
 def _bundle(data: object, where: str, field: str) -> Bundle:
@@ -351,5 +330,5 @@ def parse_snapshot(data: object, where: str, cluster: ClusterSpec) -> PlanningIn
 
 
 def load_snapshot(path: str | Path, cluster: ClusterSpec) -> PlanningInput:
-    """Read and parse a snapshot file (YAML or JSON) for ``cluster``."""
-    return parse_snapshot(_load_yaml(path), str(path), cluster)
+    """Read and parse a snapshot file (JSON, or YAML) for ``cluster``."""
+    return parse_snapshot(load_document(path), str(path), cluster)

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import yaml
 
-from keda_ray_scaler import config
 from keda_ray_scaler.config import (
     DEFAULT_UPSCALING_SPEED,
     load_cluster_spec,
@@ -21,6 +20,7 @@ from keda_ray_scaler.config import (
     parse_resources,
     parse_snapshot,
 )
+from keda_ray_scaler.documents import yaml_loader
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import (
     Bundle,
@@ -380,6 +380,6 @@ def test_parsing_a_spec_imports_no_kubernetes_client() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_spec_files_are_read_with_libyaml_when_present() -> None:
-    """The C loader (PyYAML's libyaml binding) parses files: the CLI's parse time."""
-    assert config._LOADER is yaml.CSafeLoader
+def test_yaml_files_are_read_with_libyaml_when_present() -> None:
+    """The C loader (PyYAML's libyaml binding) parses the YAML files: the CLI's parse time."""
+    assert yaml_loader() is yaml.CSafeLoader

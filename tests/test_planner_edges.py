@@ -1,11 +1,12 @@
 """The planner at the edges of Ray's semantics (issue 8): caps lowered below what runs,
-zero-resource groups, Ray's implicit resources, a rate limit that defers, less unused capacity."""
+zero-resource groups, a rate limit that defers, less unused capacity (Ray's implicit resources:
+test_planner_implicit.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from builders import cluster, group, inp, node, pg, res
+from builders import cluster, group, inp, node, res
 
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
 from keda_ray_scaler.model import (
@@ -13,7 +14,6 @@ from keda_ray_scaler.model import (
     DecisionKind,
     NodeStatus,
     Resources,
-    Strategy,
     UnplaceableReason,
     Why,
     WorkerGroup,
@@ -22,7 +22,6 @@ from keda_ray_scaler.planner import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU = group("cpu", cpu=10)
-IMPLICIT = "node:__internal_implicit_resource_spot"
 
 
 def test_a_cluster_above_a_lowered_max_workers_sheds_pending_then_idle_never_busy() -> None:
@@ -101,14 +100,6 @@ def test_a_zero_resource_group_holds_its_min_replicas_and_takes_no_cpu_demand() 
     zero = WorkerGroup("zero", Resources(), min_replicas=2)
     p = plan(inp(cluster(zero, CPU), bundles=[(res(cpu=5), 2), (Resources(), 3)]))
     assert (p.groups["zero"].target, p.groups["cpu"].new, p.unplaceable) == (2, 1, ())
-
-
-def test_implicit_resources_are_satisfiable_on_every_node() -> None:
-    """A task asking ``node:__internal_implicit_resource_*`` is placed like a {CPU: 5} task."""
-    task = Resources.of({"CPU": 5, IMPLICIT: 1})
-    gang = pg(Strategy.PACK, Resources.of({"CPU": 5, IMPLICIT: 0.5}))
-    p = plan(inp(cluster(CPU), bundles=[(task, 2)], pgs=[gang]))
-    assert (p.groups["cpu"].new, p.unplaceable) == (2, ())
 
 
 def test_a_rate_limit_defers_the_seed_example_and_buys_no_gpu_pods() -> None:

@@ -3,6 +3,11 @@
 Each subcommand lives in its own module (``cli/plan.py``, ``cli/agent.py``, ``cli/serve.py``,
 ``cli/status.py``, ``cli/demo.py``) exposing ``add_parser(subparsers)`` and ``run(args) -> int``.
 Bad input exits with code 2 and one line on stderr that says what is wrong.
+
+Only the module of the command that runs is imported: the others stand in the parser as their
+one-line summary (:data:`SUMMARY`). Why: ``serve``, ``status`` and ``agent`` pull in gRPC, the
+Prometheus and Kubernetes clients and structlog (~0.5 s), which ``plan``, a quick offline
+command, never uses (``tests/test_cli_imports.py``).
 """
 
 from __future__ import annotations
@@ -10,14 +15,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
-from typing import Protocol, cast
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol, cast
 
 from keda_ray_scaler.errors import ConfigError
 
 EXIT_BAD_INPUT = 2
 
 _COMMANDS = ("plan", "agent", "serve", "status", "demo")
+
+#: Each command's one-line help: the only home of it, read by the command's own parser too.
+SUMMARY: Final[Mapping[str, str]] = {
+    "plan": "plan replicas per worker group from a cluster spec and a snapshot file",
+    "agent": "export a Ray cluster's demand and nodes; drain and mark idle pods",
+    "serve": "run the KEDA external scaler (gRPC)",
+    "status": "ask a running scaler for each worker group's target, as KEDA does",
+    "demo": "run the local demo: real Ray, agent and scaler; simulated Kubernetes and KEDA",
+}
 
 
 class _Command(Protocol):
@@ -28,26 +42,45 @@ class _Command(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand that can be imported here."""
+def _module(name: str) -> _Command:
+    return cast(_Command, importlib.import_module(f"keda_ray_scaler.cli.{name}"))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser: every command's flags, or ``only``'s and the others' summaries.
+
+    With ``only``, the other commands' modules are not imported; their entries still list them
+    (top-level ``--help``, the choices an error names) but have no flags.
+    """
     parser = argparse.ArgumentParser(
         prog="keda-ray-scaler",
         description="Autoscale Ray worker groups with KEDA, with Ray's own semantics.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in _COMMANDS:
-        module = cast(_Command, importlib.import_module(f"keda_ray_scaler.cli.{name}"))
-        module.add_parser(subparsers)
+        if only is None or name == only:
+            _module(name).add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=SUMMARY[name])
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names, if any: the first word that is not a flag.
+
+    The top-level parser has no flag that takes a value, so that word is the command.
+    """
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in _COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``keda-ray-scaler`` console script."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=command_of(argv))
     args = parser.parse_args(argv)
-    module = cast(_Command, importlib.import_module(f"keda_ray_scaler.cli.{args.command}"))
     try:
-        return module.run(args)
+        return _module(args.command).run(args)
     except ConfigError as exc:
         print(error_line(args.command, exc), file=sys.stderr)
         return EXIT_BAD_INPUT

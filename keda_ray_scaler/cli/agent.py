@@ -31,6 +31,7 @@ from keda_ray_scaler.agent.joins import (
 )
 from keda_ray_scaler.agent.ports import SystemClock
 from keda_ray_scaler.agent.ray_state import GcsConnection
+from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.telemetry import configure_logging
@@ -49,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Register ``agent`` and its flags."""
     p = subparsers.add_parser(
         "agent",
-        help="export a Ray cluster's demand and nodes; drain and mark idle pods",
+        help=SUMMARY["agent"],
         description="Poll one Ray cluster's GCS, serve /metrics and /healthz, run safe scale-down.",
     )
     g = p.add_argument_group("ray")

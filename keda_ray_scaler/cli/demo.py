@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from keda_ray_scaler.agent.ports import SystemClock
+from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.telemetry import configure_logging
 
@@ -23,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Register ``demo`` and its flags."""
     p = subparsers.add_parser(
         "demo",
-        help="run the local demo: real Ray, agent and scaler; simulated Kubernetes and KEDA",
+        help=SUMMARY["demo"],
         description=(
             "Start a Ray head on 127.0.0.1, the agent and the scaler in-process (gRPC on "
             "loopback), and a simulated Deployment that starts and stops worker raylets. "

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
 from keda_ray_scaler.model import Decision, DecisionKind, Plan, Resources, Why
 from keda_ray_scaler.planner import plan
@@ -15,7 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Register ``plan`` and its flags."""
     p = subparsers.add_parser(
         "plan",
-        help="plan replicas per worker group from a cluster spec and a snapshot file",
+        help=SUMMARY["plan"],
         description=(
             "Print, per worker group, the target replicas, the pods kept busy, the pods to add "
             "and the removable pods in order, then the demand that cannot be placed, with a "

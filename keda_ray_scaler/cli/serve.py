@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import structlog
 from prometheus_client import CollectorRegistry
 
+from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.errors import BindError, ConfigError
 from keda_ray_scaler.identity import ClusterRef, NamespaceGrants
 from keda_ray_scaler.rpc.refresher import SourceFactory
@@ -55,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Register ``serve`` and its flags."""
     p = subparsers.add_parser(
         "serve",
-        help="run the KEDA external scaler (gRPC)",
+        help=SUMMARY["serve"],
         description="Answer KEDA with each Ray worker group's target replicas.",
     )
     g = p.add_argument_group("listening")

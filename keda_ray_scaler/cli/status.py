@@ -21,6 +21,7 @@ from typing import TextIO
 
 import grpc
 
+from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
@@ -35,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Register ``status`` and its flags."""
     p = subparsers.add_parser(
         "status",
-        help="ask a running scaler for each worker group's target, as KEDA does",
+        help=SUMMARY["status"],
         description="Call a running scaler like KEDA does and print each worker group's "
         "target, active flag and data age.",
     )

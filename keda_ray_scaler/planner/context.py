@@ -1,9 +1,15 @@
 """The planning context: everything derived once from a ``PlanningInput``; pure.
 
 Like Ray v2's ``ScheduleContext``: built once, read by every rule. Resource names become
-vector positions; Ray's implicit resources (``node:__internal_implicit_resource_*``) are
-dropped from demand, since every node satisfies them (Ray's scheduler reads a missing implicit
-resource as available); pods above a cap are set aside (:mod:`.caps`).
+vector positions; pods above a cap are set aside (:mod:`.caps`).
+
+Ray's implicit resources (``node:__internal_implicit_resource_*``, Ray Serve's
+``max_replicas_per_node``: each replica asks ``1 / max_replicas_per_node`` of one) are kept in
+demand and given to every pod as Ray's autoscaler (v1 ``_fits`` / ``_inplace_subtract``, v2
+``_can_fit_any_request``) gives them: a node that does not list one has 1 of it. So demand
+that asks only for one is planned one such resource per pod, and demand asking more than 1 is
+unplaceable with a reason, never dropped. A node's explicit 0 of one cannot be told from an
+absent one (``Resources`` drops zeros): read as 1, as Ray reads the node states it gets.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from keda_ray_scaler.model import (
+    RESOURCE_SCALE,
     Bundle,
     Decision,
     DecisionKind,
@@ -40,6 +47,11 @@ class Index:
         self.names = tuple(sorted(names))
         self.pos = {n: i for i, n in enumerate(self.names)}
         self._memo: dict[tuple[tuple[str, int], ...], Vec] = {}
+        self._capacity_memo: dict[tuple[tuple[str, int], ...], Vec] = {}
+        #: What a pod has of each name when it does not list it: 1 of an implicit resource.
+        self._implicit: Vec = tuple(
+            RESOURCE_SCALE if n.startswith(IMPLICIT_RESOURCE_PREFIX) else 0 for n in self.names
+        )
 
     def vec(self, res: Resources) -> Vec:
         """``res`` as a vector over this index."""
@@ -51,6 +63,20 @@ class Index:
         for name, amount in units:
             out[self.pos[name]] = amount
         self._memo[units] = vec = tuple(out)
+        return vec
+
+    def capacity(self, res: Resources) -> Vec:
+        """A pod's (or a group's) ``res`` as a vector, with 1 of each implicit resource unlisted.
+
+        Demand goes through :meth:`vec`: a bundle that does not ask for one needs none.
+        """
+        known = self._capacity_memo.get(res.units)
+        if known is not None:
+            return known
+        vec = self.vec(res)
+        if any(self._implicit):
+            vec = tuple(a or d for a, d in zip(vec, self._implicit, strict=True))
+        self._capacity_memo[res.units] = vec
         return vec
 
     def res(self, vec: Vec) -> Resources:
@@ -92,13 +118,6 @@ class Context:
         return any(fit_count(spec.capacity, need) > 0 for spec in self.specs)
 
 
-def explicit(res: Resources) -> Resources:
-    """``res`` without Ray's implicit resources."""
-    if not any(name.startswith(IMPLICIT_RESOURCE_PREFIX) for name, _ in res.units):
-        return res
-    return Resources(tuple(u for u in res.units if not u[0].startswith(IMPLICIT_RESOURCE_PREFIX)))
-
-
 def gang_shapes(pg: PlacementGroup) -> list[Resources]:
     """The shapes a placement group is placed as: STRICT_PACK is one combined bundle."""
     bundles = [b for b in pg.bundles if b]
@@ -116,14 +135,9 @@ def build_context(inp: PlanningInput) -> Context:
     wgroups = cluster.worker_groups
     gidx = {g.name: i for i, g in enumerate(wgroups)}
     d = inp.demand
-    bundles = [Bundle(explicit(b.resources), b.count) for b in d.bundles]
-    floors = [Bundle(explicit(b.resources), b.count) for b in d.constraints]
-    pgs = [
-        PlacementGroup(pg.strategy, tuple(explicit(r) for r in pg.bundles), pg.count)
-        for pg in d.placement_groups
-    ]
+    bundles, floors, pgs = d.bundles, d.constraints, d.placement_groups
     index = Index(_resource_names(inp, [*bundles, *floors], pgs))
-    specs = tuple(GroupSpec(g.name, index.vec(g.resources), g.cost) for g in wgroups)
+    specs = tuple(GroupSpec(g.name, index.capacity(g.resources), g.cost) for g in wgroups)
     pods: list[list[WorkerNode]] = [[] for _ in wgroups]
     current = [0] * len(wgroups)
     ignored: list[str] = []

@@ -93,7 +93,8 @@ def solve(
     packer = Packer(
         groups=ctx.specs,
         existing=[
-            (g, ctx.index.vec(n.total), ctx.index.vec(_free(n)), n.pod) for g, n in ctx.usable
+            (g, ctx.index.capacity(n.total), ctx.index.capacity(_free(n)), n.pod)
+            for g, n in ctx.usable
         ]
         + reserved,
         new=run.new,

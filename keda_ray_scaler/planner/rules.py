@@ -89,7 +89,8 @@ def constraints(run: Run) -> None:
     totals = Packer(
         groups=ctx.specs,
         existing=[
-            (g, ctx.index.vec(n.total), ctx.index.vec(n.total), n.pod) for g, n in ctx.usable
+            (g, ctx.index.capacity(n.total), ctx.index.capacity(n.total), n.pod)
+            for g, n in ctx.usable
         ],
         new=run.new.blank(),
         strategies=run.strategies,
