@@ -2,19 +2,20 @@
 
 The Ray side (``ray_state.py``, ``drain.py``) implements :class:`Drainer` and :class:`RayView`;
 the victim controller (``victims.py``) consumes them and implements :class:`VictimSource`,
-which the exporter reads. :class:`Clock` is injected everywhere time matters, so tests run on
-fake time. Nothing here does I/O.
+which the exporter reads. A :class:`~keda_ray_scaler.clock.Clock` (its home is
+:mod:`keda_ray_scaler.clock`; named here too) is injected everywhere time matters, so tests run
+on fake time. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from keda_ray_scaler.agent.ranking import PodInfo
+from keda_ray_scaler.clock import Clock as Clock  # re-exported: the agent names it here
+from keda_ray_scaler.clock import SystemClock as SystemClock  # re-exported: the CLI builds it
 from keda_ray_scaler.model import WorkerNode
 
 
@@ -70,27 +71,6 @@ class RayView(Protocol):
     """
 
     async def nodes(self) -> tuple[WorkerNode, ...]: ...
-
-
-@runtime_checkable
-class Clock(Protocol):
-    """Time, injected. ``now`` is unix seconds (also used for drain deadlines)."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, s: float) -> None: ...
-
-
-class SystemClock:
-    """The real clock: ``time.time`` and ``asyncio.sleep``. Built only by the CLI."""
-
-    def now(self) -> float:
-        """Unix time in seconds."""
-        return time.time()
-
-    async def sleep(self, s: float) -> None:
-        """Sleep ``s`` seconds without blocking the event loop."""
-        await asyncio.sleep(s)
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from keda_ray_scaler.rpc.targets import Clock, Sleep
+from keda_ray_scaler.clock import Now, Sleep
 
 
 @dataclass(slots=True)
@@ -19,7 +19,7 @@ class RestartBackoff:
     first_s: float
     most_s: float
     stable_s: float  # a child that ran this long restarts after ``first_s`` again
-    clock: Clock  # monotonic seconds
+    clock: Now  # monotonic seconds
     sleep: Sleep
     _failures: int = field(default=0, init=False)  # exits in a row: the delay doubles with each
     _started_s: float = field(default=0.0, init=False)

@@ -44,6 +44,7 @@ from typing import Final
 
 import structlog
 
+from keda_ray_scaler.clock import Now, Sleep
 from keda_ray_scaler.errors import DemandUnavailable, ScalerError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc.backoff import RestartBackoff
@@ -65,7 +66,7 @@ from keda_ray_scaler.rpc.messages import (
 from keda_ray_scaler.rpc.refresher_child import ChildArgs, child_main
 from keda_ray_scaler.rpc.refresher_child import SourceFactory as SourceFactory  # re-exported
 from keda_ray_scaler.rpc.relay import RelayCollector
-from keda_ray_scaler.rpc.targets import Clock, Planner, Sleep, TargetSettings
+from keda_ray_scaler.rpc.targets import Planner, TargetSettings
 
 _log = structlog.get_logger(__name__)
 _STOP_WAIT_S: Final = 5.0  # graceful stop of the child, then SIGKILL
@@ -92,11 +93,11 @@ class ProcessTargetCache:
         self,
         source_factory: SourceFactory,
         *,
-        clock: Clock,
+        clock: Now,
         settings: TargetSettings | None = None,
         planner: Planner | None = None,
         relay: RelayCollector | None = None,
-        monotonic: Clock = time.monotonic,
+        monotonic: Now = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._factory = source_factory

@@ -26,6 +26,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry, start_http_server
 
+from keda_ray_scaler.clock import Now
 from keda_ray_scaler.errors import BindError
 from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
@@ -34,7 +35,7 @@ from keda_ray_scaler.rpc.health import BoundedHealth
 from keda_ray_scaler.rpc.refresher import ProcessTargetCache, SourceFactory
 from keda_ray_scaler.rpc.relay import RelayCollector
 from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
-from keda_ray_scaler.rpc.targets import Clock, Planner, TargetCache, TargetSettings
+from keda_ray_scaler.rpc.targets import Planner, TargetCache, TargetSettings
 from keda_ray_scaler.rpc.tls import CertificateReloader
 from keda_ray_scaler.rpc.tls import (
     TlsFiles as TlsFiles,  # re-exported: the CLI and tests name it here
@@ -114,7 +115,7 @@ class ScalerServer:
         source: Source | None = None,
         *,
         source_factory: SourceFactory | None = None,
-        clock: Clock,
+        clock: Now,
         settings: ServerSettings | None = None,
         target_settings: TargetSettings | None = None,
         registry: CollectorRegistry | None = None,
@@ -327,7 +328,7 @@ def build_server(
     source: Source | None = None,
     *,
     source_factory: SourceFactory | None = None,
-    clock: Clock,
+    clock: Now,
     port: int = 0,
     host: str = "127.0.0.1",
     metrics_port: int | None = None,

@@ -33,6 +33,7 @@ from typing import Any, Final, TypeVar
 import grpc
 import structlog
 
+from keda_ray_scaler.clock import Now
 from keda_ray_scaler.errors import (
     AccessDenied,
     ConfigError,
@@ -47,7 +48,7 @@ from keda_ray_scaler.identity import ClusterRef, NamespaceGrants, is_dns_label
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.entry import GroupTarget
-from keda_ray_scaler.rpc.targets import Clock, TargetReader
+from keda_ray_scaler.rpc.targets import TargetReader
 from keda_ray_scaler.rpc.trigger import TriggerConfig, TriggerParser, printable
 from keda_ray_scaler.telemetry import ScalerMetrics, strip_userinfo
 
@@ -113,7 +114,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         cache: TargetReader,
         *,
         metrics: ScalerMetrics,
-        clock: Clock,
+        clock: Now,
         stream_debounce_s: float | None = None,
         grants: NamespaceGrants | None = None,
     ) -> None:

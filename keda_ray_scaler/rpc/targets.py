@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from keda_ray_scaler.clock import Now, Sleep
 from keda_ray_scaler.errors import (
     DemandUnavailable,
     Limit,
@@ -67,8 +68,6 @@ from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics
 
-Clock = Callable[[], float]  # unix seconds (the agent's snapshot times are unix seconds)
-Sleep = Callable[[float], Awaitable[None]]
 Planner = Callable[[PlanningInput], Plan]
 
 _log = structlog.get_logger(__name__)
@@ -229,7 +228,7 @@ class TargetCache:
         self,
         source: Source,
         *,
-        clock: Clock,
+        clock: Now,
         planner: Planner | None = None,
         settings: TargetSettings | None = None,
         metrics: ScalerMetrics | None = None,
