@@ -159,3 +159,25 @@ class FetchError(DemandUnavailable):
 class DeadlineExceeded(ScalerError, TimeoutError):
     """The fetch's deadline is spent: no further attempt. Also a TimeoutError (it is one);
     never leaves a source (wrapped in a :class:`FetchError` of kind ``timeout``)."""
+
+
+class Cap(enum.Enum):
+    """Which bound a cluster's series exceeded: a fixed set (a metric label)."""
+
+    SERIES = "series"
+    WORKER_GROUPS = "worker_groups"
+    SHAPES = "shapes"
+    PLACEMENT_GROUPS = "placement_groups"
+    BUNDLES = "bundles_per_placement_group"
+    RESOURCE_NAMES = "resource_names"
+    NAME_CHARS = "name_chars"
+
+
+class CapExceeded(ScalerError, ValueError):
+    """A cluster's series exceed one of the sources' ``DataCaps``; ``cap`` says which. The
+    source refuses the cluster (a :class:`FetchError`, ``over_cap``): never truncated."""
+
+    def __init__(self, cap: Cap, cluster: str, message: str) -> None:
+        self.cap = cap
+        self.cluster = cluster
+        super().__init__(f"Ray cluster {cluster!r}: {message}: refused")

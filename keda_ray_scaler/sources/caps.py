@@ -20,12 +20,13 @@ their bundles (64 x 256 STRICT_SPREAD bundles 3.4 s), hence those caps.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.errors import Cap as Cap  # re-exported: the sources and tests name it here
+from keda_ray_scaler.errors import CapExceeded as CapExceeded  # re-exported, likewise
 from keda_ray_scaler.model import DemandKind
 from keda_ray_scaler.schema import Sample
 
@@ -40,18 +41,6 @@ _NAME_LABELS: Final = (
     schema.LABEL_KIND,
     schema.LABEL_STRATEGY,
 )
-
-
-class Cap(enum.Enum):
-    """Which bound a cluster's series exceeded: a fixed set (a metric label)."""
-
-    SERIES = "series"
-    WORKER_GROUPS = "worker_groups"
-    SHAPES = "shapes"
-    PLACEMENT_GROUPS = "placement_groups"
-    BUNDLES = "bundles_per_placement_group"
-    RESOURCE_NAMES = "resource_names"
-    NAME_CHARS = "name_chars"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,15 +79,6 @@ class DataCaps:
         for name in self.__slots__:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-
-
-class CapExceeded(ValueError):
-    """A cluster's series exceed one of :class:`DataCaps`; ``cap`` says which."""
-
-    def __init__(self, cap: Cap, cluster: str, message: str) -> None:
-        self.cap = cap
-        self.cluster = cluster
-        super().__init__(f"Ray cluster {cluster!r}: {message}: refused")
 
 
 def check_series_count(cluster: str, count: int, caps: DataCaps) -> None:
