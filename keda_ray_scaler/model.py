@@ -20,6 +20,8 @@ DEFAULT_UPSCALING_SPEED = 1000.0
 #: The largest Kubernetes replica count (``replicas`` is an int32): a worker group's
 #: ``maxReplicas`` when none is given, and the bound a larger one is clamped to.
 INT32_MAX = 2**31 - 1
+#: The smallest Kubernetes int32 (a pod-deletion-cost is one).
+INT32_MIN = -(2**31)
 
 #: Resources whose amounts are bytes (accepted as Kubernetes quantities in files).
 BYTE_RESOURCES = frozenset({"memory", "object_store_memory"})

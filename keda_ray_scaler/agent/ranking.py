@@ -29,10 +29,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from keda_ray_scaler.model import INT32_MAX as INT32_MAX  # re-exported: marks.py names it here
+from keda_ray_scaler.model import INT32_MIN as INT32_MIN  # re-exported, likewise
+
 #: The annotation the ReplicaSet controller reads.
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
 
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 

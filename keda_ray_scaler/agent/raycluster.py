@@ -33,9 +33,15 @@ from dataclasses import dataclass
 from decimal import ROUND_UP, InvalidOperation
 from typing import Any
 
-from keda_ray_scaler.config import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_UPSCALING_SPEED, parse_quantity
+from keda_ray_scaler.config import DEFAULT_IDLE_TIMEOUT_S, parse_quantity
 from keda_ray_scaler.errors import ConfigError
-from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
+from keda_ray_scaler.model import (
+    DEFAULT_UPSCALING_SPEED,
+    INT32_MAX,
+    ClusterSpec,
+    Resources,
+    WorkerGroup,
+)
 
 #: KubeRay's API group, version and plural of ``RayCluster``.
 RAYCLUSTER_API = ("ray.io", "v1", "rayclusters")
@@ -158,14 +164,14 @@ def cluster_spec(raycluster: Mapping[str, Any]) -> ClusterSpec:
             raise ConfigError(where, f"{field}.groupName", "required")
         hosts = max(int(group.get("numOfHosts") or 1), 1)
         low = int(group.get("minReplicas") or 0) * hosts
-        high = int(group.get("maxReplicas") if "maxReplicas" in group else 2**31 - 1) * hosts
+        high = int(group.get("maxReplicas") if "maxReplicas" in group else INT32_MAX) * hosts
         if high < low:
             raise ConfigError(where, f"{field}.maxReplicas", f"{high} is below minReplicas {low}")
         idle = float(group.get("idleTimeoutSeconds", idle_default))
         if not math.isfinite(idle) or idle < 0:
             raise ConfigError(where, f"{field}.idleTimeoutSeconds", f"must be >= 0, got {idle}")
         resources = group_resources(group, where, field)
-        groups.append(WorkerGroup(group_name, resources, low, min(high, 2**31 - 1), idle))
+        groups.append(WorkerGroup(group_name, resources, low, min(high, INT32_MAX), idle))
     if not groups:
         raise ConfigError(where, "spec.workerGroupSpecs", "no worker group")
     return ClusterSpec(name, tuple(groups), upscaling_speed=speed)
@@ -193,7 +199,7 @@ def group_state(raycluster: Mapping[str, Any], group: str) -> GroupState | None:
                 index=i,
                 replicas=int(g.get("replicas", DEFAULT_REPLICAS)),
                 min_replicas=int(g.get("minReplicas") or 0),
-                max_replicas=int(g.get("maxReplicas") if "maxReplicas" in g else 2**31 - 1),
+                max_replicas=int(g.get("maxReplicas") if "maxReplicas" in g else INT32_MAX),
                 workers_to_delete=tuple(strategy.get("workersToDelete") or ()),
             )
     return None
