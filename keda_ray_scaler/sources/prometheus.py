@@ -12,6 +12,7 @@ unknown is never zero.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -22,21 +23,19 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_client import CollectorRegistry
 from urllib3.util.retry import Retry
 
-from keda_ray_scaler import schema
-from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError, UntrustedData
+from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import ClusterSnapshot
+from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
-from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps, check_series_count
+from keda_ray_scaler.sources.caps import DataCaps, check_series_count
 from keda_ray_scaler.sources.transport import (
     HttpSettings,
     RetrySettings,
     SourceMetrics,
     build_session,
     call_with_retries,
-    distrust,
+    decode_checked,
     fail,
-    over_cap,
     source_metrics,
 )
 
@@ -165,16 +164,11 @@ class PrometheusSource:
 
     def _decode(self, cluster: ClusterRef, result: list[Any]) -> dict[str, ClusterSnapshot]:
         """Every cluster in the answer, each checked against the caps before decoding."""
-        what = f"cluster {cluster}"
-        caps = self._settings.caps
-        try:
-            check_series_count(cluster.name, len(result), caps)  # before parsing any of it
-            samples = promql.samples_from_result(result)
-            check_caps(samples, caps)
-            return schema.decode(samples)
-        except CapExceeded as exc:
-            raise over_cap(self._metrics, SOURCE, exc, what) from None
-        except UntrustedData as exc:
-            raise distrust(self._metrics, SOURCE, exc) from None
-        except SchemaError as exc:
-            raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc
+        parse = functools.partial(self._samples, cluster, result)
+        return decode_checked(
+            parse, self._settings.caps, self._metrics, SOURCE, f"cluster {cluster}"
+        )
+
+    def _samples(self, cluster: ClusterRef, result: list[Any]) -> list[Sample]:
+        check_series_count(cluster.name, len(result), self._settings.caps)  # before parsing
+        return promql.samples_from_result(result)

@@ -17,6 +17,7 @@ untrustworthy answer raises
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -30,15 +31,15 @@ from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
-from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
+from keda_ray_scaler.sources.caps import DataCaps
 from keda_ray_scaler.sources.transport import (
     HttpSettings,
     RetrySettings,
     SourceMetrics,
     build_session,
     call_with_retries,
+    decode_checked,
     fail,
-    over_cap,
     source_metrics,
 )
 from keda_ray_scaler.telemetry import strip_userinfo
@@ -143,14 +144,8 @@ class ScrapeSource:
         return snapshot
 
     def _decode(self, text: str, what: str) -> dict[str, ClusterSnapshot]:
-        try:
-            samples = parse_exposition(text)
-            check_caps(samples, self._settings.caps)  # before decoding or planning any of it
-            return schema.decode(samples)
-        except CapExceeded as exc:
-            raise over_cap(self._metrics, SOURCE, exc, what) from None
-        except SchemaError as exc:
-            raise fail(self._metrics, SOURCE, "bad_data", f"{what}: {exc}") from exc
+        parse = functools.partial(parse_exposition, text)
+        return decode_checked(parse, self._settings.caps, self._metrics, SOURCE, what)
 
     def _get(self, url: str, timeout_s: float) -> str:
         with self._session.get(

@@ -23,13 +23,16 @@ import structlog
 import tenacity
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from keda_ray_scaler import schema
 from keda_ray_scaler.errors import (
     DeadlineExceeded,
     FetchError,
     HttpStatusError,
+    SchemaError,
     UntrustedData,
 )
-from keda_ray_scaler.sources.caps import CapExceeded
+from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
 from keda_ray_scaler.telemetry import strip_userinfo
 
 #: KEDA gives an external scaler 3 s per call; a fetch (all attempts) must end well before.
@@ -251,6 +254,27 @@ def distrust(metrics: SourceMetrics, source: str, exc: UntrustedData) -> Untrust
         "source_failed", source=source, error_kind=kind, error=str(exc)
     )
     return exc
+
+
+def decode_checked(
+    parse: Callable[[], list[Sample]],
+    caps: DataCaps,
+    metrics: SourceMetrics,
+    source: str,
+    what: str,
+) -> dict[str, ClusterSnapshot]:
+    """``parse()``, the caps checked, then decoded; every refusal counted and logged as the
+    source's (``over_cap``, an untrusted reason, ``bad_data``), so every source refuses alike."""
+    try:
+        samples = parse()
+        check_caps(samples, caps)  # before decoding or planning any of it
+        return schema.decode(samples)
+    except CapExceeded as exc:
+        raise over_cap(metrics, source, exc, what) from None
+    except UntrustedData as exc:
+        raise distrust(metrics, source, exc) from None
+    except SchemaError as exc:
+        raise fail(metrics, source, "bad_data", f"{what}: {exc}") from exc
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:
