@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -64,6 +64,7 @@ from keda_ray_scaler.rpc.entry import (
     pick,
     wait_first,
 )
+from keda_ray_scaler.rpc.refresh_steps import fetch_within, plan_timed, record_failure, record_ok
 from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics
@@ -405,7 +406,9 @@ class TargetCache:
 
     async def _refresh_one(self, cluster: ClusterRef) -> None:
         try:
-            snapshot = await self._fetch(self._source.fetch(cluster), str(cluster))
+            snapshot = await fetch_within(
+                self._source.fetch(cluster), self.settings.fetch_timeout_s, str(cluster)
+            )
         except ScalerError as exc:
             self._fail([cluster], exc)
             return
@@ -418,7 +421,7 @@ class TargetCache:
         assert isinstance(source, BatchSource)
         names = list(self._entries)
         try:
-            snapshots = await self._fetch(source.fetch_all(), "*")
+            snapshots = await fetch_within(source.fetch_all(), self.settings.fetch_timeout_s, "*")
         except ScalerError as exc:
             self._fail(names, exc)
             return
@@ -430,23 +433,7 @@ class TargetCache:
                 self._apply(name, snap)
                 await asyncio.sleep(0)  # let RPCs in between two plans
 
-    async def _fetch(self, call: Awaitable[Any], cluster: str) -> Any:
-        """Await a source call with the deadline; every failure becomes a ScalerError."""
-        try:
-            return await asyncio.wait_for(call, self.settings.fetch_timeout_s)
-        except ScalerError:
-            raise
-        except TimeoutError:
-            raise DemandUnavailable(
-                f"source did not answer within {self.settings.fetch_timeout_s}s"
-            ) from None
-        except Exception as exc:  # a source bug must read as "unknown", never as zero
-            _log.exception("source failed unexpectedly", cluster=cluster)
-            raise DemandUnavailable(f"source failed: {type(exc).__name__}") from exc
-
     def _fail(self, clusters: Iterable[ClusterRef], exc: ScalerError) -> None:
-        outcome = "not_found" if isinstance(exc, NotFound) else "unavailable"
-        why = {"reason": exc.reason.value} if isinstance(exc, UntrustedData) else {}
         for name in clusters:
             entry = self._entries.get(name)
             if entry is None:
@@ -454,16 +441,7 @@ class TargetCache:
             entry.error = exc
             if isinstance(exc, NotFound):
                 entry.recheck_at_s = self._clock() + self.settings.not_found_recheck_s
-            if self._metrics is not None:
-                self._metrics.refreshes.labels(str(name), outcome).inc()
-                self._metrics.source_errors.labels(str(name), type(exc).__name__).inc()
-            _log.warning(
-                "refresh failed",
-                namespace=name.namespace,
-                cluster=name.name,
-                error=str(exc),
-                **why,
-            )
+            record_failure(self._metrics, name, exc)
             self._notify(entry)
 
     def _apply(self, cluster: ClusterRef, snapshot: ClusterSnapshot) -> None:
@@ -483,14 +461,9 @@ class TargetCache:
         if snapshot.snapshot_time_s >= self._started_s:
             entry.fresh_since_start = True
         try:
-            if self._metrics is not None:
-                with self._metrics.plan_seconds.labels(str(cluster)).time():
-                    plan = self._planner(snapshot.input)
-            else:
-                plan = self._planner(snapshot.input)
-        except Exception as exc:  # a planner bug must read as "unknown", never as zero
-            _log.exception("planner failed", namespace=cluster.namespace, cluster=cluster.name)
-            self._fail([cluster], DemandUnavailable(f"planner failed: {type(exc).__name__}"))
+            plan = plan_timed(self._planner, snapshot.input, cluster, self._metrics)
+        except DemandUnavailable as exc:
+            self._fail([cluster], exc)
             return
         targets = group_targets(snapshot, plan, hold_scale_down=not entry.fresh_since_start)
         before = entry.view.targets if entry.view is not None else {}
@@ -498,13 +471,8 @@ class TargetCache:
         entry.targets, entry.snapshot_time_s = targets, snapshot.snapshot_time_s
         entry.success, entry.error = snapshot.success, None
         if self._metrics is not None:
-            label = str(cluster)
-            self._metrics.refreshes.labels(label, "ok").inc()
-            self._metrics.data_age.labels(label).set(self._clock() - snapshot.snapshot_time_s)
-            for t in targets.values():
-                self._metrics.target.labels(label, t.group).set(t.target)
-            for gone in before.keys() - targets.keys():  # a group the cluster no longer has
-                self._metrics.target.remove(label, gone)
+            age_s = self._clock() - snapshot.snapshot_time_s
+            record_ok(self._metrics, cluster, targets, before, age_s)
         self._notify(entry)
 
     def _notify(self, entry: _Entry) -> None:
