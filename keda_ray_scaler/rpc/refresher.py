@@ -66,7 +66,8 @@ from keda_ray_scaler.rpc.messages import (
 from keda_ray_scaler.rpc.refresher_child import ChildArgs, child_main
 from keda_ray_scaler.rpc.refresher_child import SourceFactory as SourceFactory  # re-exported
 from keda_ray_scaler.rpc.relay import RelayCollector
-from keda_ray_scaler.rpc.targets import Planner, TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
+from keda_ray_scaler.rpc.targets import Planner
 
 _log = structlog.get_logger(__name__)
 _STOP_WAIT_S: Final = 5.0  # graceful stop of the child, then SIGKILL

@@ -38,7 +38,8 @@ from keda_ray_scaler.rpc.messages import (
     Want,
     error_to_wire,
 )
-from keda_ray_scaler.rpc.targets import Planner, TargetCache, TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
+from keda_ray_scaler.rpc.targets import Planner, TargetCache
 from keda_ray_scaler.sources.base import Source
 from keda_ray_scaler.telemetry import scaler_metrics
 

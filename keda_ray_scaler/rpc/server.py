@@ -35,7 +35,8 @@ from keda_ray_scaler.rpc.health import BoundedHealth
 from keda_ray_scaler.rpc.refresher import ProcessTargetCache, SourceFactory
 from keda_ray_scaler.rpc.relay import RelayCollector
 from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
-from keda_ray_scaler.rpc.targets import Planner, TargetCache, TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
+from keda_ray_scaler.rpc.targets import Planner, TargetCache
 from keda_ray_scaler.rpc.tls import CertificateReloader
 from keda_ray_scaler.rpc.tls import (
     TlsFiles as TlsFiles,  # re-exported: the CLI and tests name it here
