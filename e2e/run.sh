@@ -122,9 +122,14 @@ done
 kubectl -n "$SCALER_NS" create secret generic keda-ray-scaler-tls --dry-run=client -o yaml \
   --from-file=tls.crt="$WORK/server.crt" --from-file=tls.key="$WORK/server.key" \
   --from-file=ca.crt="$WORK/ca.crt" | kubectl apply -f - >/dev/null
-kubectl -n "$NS" create secret generic keda-ray-scaler-client-tls --dry-run=client -o yaml \
+# KEDA's client key in KEDA's namespace only (manifests/keda: a ClusterTriggerAuthentication)
+kubectl -n keda create secret generic keda-ray-scaler-client-tls --dry-run=client -o yaml \
   --from-file=tls.crt="$WORK/client.crt" --from-file=tls.key="$WORK/client.key" \
   --from-file=ca.crt="$WORK/ca.crt" | kubectl apply -f - >/dev/null
+kubectl apply -k manifests/keda
+# Ray's token (token authentication is on in the example): the Secret named after the cluster
+kubectl -n "$NS" create secret generic demo --dry-run=client -o yaml \
+  --from-literal=auth_token="$(openssl rand -hex 32)" | kubectl apply -f - >/dev/null
 
 log "scaler"
 kubectl apply -k e2e/overlays/scaler

@@ -149,11 +149,16 @@ def test_agent_command_exports_nodes_with_token_auth(cluster: RayCluster, tmp_pa
         assert stop(proc) == 0
 
 
+@pytest.mark.parametrize("token", ["wrong", "missing"])
 def test_agent_command_with_a_wrong_token_reports_failure(
-    cluster: RayCluster, tmp_path: Path
+    cluster: RayCluster, tmp_path: Path, token: str
 ) -> None:
-    """A wrong token: the agent keeps running, success 0, poll errors counted, no fresh data."""
+    """A wrong or missing token (a pod without the Secret's env): the agent keeps running,
+    success 0, poll errors counted, no fresh data; its log says why on one line per poll,
+    with no traceback."""
     env = cluster.env | {"RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    if token == "missing":
+        env = {k: v for k, v in cluster.env.items() if not k.startswith("RAY_AUTH_")}
     proc, port = run_agent(cluster, tmp_path, env)
     try:
         lines = wait_for_line(
@@ -167,6 +172,10 @@ def test_agent_command_with_a_wrong_token_reports_failure(
         assert not [line for line in lines if line.startswith("ray_scaler_node_info{")]
     finally:
         assert stop(proc) == 0
+    log = (tmp_path / "agent.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    failed = [line for line in log.splitlines() if "ray poll failed" in line]
+    assert failed and all("uthentication" in line for line in failed), log[-3000:]
 
 
 async def test_busy_worker_drain_is_rejected_with_rays_message(

@@ -35,6 +35,11 @@ Obj = dict[str, Any]
 #: Values combinations rendered and validated, by name.
 VALUES: dict[str, list[str]] = {
     "defaults": [],
+    "keda-side": [
+        "certManager.enabled=true",
+        "clusterTriggerAuthentication.create=true",
+        "networkPolicy.enabled=true",
+    ],
     "cert-manager-self-signed": [
         "certManager.enabled=true",
         "tls.clientNamespaces={ray,ray-b}",
@@ -294,6 +299,55 @@ def test_operator_objects_are_well_formed(helm: str) -> None:
     assert endpoint["relabelings"] == shipped["spec"]["podMetricsEndpoints"][0]["relabelings"]
 
 
+def test_cluster_trigger_authentication_keeps_the_client_key_in_kedas_namespace(
+    helm: str,
+) -> None:
+    """clusterTriggerAuthentication.create: one ClusterTriggerAuthentication (KEDA's CRD schema)
+    reading the client Secret, whose certificate is made in KEDA's namespace only."""
+    objs = template(helm, *VALUES["keda-side"])
+    (cta,) = [o for o in objs if o["kind"] == "ClusterTriggerAuthentication"]
+    assert "namespace" not in cta["metadata"]
+    assert schema_errors(cta, crd_schema("ClusterTriggerAuthentication")) == []
+    refs = {(r["parameter"], r["name"], r["key"]) for r in cta["spec"]["secretTargetRef"]}
+    secret = "keda-ray-scaler-client-tls"
+    assert refs == {
+        ("caCert", secret, "ca.crt"),
+        ("tlsClientCert", secret, "tls.crt"),
+        ("tlsClientKey", secret, "tls.key"),
+    }
+    clients = [
+        c["metadata"]["namespace"]
+        for c in objs
+        if c["kind"] == "Certificate" and c["spec"]["secretName"] == secret
+    ]
+    assert clients == ["keda"]
+    assert "TriggerAuthentication" not in kinds(objs)
+    other = template(helm, *VALUES["keda-side"], "clusterTriggerAuthentication.kedaNamespace=ops")
+    assert [c["metadata"]["namespace"] for c in other if c["kind"] == "Certificate"][-1] == "ops"
+    assert "ClusterTriggerAuthentication" not in kinds(template(helm))
+
+
+def test_network_policies_admit_keda_to_grpc_and_prometheus_to_metrics_only(helm: str) -> None:
+    """networkPolicy.enabled: the scaler pods take gRPC only from KEDA's operator and /metrics
+    only from Prometheus (selectors as set); off by default."""
+    assert "NetworkPolicy" not in kinds(template(helm))
+    sets = [*VALUES["keda-side"], "networkPolicy.prometheus.podSelector.matchLabels.app=prom"]
+    (policy,) = [o for o in template(helm, *sets) if o["kind"] == "NetworkPolicy"]
+    dep = named(tuple(template(helm)), "Deployment", RELEASE)
+    assert policy["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    rules = {r["ports"][0]["port"]: r["from"] for r in policy["spec"]["ingress"]}
+    assert sorted(rules) == [9090, 9100]  # not the health port: the kubelet's probes
+    (keda,) = rules[9090]
+    assert keda["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}
+    assert keda["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "keda-operator"}}
+    (prom,) = rules[9100]
+    assert prom["podSelector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "prometheus",
+        "app": "prom",
+    }
+
+
 # --- the agent sidecar snippet -------------------------------------------------------------------
 
 
@@ -305,7 +359,8 @@ def merge_sidecar(template_: Obj) -> Obj:
     for key in ("labels", "annotations"):
         meta.setdefault(key, {}).update(snippet["metadata"][key])
     spec = out["spec"]
-    spec["serviceAccountName"] = snippet["spec"]["serviceAccountName"]
+    for key in ("serviceAccountName", "automountServiceAccountToken"):
+        spec[key] = snippet["spec"][key]
     for key in ("containers", "volumes"):
         mine = {c["name"] for c in snippet["spec"][key]}
         spec[key] = [c for c in spec.get(key, []) if c["name"] not in mine] + snippet["spec"][key]

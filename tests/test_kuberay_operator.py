@@ -49,7 +49,7 @@ def cp() -> Iterator[tuple[ControlPlane, Process]]:
         try:
             started.kubectl("create", "namespace", NS)
             # no controller-manager here: the ServiceAccounts pods name are made by hand
-            for account in ("default", "keda-ray-scaler-agent"):
+            for account in ("default", "ray-demo-agent"):  # the example head's own
                 started.kubectl("create", "serviceaccount", account, f"--namespace={NS}")
             yield started, operator
         finally:

@@ -299,7 +299,8 @@ def test_crd_scale_subresource_maps_replicas_and_selector() -> None:
 
 
 def test_agent_rbac_covers_kuberay_mode(rendered: list[dict[str, Any]]) -> None:
-    """The agent's Roles: pods, rayclusters get/list/watch/patch, rayworkergroups and status."""
+    """The agent's Role: pods read, rayclusters get/patch, rayworkergroups list and status patch
+    (what each verb allows on a real API server: tests/test_least_privilege.py)."""
     rules = [r for role in _of(rendered, "Role") for r in role["rules"]]
     granted = {
         (g, res, v)
@@ -308,9 +309,10 @@ def test_agent_rbac_covers_kuberay_mode(rendered: list[dict[str, Any]]) -> None:
         for res in r["resources"]
         for v in r["verbs"]
     }
-    for verb in ("get", "list", "watch", "patch"):
-        assert ("ray.io", "rayclusters", verb) in granted
+    for verb in ("get", "list", "watch"):
         assert ("", "pods", verb) in granted
+    for verb in ("get", "patch"):
+        assert ("ray.io", "rayclusters", verb) in granted
     assert ("keda-ray-scaler.io", "rayworkergroups", "list") in granted
     assert ("keda-ray-scaler.io", "rayworkergroups/status", "patch") in granted
     assert not any(v in ("delete", "create", "*") for _, _, v in granted)
@@ -324,7 +326,7 @@ def test_agent_is_a_sidecar_of_the_head_in_kuberay_mode(rendered: list[dict[str,
     (agent,) = [c for c in head["containers"] if c["name"] == "agent"]
     assert f"--raycluster={rc['metadata']['name']}" in agent["args"]
     assert not any(a.startswith("--cluster-spec") for a in agent["args"])
-    assert head["serviceAccountName"] == "keda-ray-scaler-agent"
+    assert head["serviceAccountName"] == f"ray-{rc['metadata']['name']}-agent"  # its own
 
 
 def test_selector_is_kuberays_worker_labels() -> None:

@@ -27,6 +27,7 @@ KUSTOMIZATIONS = (
     "manifests/base",
     "manifests/agent",
     "manifests/monitoring",
+    "manifests/keda",
     "manifests/examples/ray-cluster",
     "e2e/overlays/scaler",
     "e2e/overlays/ray-cluster",
@@ -35,6 +36,7 @@ EXAMPLE = "manifests/examples/ray-cluster"
 KEDA_CRDS = {
     "ScaledObject": "keda.sh_scaledobjects.yaml",
     "TriggerAuthentication": "keda.sh_triggerauthentications.yaml",
+    "ClusterTriggerAuthentication": "keda.sh_clustertriggerauthentications.yaml",
 }
 
 Obj = dict[str, Any]
@@ -147,9 +149,10 @@ def unknown_fields(value: Any, schema: Obj, where: str) -> Iterator[str]:
             yield from unknown_fields(item, schema["items"], f"{where}[{i}]")
 
 
-@pytest.mark.parametrize("kind", sorted(KEDA_CRDS))
+@pytest.mark.parametrize("kind", ["ClusterTriggerAuthentication", "ScaledObject"])
 def test_keda_objects_validate_against_kedas_crds(kind: str) -> None:
-    """Every ScaledObject and TriggerAuthentication is valid for KEDA's own CRD schema."""
+    """Every ScaledObject and ClusterTriggerAuthentication is valid for KEDA's own CRD schema
+    (the chart's TriggerAuthentications: tests/test_chart.py)."""
     objs = [o for path in KUSTOMIZATIONS for o in of_kind(render(path), kind)]
     assert objs, f"no {kind} rendered"
     for o in objs:
@@ -225,11 +228,14 @@ def test_scaler_address_is_the_headless_grpc_service() -> None:
 
 
 def test_trigger_authentication_gives_keda_the_client_certificate() -> None:
-    """The ScaledObjects' TriggerAuthentication maps caCert, tlsClientCert and tlsClientKey."""
+    """The ScaledObjects name manifests/keda's ClusterTriggerAuthentication (the client key in
+    KEDA's namespace only, none in the Ray namespace): caCert, tlsClientCert and tlsClientKey."""
     objs = render(EXAMPLE)
+    assert of_kind(objs, "TriggerAuthentication") == []
     for so in of_kind(objs, "ScaledObject"):
-        ref = so["spec"]["triggers"][0]["authenticationRef"]["name"]
-        auth = named(objs, "TriggerAuthentication", ref)
+        ref = so["spec"]["triggers"][0]["authenticationRef"]
+        assert ref["kind"] == "ClusterTriggerAuthentication"
+        auth = named(render("manifests/keda"), ref["kind"], ref["name"])
         params = {r["parameter"]: r["key"] for r in auth["spec"]["secretTargetRef"]}
         assert params == {"caCert": "ca.crt", "tlsClientCert": "tls.crt", "tlsClientKey": "tls.key"}
 

@@ -1,0 +1,316 @@
+"""Least privilege in what we ship, checked by a real kube-apiserver (issue 21, point 4).
+
+- **Pod Security "restricted"**: every shipped kustomization, every chart rendering
+  (``test_chart.VALUES``) and the agent sidecar snippet are applied with ``kubectl apply
+  --dry-run=server`` into namespaces labelled ``pod-security.kubernetes.io/enforce`` and
+  ``warn: restricted``. The API server only *warns* about a Deployment's template (enforce
+  applies to Pods), and never looks inside a RayCluster, so every pod template (Deployments',
+  RayCluster head and worker groups') is also sent as a Pod, which enforce refuses. A warning or
+  a refusal fails the test; a pod without seccomp is refused (the check can fail).
+- **The agent's token in the agent container only**: the head Pods as the API server would
+  store them (after its ServiceAccount admission) mount a token in the agent container and
+  nowhere else.
+- **One narrow Role per Ray cluster**: ``kubectl auth can-i`` as each example's ServiceAccount
+  answers yes exactly for what the agent calls (``keda_ray_scaler/agent/kube.py`` and
+  ``kuberay_api.py``).
+
+The API server: etcd and kube-apiserver of the e2e build set, with KubeRay's, the RayWorkerGroup
+and KEDA's CRDs (one per module).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_chart import NO_CRDS_HERE, SIDECAR, VALUES, template
+from test_chart import helm as helm  # the module-scoped fixture, re-exported
+from test_manifests import render
+
+pytestmark = pytest.mark.controlplane
+
+Obj = dict[str, Any]
+
+#: Every shipped kustomization (manifests/monitoring holds Prometheus operator objects only,
+#: checked for shape by test_chart; no CRDs for them here).
+SHIPPED = (
+    "manifests/base",
+    "manifests/agent",
+    "manifests/keda",
+    "manifests/kuberay/crd",
+    "manifests/kuberay/agent",
+    "manifests/examples/ray-cluster",
+    "manifests/kuberay/example",
+)
+RESTRICTED = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+}
+NAMESPACES = ("keda-ray-scaler", "ray", "ray-b", "ray-kuberay", "keda")
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@pytest.fixture(scope="module")
+def cp() -> Iterator[Any]:
+    """An API server with the CRDs and restricted namespaces (skips without the e2e set)."""
+    bin_dir = os.environ.get("KRS_E2E_BIN")
+    if not bin_dir or not (Path(bin_dir) / "bin" / "controlplane").exists():
+        pytest.skip("no e2e build set: run with KRS_E2E_BIN=$(bash e2e/build.sh)")
+    from real_kuberay import api_server
+
+    with api_server(Path(bin_dir)) as started:
+        started.kubectl(
+            "apply", "--server-side", "-f", str((Path(bin_dir) / "keda-crds").resolve())
+        )
+        started.wait_crds_established()
+        for ns in NAMESPACES:
+            started.kubectl("create", "namespace", ns)
+            started.kubectl("label", "namespace", ns, *(f"{k}={v}" for k, v in RESTRICTED.items()))
+        yield started
+
+
+def pod_templates(obj: Obj) -> Iterator[tuple[str, Obj]]:
+    """``(where, template)`` for each pod template of a Deployment or RayCluster."""
+    if obj["kind"] == "Deployment":
+        yield "template", obj["spec"]["template"]
+    elif obj["kind"] == "RayCluster":
+        yield "head", obj["spec"]["headGroupSpec"]["template"]
+        for group in obj["spec"]["workerGroupSpecs"]:
+            yield group["groupName"], group["template"]
+
+
+def as_pods(objs: list[Obj], namespace: str) -> list[Obj]:
+    """One Pod per pod template, named after its object, in ``namespace``."""
+    pods = []
+    for obj in objs:
+        for where, tpl in pod_templates(obj):
+            meta = copy.deepcopy(tpl.get("metadata") or {})
+            meta.update(name=f"{obj['metadata']['name']}-{where}", namespace=namespace)
+            spec = copy.deepcopy(tpl["spec"])  # render() is cached: never change its objects
+            pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    return pods
+
+
+def snippet_pod() -> Obj:
+    """The chart's agent sidecar snippet alone as a Pod (the snippet's part of any head)."""
+    snippet: Obj = yaml.safe_load(SIDECAR.read_text())
+    meta = {**snippet["metadata"], "name": "agent-snippet", "namespace": "ray"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": snippet["spec"]}
+
+
+def dry_run(cp: Any, objs: list[Obj], *, namespace: str | None = None) -> tuple[int, str]:
+    """``kubectl apply --dry-run=server``: return code and stderr (warnings included)."""
+    docs = "\n---\n".join(yaml.safe_dump(o) for o in objs)
+    flags = [f"--namespace={namespace}"] if namespace else []
+    done = cp.kubectl("apply", "--dry-run=server", *flags, "-f", "-", input=docs, check=False)
+    return done.returncode, done.stderr
+
+
+def ensure_service_accounts(cp: Any, pods: list[Obj]) -> None:
+    """The ServiceAccounts the pods name (admission looks them up, even in a dry run)."""
+    for pod in pods:
+        ns, sa = pod["metadata"]["namespace"], pod["spec"].get("serviceAccountName", "default")
+        if cp.kubectl("get", "serviceaccount", sa, f"--namespace={ns}", check=False).returncode:
+            cp.kubectl("create", "serviceaccount", sa, f"--namespace={ns}")
+
+
+def shipped(path: str) -> list[Obj]:
+    """A kustomization's objects less its Namespaces (the test's own are labelled)."""
+    return [o for o in render(path) if o["kind"] != "Namespace"]
+
+
+def assert_restricted(cp: Any, objs: list[Obj], namespace: str) -> None:
+    """The objects and a Pod per pod template pass the API server with no PodSecurity word."""
+    pods = as_pods(objs, namespace)
+    ensure_service_accounts(cp, pods)
+    for batch, ns in ((objs, None), (pods, namespace)):
+        if not batch:
+            continue
+        code, err = dry_run(cp, batch, namespace=ns)
+        assert code == 0 and "PodSecurity" not in err, err
+
+
+@pytest.mark.parametrize("path", SHIPPED)
+def test_every_shipped_manifest_passes_pod_security_restricted(cp: Any, path: str) -> None:
+    """Each kustomization's objects, and its pod templates as Pods, in restricted namespaces."""
+    objs = shipped(path)
+    ns = next((o["metadata"]["namespace"] for o in objs if "namespace" in o["metadata"]), "ray")
+    assert_restricted(cp, objs, ns)
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_every_chart_rendering_passes_pod_security_restricted(
+    cp: Any, helm: str, name: str
+) -> None:
+    """Each values combination of the chart: objects and the scaler's pod template."""
+    objs = [
+        o for o in template(helm, *VALUES[name]) if not o["apiVersion"].startswith(NO_CRDS_HERE)
+    ]
+    assert any(o["kind"] == "Deployment" for o in objs)
+    assert_restricted(cp, objs, "keda-ray-scaler")
+
+
+def test_the_agent_sidecar_snippet_passes_pod_security_restricted(cp: Any) -> None:
+    """The chart's agent snippet, as a Pod of its own, is admitted with no warning."""
+    pod = snippet_pod()
+    ensure_service_accounts(cp, [pod])
+    code, err = dry_run(cp, [pod])
+    assert code == 0 and "PodSecurity" not in err, err
+
+
+def test_the_check_refuses_a_pod_without_seccomp(cp: Any) -> None:
+    """The check can fail: the example head without its seccompProfile is refused."""
+    (pod,) = as_pods([d for d in shipped("manifests/examples/ray-cluster") if is_head(d)], "ray")
+    del pod["spec"]["securityContext"]["seccompProfile"]
+    ensure_service_accounts(cp, [pod])
+    code, err = dry_run(cp, [pod])
+    assert code != 0
+    assert 'violates PodSecurity "restricted:latest"' in err and "seccompProfile" in err, err
+
+
+# --- the agent's token ----------------------------------------------------------------------
+
+
+def is_head(obj: Obj) -> bool:
+    """The head Deployment or the RayCluster (whose pod templates hold the agent)."""
+    labels = obj["metadata"].get("labels", {})
+    return bool(
+        obj["kind"] == "RayCluster"
+        or (obj["kind"] == "Deployment" and labels.get("ray.io/node-type") == "head")
+    )
+
+
+def admitted(cp: Any, pod: Obj) -> Obj:
+    """The Pod as the API server would store it (a dry-run create, admission applied)."""
+    ensure_service_accounts(cp, [pod])
+    done = cp.kubectl(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", input=yaml.safe_dump(pod)
+    )
+    stored: Obj = yaml.safe_load(done.stdout)
+    return stored
+
+
+def token_mounts(pod: Obj) -> dict[str, list[str]]:
+    """Container name -> its mounts of a volume that holds a ServiceAccount token."""
+    token_volumes = {
+        v["name"]
+        for v in pod["spec"].get("volumes", [])
+        if any("serviceAccountToken" in s for s in (v.get("projected") or {}).get("sources", []))
+    }
+    found: dict[str, list[str]] = {}
+    for c in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]:
+        paths = [m["mountPath"] for m in c.get("volumeMounts", []) if m["name"] in token_volumes]
+        if paths:
+            found[c["name"]] = paths
+    return found
+
+
+HEADS: dict[str, Callable[[], list[Obj]]] = {
+    "deployment-mode": lambda: as_pods(
+        [o for o in shipped("manifests/examples/ray-cluster") if is_head(o)], "ray"
+    ),
+    "kuberay-mode": lambda: [
+        p
+        for p in as_pods([o for o in shipped("manifests/kuberay/example") if is_head(o)], "ray")
+        if p["metadata"]["name"].endswith("-head")
+    ],
+    "chart-snippet": lambda: [snippet_pod()],
+}
+
+
+@pytest.mark.parametrize("mode", sorted(HEADS))
+def test_only_the_agent_container_holds_a_serviceaccount_token(cp: Any, mode: str) -> None:
+    """After admission the head pod has one token volume, mounted by the agent alone, where the
+    Kubernetes client's in-cluster config reads it; the worker pods have none."""
+    (head,) = HEADS[mode]()
+    pod = admitted(cp, head)
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    assert token_mounts(pod) == {"agent": [TOKEN_DIR]}
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "agent-kube-api-access"]
+    sources = volume["projected"]["sources"]
+    assert sources[0]["serviceAccountToken"]["path"] == "token"
+    assert sources[1]["configMap"]["name"] == "kube-root-ca.crt"
+    assert sources[2]["downwardAPI"]["items"][0]["path"] == "namespace"
+
+
+def test_worker_pods_mount_no_token(cp: Any) -> None:
+    """Ray worker pods (both examples) get no ServiceAccount token at all."""
+    objs = shipped("manifests/examples/ray-cluster") + shipped("manifests/kuberay/example")
+    workers = as_pods([o for o in objs if not is_head(o) or o["kind"] == "RayCluster"], "ray")
+    workers = [p for p in workers if p["metadata"]["name"] != "demo-head"]
+    assert len(workers) == 4
+    for pod in workers:
+        assert token_mounts(admitted(cp, pod)) == {}, pod["metadata"]["name"]
+
+
+# --- one narrow Role per Ray cluster ---------------------------------------------------------
+
+#: (verb, resource, name or "", subresource or "") -> allowed, per example and namespace.
+Can = dict[tuple[str, str, str, str], bool]
+#: Both modes: the worker pods read, never created, deleted or exec'd; no Secret, not even Ray's.
+BOTH: Can = {
+    ("list", "pods", "", ""): True,
+    ("watch", "pods", "", ""): True,
+    ("get", "pods", "worker-x", ""): True,
+    ("create", "pods", "", ""): False,
+    ("delete", "pods", "worker-x", ""): False,
+    ("create", "pods", "worker-x", "exec"): False,
+    ("get", "secrets", "demo", ""): False,
+    ("list", "secrets", "", ""): False,
+}
+DEPLOYMENT_MODE: Can = BOTH | {
+    ("patch", "pods", "worker-x", ""): True,  # pod-deletion-cost
+    ("patch", "deployments.apps", "ray-demo-cpu", ""): False,
+    ("patch", "rayclusters.ray.io", "demo", ""): False,
+}
+RWG = "rayworkergroups.keda-ray-scaler.io"
+KUBERAY_MODE: Can = BOTH | {
+    ("patch", "pods", "worker-x", ""): False,  # victims are named in the RayCluster
+    ("get", "rayclusters.ray.io", "demo", ""): True,
+    ("patch", "rayclusters.ray.io", "demo", ""): True,
+    ("patch", "rayclusters.ray.io", "other", ""): False,
+    ("get", "rayclusters.ray.io", "other", ""): False,
+    ("list", "rayclusters.ray.io", "", ""): False,
+    ("list", RWG, "", ""): True,
+    ("patch", RWG, "ray-demo-cpu", "status"): True,
+    ("patch", RWG, "other", "status"): False,
+    ("patch", RWG, "ray-demo-cpu", ""): False,
+    ("list", "scaledobjects.keda.sh", "", ""): True,
+    ("patch", "scaledobjects.keda.sh", "ray-demo-cpu", ""): False,
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "namespace", "expected"),
+    [
+        ("manifests/examples/ray-cluster", "ray", DEPLOYMENT_MODE),
+        ("manifests/kuberay/example", "ray-kuberay", KUBERAY_MODE),
+    ],
+    ids=["deployment-mode", "kuberay-mode"],
+)
+def test_the_clusters_agent_may_do_what_it_calls_and_nothing_else(
+    cp: Any, path: str, namespace: str, expected: Can
+) -> None:
+    """The example's ServiceAccount is named after its cluster and the API server's RBAC
+    answers exactly as the agent needs."""
+    rbac = [o for o in shipped(path) if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+    assert [o["metadata"]["name"] for o in rbac] == ["ray-demo-agent"] * 3
+    rbac = copy.deepcopy(rbac)
+    for o in rbac:
+        o["metadata"]["namespace"] = namespace
+        for subject in o.get("subjects", []):
+            subject["namespace"] = namespace
+    cp.apply_docs(rbac)
+    who = f"--as=system:serviceaccount:{namespace}:ray-demo-agent"
+    got = {}
+    for verb, resource, name, sub in expected:
+        target = f"{resource}/{name}" if name else resource
+        args = ["auth", "can-i", verb, target, who, f"--namespace={namespace}"]
+        done = cp.kubectl(*args, *([f"--subresource={sub}"] if sub else []), check=False)
+        got[(verb, resource, name, sub)] = done.stdout.strip() == "yes"
+    assert got == expected
