@@ -32,12 +32,11 @@ from keda_ray_scaler.model import (
     WorkerNode,
 )
 from keda_ray_scaler.packing import GroupSpec, Vec, fit_count, need_of, scarcity_rank
+from keda_ray_scaler.packing.shapes import UNBOUNDED
 from keda_ray_scaler.planner.caps import CapCut, cut_to_caps
 
 #: Ray's ``IMPLICIT_RESOURCE_PREFIX``: a resource every node has as much of as asked.
 IMPLICIT_RESOURCE_PREFIX = "node:__internal_implicit_resource_"
-
-NO_CAP = 1 << 62
 
 
 class Index:
@@ -162,7 +161,9 @@ def build_context(inp: PlanningInput) -> Context:
         ),
         key=lambda t: (t[0], t[1]),
     )
-    budget = NO_CAP if cluster.max_workers is None else max(0, cluster.max_workers - sum(staying))
+    budget = (
+        UNBOUNDED if cluster.max_workers is None else max(0, cluster.max_workers - sum(staying))
+    )
     gangs = [pg for pg in pgs if pg.count > 0 and any(pg.bundles)]
     return Context(
         inp=inp,
