@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from keda_ray_scaler.packing import (
@@ -63,7 +64,7 @@ def test_identical_existing_pods_form_one_class() -> None:
     """Three pods with the same free vector are one class of count 3."""
     existing = [(0, (10, 0), (5, 0), f"p{i}") for i in range(3)]
     p = packer(CPU10, existing=existing)
-    assert len(p.old) == 1
+    assert len(p.existing.classes) == 1
     assert p.place([((5, 0), 2)]) == []
     assert p.new.count == [0]
     assert p.busy_pods() == {"p0", "p1", "p2"}
@@ -74,7 +75,7 @@ def test_partly_used_pods_take_demand_before_wholly_free_ones() -> None:
     existing = [(0, (10, 0), (10, 0), "free"), (0, (10, 0), (5, 0), "used")]
     p = packer(CPU10, existing=existing)
     p.place([((5, 0), 1)])
-    assert p.old[(0, (10, 0), (10, 0))].pods == ["free"]
+    assert p.existing.classes[(0, (10, 0), (10, 0))].pods == ["free"]
 
 
 def test_free_pods_take_demand_in_the_order_given() -> None:
@@ -82,7 +83,7 @@ def test_free_pods_take_demand_in_the_order_given() -> None:
     existing = [(0, (10, 0), (10, 0), "least-idle"), (0, (10, 0), (10, 0), "most-idle")]
     p = packer(CPU10, existing=existing)
     p.place([((10, 0), 1)])
-    assert p.old[(0, (10, 0), (10, 0))].pods == ["most-idle"]
+    assert p.existing.classes[(0, (10, 0), (10, 0))].pods == ["most-idle"]
 
 
 def test_leftovers_of_new_pods_take_smaller_shapes() -> None:
@@ -211,5 +212,98 @@ def test_a_gpu_pod_opened_for_cpu_demand_is_not_wasted_once_it_holds_gpu_demand(
     new = NewPods([CPU10, GPU], Limits([BIG, BIG], BIG))
     new.add(1, 2, (4, 1), avoidable=True)
     assert new.wasted(1) == 2
-    assert new.fill((1, 1), need_of((1, 1)), 1, {0: 0.0, 1: 1.0}) == 0
+    assert new.fill((1, 1), need_of((1, 1)), 1, (0.0, 1.0)) == 0
     assert new.wasted(1) == 1
+
+
+# --- the packer's state: fork, adopt ----------------------------------------------------------
+
+#: Mutable objects a fork may share with its packer: a cache that is a pure function of its key.
+SHARED_ON_PURPOSE = {"packer.new.rank"}
+
+
+def _attrs(obj: object) -> dict[str, object]:
+    """An object's attributes: dataclass fields, ``__slots__`` along the MRO, or ``__dict__``."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    slots = [s for cls in type(obj).__mro__ for s in getattr(cls, "__slots__", ())]
+    return {s: getattr(obj, s) for s in slots} if slots else dict(vars(obj))
+
+
+def _immutable(value: object) -> bool:
+    if isinstance(value, (bool, int, float, str, frozenset, type(None))) or callable(value):
+        return True
+    if isinstance(value, tuple):
+        return all(_immutable(v) for v in value)
+    params = getattr(value, "__dataclass_params__", None)
+    return params is not None and params.frozen
+
+
+def _shared(a: object, b: object, path: str) -> list[str]:
+    """Paths below ``path`` where ``a`` and ``b`` hold the very same mutable object."""
+    if _immutable(a) or path in SHARED_ON_PURPOSE:
+        return []
+    if a is b:
+        return [path]
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [x for k in a.keys() & b.keys() for x in _shared(a[k], b[k], f"{path}[{k!r}]")]
+    if isinstance(a, list) and isinstance(b, list):
+        pairs_ = enumerate(zip(a, b, strict=True))
+        return [x for i, (u, v) in pairs_ for x in _shared(u, v, f"{path}[{i}]")]
+    pairs = _attrs(a).items()
+    return [x for k, v in pairs for x in _shared(v, getattr(b, k), f"{path}.{k}")]
+
+
+def _plain(value: object, path: str = "packer") -> object:
+    """Everything an object holds, as comparable plain data (shared caches left out)."""
+    if _immutable(value):
+        return value
+    if isinstance(value, dict):
+        return {k: _plain(v, f"{path}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    attrs = _attrs(value).items()
+    return {k: _plain(v, f"{path}.{k}") for k, v in attrs if f"{path}.{k}" not in SHARED_ON_PURPOSE}
+
+
+def _busy_packer() -> Packer:
+    """A packer with used and free existing pods, new pods opened and a rate limit."""
+    existing = [
+        (0, (10, 0), (4, 0), "used"),
+        (0, (10, 0), (10, 0), "idle"),
+        (1, (8, 1), (8, 1), "g"),
+    ]
+    p = packer(CPU10, GPU, existing=existing)
+    p.place([((3, 0), 7), ((2, 1), 1)])
+    p.paced([5, 5])
+    return p
+
+
+def test_a_fork_shares_no_mutable_state_with_its_packer() -> None:
+    """Every field of Packer (and everything below it) is copied, whatever fields there are."""
+    p = _busy_packer()
+    fork = p.fork()
+    assert {f.name for f in dataclasses.fields(Packer)} <= set(_attrs(fork))
+    assert _shared(p, fork, "packer") == []
+
+
+def test_changing_every_part_of_a_fork_leaves_the_packer_unchanged() -> None:
+    """Placing, spreading and pacing on a fork change none of the original's state."""
+    p = _busy_packer()
+    before = _plain(p)
+    fork = p.fork()
+    fork.place([((1, 0), 40), ((1, 1), 3)])
+    assert place_spread(fork, [(2, 0)] * 3)
+    assert place_spread_copies(fork, (1, 0), 2, 3)
+    fork.paced(None)
+    assert _plain(fork) != before
+    assert _plain(p) == before
+
+
+def test_adopting_a_fork_takes_all_of_its_state() -> None:
+    """After adopt, the packer holds exactly what the fork held."""
+    p = _busy_packer()
+    fork = p.fork()
+    fork.place([((1, 0), 40)])
+    p.adopt(fork)
+    assert _plain(p) == _plain(fork)

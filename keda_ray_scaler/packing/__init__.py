@@ -6,6 +6,7 @@ so the cost grows with distinct shapes and distinct pod classes, never with the 
 
 - :mod:`.shapes`: vectors, group capacities, the injected strategies (orderer, scorer);
 - :mod:`.limits`: how many new pods may still be opened (maxReplicas, maxWorkers, pace);
+- :mod:`.existingpods`: pods that run, as classes of identical free space;
 - :mod:`.newpods`: planned pods as classes of identical free space;
 - :mod:`.packer`: the packer (first-fit decreasing with rollouts), :mod:`.patterns` (cutting
   stock) and :mod:`.spread` (STRICT_SPREAD gangs).

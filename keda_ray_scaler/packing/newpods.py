@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from keda_ray_scaler.packing.limits import Limits
 from keda_ray_scaler.packing.shapes import (
@@ -95,6 +95,28 @@ class NewPods:
         )
         return min(self.avoidable, untouched)
 
+    def paced(self, pace: Sequence[int] | None) -> None:
+        """Open pods from now on under the rate limit ``pace`` (``None``: lift it)."""
+        self.limits = self.limits.paced(pace)
+
+    def best_fit_classes(self, order: Sequence[float]) -> list[tuple[tuple[int, Vec], int]]:
+        """Open classes and their pod counts, GPU groups last, then least free space first."""
+        return [
+            (key, self.open[key])
+            for key in sorted(
+                self.open, key=lambda k: (order[k[0]], size(k[1], self.groups[k[0]]), k)
+            )
+        ]
+
+    def take_one(self, key: tuple[int, Vec], shape: Vec) -> tuple[int, Vec]:
+        """One copy of ``shape`` on one pod of open class ``key``; returns the pod's new class."""
+        n = self.open.pop(key)
+        if n > 1:
+            self.open[key] = n - 1
+        dest = (key[0], minus(key[1], shape, 1))
+        self.open[dest] = self.open.get(dest, 0) + 1
+        return dest
+
     def room(self, g: int) -> int:
         """New pods group ``g`` may still get."""
         return self.limits.room(g)
@@ -118,7 +140,7 @@ class NewPods:
         self.limits.take(g, n)
 
     def fill(
-        self, shape: Vec, need: Need, count: int, order: Mapping[int, float], most: int = UNBOUNDED
+        self, shape: Vec, need: Need, count: int, order: Sequence[float], most: int = UNBOUNDED
     ) -> int:
         """Put up to ``count`` copies (at most ``most`` per pod) on the free space of open pods;
         returns what is left."""

@@ -3,34 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
+from keda_ray_scaler.packing.existingpods import ExistingPods
 from keda_ray_scaler.packing.newpods import NewPods
 from keda_ray_scaler.packing.patterns import place_patterns
 from keda_ray_scaler.packing.shapes import (
-    UNBOUNDED,
     Candidate,
     GroupSpec,
     Need,
     Strategies,
     Vec,
     fit_count,
-    minus,
     need_of,
-    size,
 )
 
-OldKey = tuple[int, Vec, Vec]
+#: Immutable values a fork shares with its packer; every other field is copied.
+_SHARED = (bool, int, float, str, tuple, Strategies)
 
 
-@dataclass(slots=True)
-class OldPods:
-    """A class of existing pods: same group, same total, same free vector."""
-
-    count: int
-    pods: list[str]  # in the order they should receive demand
-
-
+@dataclass(slots=True, init=False)
 class Packer:
     """Places demand on existing pods first, then on as few, as cheap new pods as it can.
 
@@ -60,7 +53,19 @@ class Packer:
     must not be passed in). Quality: first-fit decreasing uses at most ``11/9 OPT + 6/9`` pods
     of one size (Dosa 2007); across heterogeneous groups the rollout, and the planner's
     portfolio of orders and re-runs, bring it to the integer optimum on most small inputs.
+
+    State: :attr:`existing` and :attr:`new`, each changed only by its own methods; the other
+    fields are fixed at construction.
     """
+
+    groups: tuple[GroupSpec, ...]
+    strategies: Strategies
+    gpu_index: int  # -1: no GPU resource
+    patterns: bool
+    gpu_groups: tuple[bool, ...]  # per group: its pods have GPUs
+    order: tuple[float, ...]  # per group: its rank when pods tie (GPU groups last)
+    existing: ExistingPods  # the pods that run, as classes of identical free space
+    new: NewPods  # the pods planned so far
 
     def __init__(
         self,
@@ -79,22 +84,14 @@ class Packer:
         ``best_fit``: existing pods take demand least free space first, wholly free or not
         (default: partly used pods first, so idle pods stay removable).
         """
-        self.groups = groups
-        self.new = new
+        self.groups = tuple(groups)
         self.strategies = strategies or Strategies()
         self.gpu_index = gpu_index
         self.patterns = patterns
-        self.best_fit = best_fit
-        self.old: dict[OldKey, OldPods] = {}
-        for g, total, free, pod in existing:
-            cls = self.old.get((g, total, free))
-            if cls is None:
-                self.old[(g, total, free)] = OldPods(1, [pod])
-            else:
-                cls.count += 1
-                cls.pods.append(pod)
-        self.gpu_groups = [gpu_index >= 0 and gr.capacity[gpu_index] > 0 for gr in groups]
-        self.order = {i: float(gpu) for i, gpu in enumerate(self.gpu_groups)}
+        self.gpu_groups = tuple(gpu_index >= 0 and gr.capacity[gpu_index] > 0 for gr in groups)
+        self.order = tuple(float(gpu) for gpu in self.gpu_groups)
+        self.existing = ExistingPods(self.groups, self.order, existing, best_fit)
+        self.new = new
 
     def avoid(self, g: int, shape: Vec) -> bool:
         """A GPU pod for a shape asking no GPU that some non-GPU group's pod can hold."""
@@ -110,26 +107,30 @@ class Packer:
     # --- state ----------------------------------------------------------------------------
 
     def fork(self) -> Packer:
-        """An independent copy to try a choice on; :meth:`adopt` it to keep the result."""
-        other = Packer.__new__(Packer)
-        for name in ("groups", "strategies", "gpu_index", "patterns", "best_fit"):
-            setattr(other, name, getattr(self, name))
-        other.gpu_groups, other.order = self.gpu_groups, self.order
-        other.old = {k: OldPods(v.count, list(v.pods)) for k, v in self.old.items()}
-        other.new = self.new.copy()
+        """An independent copy to try a choice on; :meth:`adopt` it to keep the result.
+
+        Every field, enumerated by :func:`dataclasses.fields`: immutable values are shared,
+        anything else is copied by its own ``copy()`` (a new mutable field without one fails
+        on the first fork, not silently shared).
+        """
+        other = object.__new__(Packer)
+        for name in _FIELDS:
+            value: Any = getattr(self, name)
+            setattr(other, name, value if isinstance(value, _SHARED) else value.copy())
         return other
 
     def adopt(self, trial: Packer) -> None:
-        """Take the state of a :meth:`fork` (kept) as this packer's."""
-        self.old, self.new = trial.old, trial.new
+        """Take the state of a :meth:`fork` (kept) as this packer's: every field."""
+        for name in _FIELDS:
+            setattr(self, name, getattr(trial, name))
 
     def paced(self, pace: Sequence[int] | None) -> None:
         """Put new pods from now on under the rate limit ``pace`` (``None``: lift it)."""
-        self.new.limits = self.new.limits.paced(pace)
+        self.new.paced(pace)
 
     def busy_pods(self) -> set[str]:
         """Existing pods with anything used: in use before, or given demand here."""
-        return {p for (_, total, free), c in self.old.items() if free != total for p in c.pods}
+        return self.existing.busy_pods()
 
     # --- placing ----------------------------------------------------------------------------
 
@@ -142,7 +143,7 @@ class Packer:
         queue = [
             (s, need_of(s), merged[s]) for s in self.strategies.orderer(list(merged), self.groups)
         ]
-        left = [(s, n, self.place_old(s, n, c)) for s, n, c in queue]
+        left = [(s, n, self.existing.place(s, n, c)) for s, n, c in queue]
         left = [x for x in left if x[2]]
         if self.patterns:
             return place_patterns(self, left)
@@ -152,48 +153,6 @@ class Packer:
             if rest:
                 out.append((shape, rest))
         return out
-
-    def old_keys(self) -> list[OldKey]:
-        order, groups = self.order, self.groups
-
-        def key(k: OldKey) -> tuple[bool, float, float, str, Vec]:
-            g, total, free = k
-            if self.best_fit:
-                share = sum(f / b for f, b in zip(free, biggest, strict=True) if b)
-                return (False, order[g], share, groups[g].name, free)
-            return (free == total, order[g], size(free, groups[g]), groups[g].name, free)
-
-        biggest = [max(gr.capacity[i] for gr in groups) for i in range(len(groups[0].capacity))]
-
-        return sorted(self.old, key=key)
-
-    def place_old(self, shape: Vec, need: Need, count: int, most: int = UNBOUNDED) -> int:
-        for key in self.old_keys():
-            per = min(fit_count(key[2], need), most)
-            if per == 0:
-                continue
-            cls = self.old.pop(key)
-            full, rem = divmod(min(count, per * cls.count), per)
-            g, total, free = key
-            self.add_old((g, total, minus(free, shape, per)), full, cls.pods[:full])
-            if rem:
-                self.add_old((g, total, minus(free, shape, rem)), 1, cls.pods[full : full + 1])
-            taken = full + (1 if rem else 0)
-            if cls.count > taken:
-                self.add_old(key, cls.count - taken, cls.pods[taken:])
-            count -= full * per + rem
-            if count == 0:
-                break
-        return count
-
-    def add_old(self, key: OldKey, n: int, pods: list[str]) -> None:
-        if n <= 0:
-            return
-        cls = self.old.get(key)
-        if cls is None:
-            self.old[key] = OldPods(n, pods)
-        else:
-            self.old[key] = OldPods(cls.count + n, cls.pods + pods)
 
     def _candidates(self, new: NewPods, shape: Vec, need: Need) -> list[int]:
         """Groups that could take a new pod for ``shape`` now."""
@@ -276,3 +235,6 @@ class Packer:
             avoid = self.avoid(pick[0], shape)
             count = self.new.open_for(pick[0], shape, need, count, pick[1], avoid)
         return count
+
+
+_FIELDS = tuple(f.name for f in fields(Packer))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from keda_ray_scaler.packing.packer import OldKey, OldPods, Packer
-from keda_ray_scaler.packing.shapes import Need, Vec, fit_count, minus, need_of, size
+from keda_ray_scaler.packing.existingpods import ClassKey
+from keda_ray_scaler.packing.packer import Packer
+from keda_ray_scaler.packing.shapes import Need, Vec, fit_count, minus, need_of
 
 
 def place_spread(packer: Packer, bundles: Sequence[Vec]) -> bool:
@@ -19,7 +20,7 @@ def place_spread(packer: Packer, bundles: Sequence[Vec]) -> bool:
         for b in set(bundles)
     )
     state = None if sure else packer.fork()
-    used_old: dict[OldKey, int] = {}
+    used_old: dict[ClassKey, int] = {}
     used_new: dict[tuple[int, Vec], int] = {}
     for shape in (
         packer.strategies.orderer(list(bundles), packer.groups)
@@ -44,7 +45,7 @@ def place_spread_copies(packer: Packer, shape: Vec, size: int, copies: int) -> b
     """
     state = packer.fork()
     need = need_of(shape)
-    count = packer.place_old(shape, need, size * copies, most=copies)
+    count = packer.existing.place(shape, need, size * copies, most=copies)
     count = packer.new.fill(shape, need, count, packer.order, most=copies)
     while count:
         g = packer.greedy_group(packer.new, shape, need, min(count, copies))
@@ -56,18 +57,13 @@ def place_spread_copies(packer: Packer, shape: Vec, size: int, copies: int) -> b
     return True
 
 
-def _spread_old(packer: Packer, shape: Vec, need: Need, used: dict[OldKey, int]) -> bool:
-    for key in packer.old_keys():
-        cls = packer.old[key]
-        if cls.count - used.get(key, 0) <= 0 or fit_count(key[2], need) == 0:
+def _spread_old(packer: Packer, shape: Vec, need: Need, used: dict[ClassKey, int]) -> bool:
+    existing = packer.existing
+    for key in existing.in_order():
+        if existing.count(key) - used.get(key, 0) <= 0 or fit_count(key[2], need) == 0:
             continue
-        g, total, free = key
-        # pods used by this gang were appended last: the first pod is a fresh one
-        packer.old.pop(key)
-        if cls.count > 1:
-            packer.old[key] = OldPods(cls.count - 1, cls.pods[1:])
-        dest = (g, total, minus(free, shape, 1))
-        packer.add_old(dest, 1, cls.pods[:1])
+        # pods used by this gang were moved last: the first pod is a fresh one
+        dest = existing.take_one(key, shape)
         used[dest] = used.get(dest, 0) + 1
         return True
     return False
@@ -75,16 +71,10 @@ def _spread_old(packer: Packer, shape: Vec, need: Need, used: dict[OldKey, int])
 
 def _spread_new(packer: Packer, shape: Vec, need: Need, used: dict[tuple[int, Vec], int]) -> bool:
     new = packer.new
-    for key in sorted(
-        new.open, key=lambda k: (packer.order[k[0]], size(k[1], packer.groups[k[0]]), k)
-    ):
-        if new.open[key] - used.get(key, 0) <= 0 or fit_count(key[1], need) == 0:
+    for key, n in new.best_fit_classes(packer.order):
+        if n - used.get(key, 0) <= 0 or fit_count(key[1], need) == 0:
             continue
-        n = new.open.pop(key)
-        if n > 1:
-            new.open[key] = n - 1
-        dest = (key[0], minus(key[1], shape, 1))
-        new.open[dest] = new.open.get(dest, 0) + 1
+        dest = new.take_one(key, shape)
         used[dest] = used.get(dest, 0) + 1
         return True
     g = packer.greedy_group(new, shape, need, 1)

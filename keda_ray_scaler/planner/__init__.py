@@ -4,8 +4,9 @@ Pure: no I/O, no clock, no environment. Shaped like Ray's autoscaler v2
 (``ResourceDemandScheduler.schedule`` in ``ray/autoscaler/v2/scheduler.py``): a context built
 once (:mod:`.context`), pods above a cap set aside (:mod:`.caps`), one function per rule
 (:mod:`.rules`: minReplicas, request_resources, placement groups, tasks under upscalingSpeed),
-a run of them (:mod:`.outcome`), a search over runs under a work budget (:mod:`.search`),
-then idle removal and targets (:mod:`.scale_down`).
+a run of them (:mod:`.solve`), a search over runs under a work budget (:mod:`.search`),
+the reasons for what stays unplaceable (:mod:`.unplaceable`), then idle removal and targets
+(:mod:`.scale_down`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from keda_ray_scaler.packing import (
     scarcity_orderer,
 )
 from keda_ray_scaler.planner.context import build_context
-from keda_ray_scaler.planner.outcome import merge
 from keda_ray_scaler.planner.scale_down import group_plans
 from keda_ray_scaler.planner.search import SearchLimits, search, shape_count
+from keda_ray_scaler.planner.unplaceable import merge
 
 __all__ = ["SearchLimits", "plan"]
 

@@ -241,7 +241,7 @@ def _place_gang(packer: Packer, index: Index, pg: PlacementGroup) -> int:
 def _raw(
     index: Index, shape: Vec, count: int, kind: DemandKind, strategy: Strategy | None
 ) -> Unplaceable:
-    """Unplaced demand, its reason decided later (:func:`.outcome.explain`)."""
+    """Unplaced demand, its reason decided later (:func:`.unplaceable.explain`)."""
     return Unplaceable(index.res(shape), count, UnplaceableReason.NO_GROUP_FITS, "", kind, strategy)
 
 

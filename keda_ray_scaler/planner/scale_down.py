@@ -19,14 +19,14 @@ from keda_ray_scaler.model import (
     clamp_target,
 )
 from keda_ray_scaler.planner.context import Context
-from keda_ray_scaler.planner.outcome import Outcome
+from keda_ray_scaler.planner.solve import RunResult
 
 #: The order new-pod decisions are listed in.
 STEPS = (Why.MIN_REPLICAS, Why.CONSTRAINTS, Why.PLACEMENT_GROUPS, Why.DEMAND, Why.TASKS)
 
 
-def group_plans(ctx: Context, out: Outcome) -> dict[str, GroupPlan]:
-    """Every group's plan from the chosen outcome."""
+def group_plans(ctx: Context, out: RunResult) -> dict[str, GroupPlan]:
+    """Every group's plan from the chosen run."""
     by_group: list[list[WorkerNode]] = [[] for _ in ctx.groups]
     gidx = {g.name: i for i, g in enumerate(ctx.groups)}
     for node in ctx.inp.nodes:
@@ -36,7 +36,7 @@ def group_plans(ctx: Context, out: Outcome) -> dict[str, GroupPlan]:
     return {g.name: group_plan(ctx, out, i, by_group[i]) for i, g in enumerate(ctx.groups)}
 
 
-def group_plan(ctx: Context, out: Outcome, i: int, nodes: list[WorkerNode]) -> GroupPlan:
+def group_plan(ctx: Context, out: RunResult, i: int, nodes: list[WorkerNode]) -> GroupPlan:
     """One group's plan."""
     g = ctx.groups[i]
     decisions = [

@@ -20,7 +20,7 @@ from keda_ray_scaler.model import Why
 from keda_ray_scaler.packing import ResourceFirstOrderer, Strategies, smallest_first_orderer
 from keda_ray_scaler.planner import rules
 from keda_ray_scaler.planner.context import Context, gang_shapes
-from keda_ray_scaler.planner.outcome import Mode, Order, Outcome, better, solve
+from keda_ray_scaler.planner.solve import Mode, Order, RunResult, better, solve
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +39,15 @@ _Key = tuple[tuple[int, ...], Strategies, Mode, tuple[int, ...], bool]
 
 @dataclass(slots=True)
 class Search:
-    """The best outcome so far, its caps, and the work left."""
+    """The best run so far, its caps, and the work left."""
 
     ctx: Context
     strategies: Strategies
     caps: list[int]
-    best: Outcome
+    best: RunResult
     runs_left: int
     modes: list[Mode] = field(default_factory=list)
-    seen: dict[_Key, Outcome | None] = field(default_factory=dict)
+    seen: dict[_Key, RunResult | None] = field(default_factory=dict)
 
     def run(
         self,
@@ -56,7 +56,7 @@ class Search:
         mode: Mode,
         preopen: Sequence[int] = (),
         best_fit: bool = False,
-    ) -> Outcome | None:
+    ) -> RunResult | None:
         """One memoised run of the rules; ``None`` when invalid or out of budget."""
         key = (tuple(caps), strategies, mode, tuple(preopen), best_fit)
         if key in self.seen:
@@ -74,8 +74,8 @@ def shape_count(ctx: Context) -> int:
     return len({v for v, _ in ctx.tasks}) + sum(len(pg.bundles) for pg in ctx.gangs)
 
 
-def search(ctx: Context, strategies: Strategies, limits: SearchLimits) -> Outcome:
-    """The best outcome found: Ray's order first, then the portfolio, descent and
+def search(ctx: Context, strategies: Strategies, limits: SearchLimits) -> RunResult:
+    """The best run found: Ray's order first, then the portfolio, descent and
     consolidation while the budget lasts."""
     first = solve(ctx, ctx.hard, strategies, Mode())
     small = (
@@ -139,10 +139,10 @@ def descend(s: Search, depth: int) -> bool:
     return False
 
 
-def _best_step(s: Search, caps: list[int], deep: bool) -> Outcome | None:
+def _best_step(s: Search, caps: list[int], deep: bool) -> RunResult | None:
     """The best run at ``caps`` over the modes, then (``deep``, only when no bound blocks
     demand) other shape orders where the packer fails to fit it all."""
-    step: Outcome | None = None
+    step: RunResult | None = None
     for mode in s.modes:
         trial = s.run(caps, s.strategies, mode)
         if trial and (step is None or better(trial, step)):

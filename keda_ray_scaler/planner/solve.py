@@ -1,25 +1,23 @@
-"""One run of the rules, start to end, and what it leaves unplaced; pure."""
+"""``solve``: one run of the rules, start to end, and its :class:`RunResult`; pure."""
 
 from __future__ import annotations
 
 import enum
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from keda_ray_scaler.model import (
-    DemandKind,
     NodeStatus,
     Resources,
-    Strategy,
     Unplaceable,
     UnplaceableReason,
     Why,
     WorkerNode,
 )
-from keda_ray_scaler.packing import Packer, Strategies, Vec, fit_count, need_of
+from keda_ray_scaler.packing import Packer, Strategies, Vec
 from keda_ray_scaler.planner import rules
 from keda_ray_scaler.planner.context import Context
+from keda_ray_scaler.planner.unplaceable import explain
 
 #: Name prefix of the stand-ins for new pods a consolidation run reserves up front.
 RESERVED = "\0new:"
@@ -43,8 +41,9 @@ class Mode:
 
 
 @dataclass(slots=True)
-class Outcome:
-    """One run of the rules."""
+class RunResult:
+    """What one run of the rules chose: new pods (per group and per rule), busy pods,
+    unplaceable demand, and the figures runs are compared by (:func:`better`)."""
 
     new: list[int]
     by_step: dict[Why, list[int]]
@@ -58,7 +57,7 @@ class Outcome:
     extra: list[str] = field(default_factory=list)
 
 
-def better(a: Outcome, b: Outcome) -> bool:
+def better(a: RunResult, b: RunResult) -> bool:
     """Holds more demand; or as much, wasting fewer GPU pods; or as much for less cost; or
     for as much, with less unused capacity."""
     return (a.unplaced, a.gpu_waste, round(a.cost, 9), round(a.unused, 9)) < (
@@ -76,7 +75,7 @@ def solve(
     mode: Mode,
     preopen: Sequence[int] = (),
     best_fit: bool = False,
-) -> Outcome:
+) -> RunResult:
     """The rules with at most ``caps[g]`` new pods per group.
 
     ``preopen``: new pods per group paid for before any demand is placed (a consolidation run:
@@ -120,7 +119,7 @@ def solve(
             p - b - t
             for p, b, t in zip(placed_by_demand, before_demand, run.by_step[Why.TASKS], strict=True)
         ]
-    return _outcome(run, packer)
+    return _result(run, packer)
 
 
 def _free(node: WorkerNode) -> Resources:
@@ -146,9 +145,9 @@ def _preopen(
     return reserved
 
 
-def _outcome(run: rules.Run, packer: Packer) -> Outcome:
+def _result(run: rules.Run, packer: Packer) -> RunResult:
     ctx, final = run.ctx, run.new
-    out = Outcome(
+    out = RunResult(
         new=list(final.count),
         by_step=run.by_step,
         valid=run.valid,
@@ -170,62 +169,6 @@ def _outcome(run: rules.Run, packer: Packer) -> Outcome:
 
 def _reserved_waste(ctx: Context, packer: Packer) -> int:
     """Reserved (consolidation) GPU pods that received no GPU demand."""
-    gpu = ctx.gpu_index
-    if gpu < 0:
+    if ctx.gpu_index < 0:
         return 0
-    return sum(
-        1
-        for (_, total, free), cls in packer.old.items()
-        if total[gpu] and free[gpu] == total[gpu]
-        for p in cls.pods
-        if p.startswith(RESERVED)
-    )
-
-
-def explain(
-    u: Unplaceable, ctx: Context, new: Sequence[int], budget: int, speed_left: Sequence[int]
-) -> Unplaceable:
-    """The reason: no group fits, maxWorkers, upscalingSpeed or maxReplicas.
-
-    maxReplicas also covers demand that a group's remaining room cannot hold together with what
-    was placed (a re-run trading it for as many other bundles, or a STRICT_SPREAD group needing
-    more distinct pods than are left)."""
-    if u.detail:
-        return u  # already explained
-    wgroups = ctx.groups
-    need = need_of(ctx.index.vec(u.resources))
-    fitting = [i for i, spec in enumerate(ctx.specs) if fit_count(spec.capacity, need) > 0]
-    if not fitting:
-        reason = UnplaceableReason.NO_GROUP_FITS
-        detail = f"no worker group has pods that can hold {u.resources}"
-    elif budget <= 0:
-        reason, detail = UnplaceableReason.MAX_WORKERS, "maxWorkers reached"
-    else:
-        open_ = [i for i in fitting if ctx.hard[i] - new[i] > 0]
-        backed_off = [i for i in fitting if ctx.backed_off[i]]
-        if not open_ and backed_off:
-            names = ", ".join(wgroups[i].name for i in backed_off)
-            reason = UnplaceableReason.BACKED_OFF
-            detail = f"backed off after pods that did not join Ray: {names}"
-        elif not open_:
-            names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in fitting)
-            reason, detail = UnplaceableReason.MAX_REPLICAS, f"at maxReplicas: {names}"
-        elif u.kind is DemandKind.TASK and all(speed_left[i] <= 0 for i in open_):
-            names = ", ".join(wgroups[i].name for i in open_)
-            reason, detail = UnplaceableReason.UPSCALING_SPEED, f"deferred: pods pending in {names}"
-        else:  # room is left, but not enough for this together with what was placed
-            names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in open_)
-            reason = UnplaceableReason.MAX_REPLICAS
-            detail = f"competes with other demand for maxReplicas: {names}"
-    return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy)
-
-
-def merge(items: Sequence[Unplaceable]) -> tuple[Unplaceable, ...]:
-    """Unplaceable demand with equal shape, reason, kind and strategy counted together."""
-    counts: dict[tuple[Resources, UnplaceableReason, str, DemandKind, str], int] = defaultdict(int)
-    for u in items:
-        counts[(u.resources, u.reason, u.detail, u.kind, u.strategy or "")] += u.count
-    return tuple(
-        Unplaceable(res, n, reason, detail, kind, Strategy(strat) if strat else None)
-        for (res, reason, detail, kind, strat), n in sorted(counts.items())
-    )
+    return sum(1 for p in packer.existing.untouched(ctx.gpu_index) if p.startswith(RESERVED))

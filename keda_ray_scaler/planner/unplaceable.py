@@ -1,0 +1,63 @@
+"""Why demand stays unplaceable, and equal unplaceable entries counted together; pure.
+
+The reasons, in the order :func:`explain` tries them: no group fits, maxWorkers, backed off,
+at maxReplicas, upscalingSpeed, competing for maxReplicas.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from keda_ray_scaler.model import DemandKind, Resources, Strategy, Unplaceable, UnplaceableReason
+from keda_ray_scaler.packing import fit_count, need_of
+from keda_ray_scaler.planner.context import Context
+
+
+def explain(
+    u: Unplaceable, ctx: Context, new: Sequence[int], budget: int, speed_left: Sequence[int]
+) -> Unplaceable:
+    """The reason: no group fits, maxWorkers, upscalingSpeed or maxReplicas.
+
+    maxReplicas also covers demand that a group's remaining room cannot hold together with what
+    was placed (a re-run trading it for as many other bundles, or a STRICT_SPREAD group needing
+    more distinct pods than are left)."""
+    if u.detail:
+        return u  # already explained
+    wgroups = ctx.groups
+    need = need_of(ctx.index.vec(u.resources))
+    fitting = [i for i, spec in enumerate(ctx.specs) if fit_count(spec.capacity, need) > 0]
+    if not fitting:
+        reason = UnplaceableReason.NO_GROUP_FITS
+        detail = f"no worker group has pods that can hold {u.resources}"
+    elif budget <= 0:
+        reason, detail = UnplaceableReason.MAX_WORKERS, "maxWorkers reached"
+    else:
+        open_ = [i for i in fitting if ctx.hard[i] - new[i] > 0]
+        backed_off = [i for i in fitting if ctx.backed_off[i]]
+        if not open_ and backed_off:
+            names = ", ".join(wgroups[i].name for i in backed_off)
+            reason = UnplaceableReason.BACKED_OFF
+            detail = f"backed off after pods that did not join Ray: {names}"
+        elif not open_:
+            names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in fitting)
+            reason, detail = UnplaceableReason.MAX_REPLICAS, f"at maxReplicas: {names}"
+        elif u.kind is DemandKind.TASK and all(speed_left[i] <= 0 for i in open_):
+            names = ", ".join(wgroups[i].name for i in open_)
+            reason, detail = UnplaceableReason.UPSCALING_SPEED, f"deferred: pods pending in {names}"
+        else:  # room is left, but not enough for this together with what was placed
+            names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in open_)
+            reason = UnplaceableReason.MAX_REPLICAS
+            detail = f"competes with other demand for maxReplicas: {names}"
+    return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy)
+
+
+def merge(items: Sequence[Unplaceable]) -> tuple[Unplaceable, ...]:
+    """Unplaceable demand with equal shape, reason, kind and strategy counted together."""
+    counts: dict[tuple[Resources, UnplaceableReason, str, DemandKind, str], int] = defaultdict(int)
+    for u in items:
+        counts[(u.resources, u.reason, u.detail, u.kind, u.strategy or "")] += u.count
+    return tuple(
+        Unplaceable(res, n, reason, detail, kind, Strategy(strat) if strat else None)
+        for (res, reason, detail, kind, strat), n in sorted(counts.items())
+    )
