@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from keda_ray_scaler.cli import docgen
+from tools import codemap
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -35,6 +36,25 @@ def test_the_cli_reference_is_generated_from_the_current_argparse_definitions() 
     assert committed == docgen.render(), (
         "stale: python -m keda_ray_scaler.cli.docgen > docs/reference/cli.md"
     )
+
+
+def test_the_code_map_is_generated_from_the_module_tree() -> None:
+    """architecture.md's code map is what tools/codemap.py renders now (run it when this fails)."""
+    page = (DOCS / "concepts" / "architecture.md").read_text()
+    assert codemap.current(page) == codemap.render(), "stale: python tools/codemap.py"
+
+
+def test_the_code_map_names_every_module_and_no_other() -> None:
+    """Every .py under keda_ray_scaler/ but rpc/_generated has a row; every row is a module."""
+    page = (DOCS / "concepts" / "architecture.md").read_text()
+    rows = set(re.findall(r"^\| `([^`]+)` \|", codemap.current(page), re.M))
+    package = ROOT / "keda_ray_scaler"
+    tree = {
+        p.relative_to(package).as_posix().removesuffix("__init__.py") or "keda_ray_scaler/"
+        for p in package.rglob("*.py")
+        if "_generated" not in p.parts
+    }
+    assert (sorted(tree - rows), sorted(rows - tree)) == ([], [])
 
 
 def test_the_cli_reference_names_every_flag_of_every_command() -> None:
