@@ -7,7 +7,11 @@
 
 ``WAVES_JSON`` is a list of ``[start_after_s, [seconds, ...]]``: each wave is submitted
 ``start_after_s`` after the driver connected, one task per duration; a negative duration ``-n``
-holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds.
+holds its task until the file ``RELEASE_FILE`` (environment) exists, at most ``n`` seconds; with
+``START_FILE`` (environment, optional) a task of a positive duration holds until that file
+exists (at most ``START_WAIT_S``) before its seconds begin: a test that needs all of its tasks
+waiting until the pods it expects are there says so by an event, not by a guess of how long
+pods take to join.
 Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts (``MARKER_DIR`` and
 ``RELEASE_FILE`` are paths as the worker pods see them: the test's share). ``TASK_RESOURCES``
 (environment, JSON, optional) adds custom resources every task asks, e.g. ``{"broken": 1}``;
@@ -35,9 +39,12 @@ from typing import Any
 import ray
 from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
+#: The longest a task of positive duration waits for ``START_FILE``.
+START_WAIT_S = 600.0
+
 
 @ray.remote(num_cpus=5, max_retries=0)
-def hold(seconds: float, release: str, marker: str) -> tuple[str, float, float]:
+def hold(seconds: float, release: str, marker: str, go: str = "") -> tuple[str, float, float]:
     """Occupy 5 CPUs of one worker pod for ``seconds``; return the pod and the wall-clock span.
 
     At start, the pod's name is written to the file ``marker`` (the test reads which pods are
@@ -49,6 +56,8 @@ def hold(seconds: float, release: str, marker: str) -> tuple[str, float, float]:
         f.write(pod)
     os.replace(marker + ".tmp", marker)
     if seconds >= 0:
+        while go and not os.path.exists(go) and time.time() - start < START_WAIT_S:
+            time.sleep(0.2)
         time.sleep(seconds)
     else:
         while not os.path.exists(release) and time.time() - start < -seconds:
@@ -87,6 +96,7 @@ def main(argv: list[str]) -> int:
     address, waves_json = argv
     waves: list[tuple[float, list[float]]] = json.loads(waves_json)
     release = os.environ.get("RELEASE_FILE", "/nonexistent")
+    go = os.environ.get("START_FILE", "")
     markers = os.environ["MARKER_DIR"]
     options: dict[str, Any] = {}
     if extra := json.loads(os.environ.get("TASK_RESOURCES") or "{}"):
@@ -102,7 +112,8 @@ def main(argv: list[str]) -> int:
         time.sleep(max(0.0, t0 + after_s - time.monotonic()))
         for seconds in durations:
             n_task = len(refs)
-            refs[task.remote(seconds, release, os.path.join(markers, str(n_task)))] = n_task
+            marker = os.path.join(markers, str(n_task))
+            refs[task.remote(seconds, release, marker, go)] = n_task
         emit(event="submitted", wave=n, tasks=len(durations), at=time.time())
     pending = list(refs)
     while pending:

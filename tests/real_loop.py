@@ -280,6 +280,7 @@ class Workload:
     release_file: Path
     markers: Path
     submitted_at: float
+    start_file: Path | None = None  # short tasks wait for it when set (see ray_workload)
 
     def events(self) -> list[dict[str, Any]]:
         """Every JSON line so far."""
@@ -311,6 +312,11 @@ class Workload:
         """End the held tasks."""
         self.release_file.touch()
 
+    def start(self) -> None:
+        """Let the short tasks begin their seconds (they wait for this when ``start_file``)."""
+        assert self.start_file is not None, "submitted without start_file"
+        self.start_file.touch()
+
     def finished(self) -> bool:
         """True once the driver exited."""
         return self.popen.poll() is not None
@@ -337,13 +343,16 @@ def submit(
     retries: int = 0,
     runtime_env: dict[str, Any] | None = None,
     ray_token: str,
+    wait_for_start: bool = False,
 ) -> Workload:
     """Start driver ``n`` submitting ``waves`` to the head through Ray Client with Ray's
     ``ray_token``; its release file and markers live in ``share`` (``SHARE_MOUNT`` in the worker
     pods); every task also asks ``resources`` (custom Ray resources) when given, Ray retries
-    each ``retries`` times, and the job has ``runtime_env``."""
+    each ``retries`` times, and the job has ``runtime_env``; with ``wait_for_start`` the tasks
+    of a positive duration wait for :meth:`Workload.start` before their seconds run."""
     out = workdir / f"workload-{n}.jsonl"
     release = share / f"release-{n}"
+    start = share / f"start-{n}"
     markers = make_share(share / f"markers-{n}")
     with (
         out.open("wb") as stdout,
@@ -359,6 +368,7 @@ def submit(
             env={
                 **os.environ,
                 "RELEASE_FILE": f"{SHARE_MOUNT}/{release.name}",
+                "START_FILE": f"{SHARE_MOUNT}/{start.name}" if wait_for_start else "",
                 "MARKER_DIR": f"{SHARE_MOUNT}/{markers.name}",
                 "TASK_RESOURCES": json.dumps(resources or {}),
                 "TASK_RETRIES": str(retries),
@@ -371,7 +381,7 @@ def submit(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    return Workload(popen, out, release, markers, time.time())
+    return Workload(popen, out, release, markers, time.time(), start if wait_for_start else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -573,6 +583,7 @@ class RealLoop:
         *,
         retries: int = 0,
         runtime_env: dict[str, Any] | None = None,
+        wait_for_start: bool = False,
     ) -> Workload:
         """Start a driver submitting ``waves`` (see :mod:`ray_workload` and :func:`submit`)."""
         self._workloads += 1
@@ -585,6 +596,7 @@ class RealLoop:
             retries=retries,
             runtime_env=runtime_env,
             ray_token=self.ray_token(),
+            wait_for_start=wait_for_start,
         )
 
     def ray_token(self) -> str:

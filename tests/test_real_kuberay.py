@@ -80,8 +80,9 @@ def recorder(loop: KubeRayLoop) -> Iterator[GroupRecorder]:
 
 @pytest.fixture(scope="module")
 def seed(loop: KubeRayLoop, timeline: Timeline, recorder: GroupRecorder) -> Iterator[Workload]:
-    """20 tasks of {CPU: 5}: 16 of SHORT_S seconds, 4 held until released."""
-    workload = loop.base.submit(SEED_WAVES)
+    """20 tasks of {CPU: 5}: 16 of SHORT_S seconds once started (by the seed test, when its
+    10 pods are there: see test_real_control_plane's seed), 4 held until released."""
+    workload = loop.base.submit(SEED_WAVES, wait_for_start=True)
     yield workload
     workload.release()
     workload.stop()
@@ -102,6 +103,13 @@ def test_seed_reaches_exactly_ten_pods_through_the_hpa_on_the_rayworkergroup(
 ) -> None:
     """20 pending {CPU: 5} tasks on 10-CPU pods: KEDA's HPA on the RayWorkerGroup, the agent's
     patch and KubeRay's operator make exactly 10 worker pods."""
+    try:
+        _seed_reaches_ten(loop, recorder)
+    finally:
+        seed.start()  # the short tasks run now, whatever happened
+
+
+def _seed_reaches_ten(loop: KubeRayLoop, recorder: GroupRecorder) -> None:
     started = time.monotonic()
     loop.wait_pods(EXPECTED_PODS, 300)
     FIGURES["demand to 10 pods"] = f"{time.monotonic() - started:.1f} s"
@@ -130,6 +138,7 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
 ) -> None:
     """After the short tasks: KubeRay deletes exactly the drained victims named in
     workersToDelete, no pod with a task; another writer's edits (every 50 ms) all survive."""
+    seed.start()  # done by the seed test; again here so this test also runs alone
     editor = Editor(loop).start()
     try:
         wait_until(
