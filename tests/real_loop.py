@@ -308,6 +308,12 @@ class Workload:
             if not m.name.endswith(".tmp") and m.stat().st_mtime >= at
         }
 
+    def running(self, tasks: range) -> bool:
+        """Every task of ``tasks`` has started (its marker written) and none has ended."""
+        ended = {e["task"] for e in self.events() if e["event"] in ("done", "failed")}
+        started = {m.name for m in self.markers.iterdir() if not m.name.endswith(".tmp")}
+        return all(str(t) in started and t not in ended for t in tasks)
+
     def release(self) -> None:
         """End the held tasks."""
         self.release_file.touch()

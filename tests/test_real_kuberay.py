@@ -146,6 +146,13 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
         )
         assert seed.count("failed") == 0
 
+        # a held task whose first pod went before it ran (a raylet that timed out at start)
+        # is placed again: the held tasks' pods are the busy ones once all four run
+        wait_until(
+            lambda: seed.running(range(SEED_SHORT, SEED_TASKS)),
+            timeout_s=180,
+            what="the held tasks running",
+        )
         busy = seed.busy_pods()  # pods running a held task now (the workload's own markers)
         assert 2 <= len(busy) <= 4, busy  # 4 held tasks of 5 CPUs on 10-CPU pods
         idle_at = time.monotonic()
