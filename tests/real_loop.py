@@ -84,6 +84,11 @@ SEED_SHORT = 16
 SHORT_S = 20.0
 HOLD_S = 600.0
 EXPECTED_PODS = 10
+#: Ray's own default for a task (``max_retries=3``): the seed's tasks are retried when a worker
+#: pod dies under them on its own (a raylet over Ray's 30 s start limit exits after it took
+#: tasks), as a user's would be; a pod this product deletes under a task is caught by the
+#: tests' timeline (busy at deletion) and by the victims check, not by a failed task.
+RAY_TASK_RETRIES = 3
 SEED_WAVES = [(0.0, [SHORT_S] * SEED_SHORT + [-HOLD_S] * (SEED_TASKS - SEED_SHORT))]
 
 #: Marks of a module that runs a real loop (control plane, Ray, Prometheus).

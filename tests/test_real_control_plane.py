@@ -30,6 +30,7 @@ from real_loop import (
     HOLD_S,
     IDLE_TIMEOUT_S,
     POLLING_INTERVAL_S,
+    RAY_TASK_RETRIES,
     REAL_LOOP_MARKS,
     SEED_SHORT,
     SEED_TASKS,
@@ -67,7 +68,7 @@ def seed(loop: RealLoop) -> Iterator[Workload]:
     The short tasks' seconds begin when the seed test has seen its 10 pods (``start``): how
     many pods 20 tasks need must not depend on how fast pods join (on a loaded node the short
     tasks used to finish on 6 or 7 pods before the others came, and 10 were never needed)."""
-    workload = loop.submit(SEED_WAVES, wait_for_start=True)
+    workload = loop.submit(SEED_WAVES, wait_for_start=True, retries=RAY_TASK_RETRIES)
     yield workload
     workload.release()
     workload.stop()

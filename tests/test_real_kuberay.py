@@ -33,6 +33,7 @@ from real_kuberay import (
 )
 from real_loop import (
     EXPECTED_PODS,
+    RAY_TASK_RETRIES,
     REAL_LOOP_MARKS,
     SEED_SHORT,
     SEED_TASKS,
@@ -82,7 +83,7 @@ def recorder(loop: KubeRayLoop) -> Iterator[GroupRecorder]:
 def seed(loop: KubeRayLoop, timeline: Timeline, recorder: GroupRecorder) -> Iterator[Workload]:
     """20 tasks of {CPU: 5}: 16 of SHORT_S seconds once started (by the seed test, when its
     10 pods are there: see test_real_control_plane's seed), 4 held until released."""
-    workload = loop.base.submit(SEED_WAVES, wait_for_start=True)
+    workload = loop.base.submit(SEED_WAVES, wait_for_start=True, retries=RAY_TASK_RETRIES)
     yield workload
     workload.release()
     workload.stop()
