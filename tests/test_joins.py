@@ -72,12 +72,16 @@ FIVE = Bundle(Resources.of(CPU=5), 2)
             JoinFailure.CONTAINER_FAILING,
         ),
         (PodJoinFacts(container_failure="CrashLoopBackOff"), True, 1.0, JoinFailure.RAY_NODE_DEAD),
+        # a young pod's raylet died (a start over Ray's 30 s limit): the restart brings it back
+        (PodJoinFacts(), True, 60.0, None),
+        (PodJoinFacts(), True, 300.0, JoinFailure.RAY_NODE_DEAD),  # an old pod's: replaced
     ],
 )
 def test_a_pod_not_in_ray_is_coming_until_kubernetes_or_the_timeout_says_otherwise(
     facts: PodJoinFacts, dead: bool, age_s: float, expected: JoinFailure | None
 ) -> None:
-    """At once for unschedulable, failing containers and dead nodes; after the timeout else."""
+    """At once for unschedulable, failing containers and crash-looping dead nodes; after the
+    timeout else (a young pod whose node died included)."""
     facts = PodJoinFacts(1000.0, facts.unschedulable, facts.container_failure)
     got = join_failure(facts, ray_dead=dead, now_s=1000.0 + age_s, timeout_s=300.0)
     assert got == expected
@@ -280,9 +284,22 @@ def test_the_tracker_backs_a_group_off_once_per_new_failing_pod_and_a_join_ends_
 def test_a_dead_ray_node_fails_its_pod_without_backing_the_group_off() -> None:
     """A raylet killed under a running pod is not the group's pods failing to start."""
     tracker = JoinTracker(SPEC, CollectorRegistry(), JoinSettings())
-    view = tracker.observe(10.0, [entry("c-1")], set(), {"c-1"}, {})
+    view = tracker.observe(400.0, [entry("c-1")], set(), {"c-1"}, {})
     assert view.failing == {"c-1": JoinFailure.RAY_NODE_DEAD}
     assert view.launch_limits == ()
+
+
+def test_a_young_pod_whose_node_died_is_capacity_until_it_rejoins_or_crash_loops() -> None:
+    """A raylet that timed out at start: the pod is coming (no replacement beside it), joins
+    again after the kubelet's restart; crash-looping, it is failing."""
+    tracker = JoinTracker(SPEC, CollectorRegistry(), JoinSettings())
+    view = tracker.observe(40.0, [entry("c-1")], set(), {"c-1"}, {})
+    assert view.failing == {}
+    view = tracker.observe(60.0, [entry("c-1")], {"c-1"}, set(), {})
+    assert view.failing == {}
+    looping = entry("c-1", container_failure="CrashLoopBackOff (3 restarts)")
+    view = tracker.observe(120.0, [looping], set(), {"c-1"}, {})
+    assert view.failing == {"c-1": JoinFailure.RAY_NODE_DEAD}
 
 
 def test_victims_and_inactive_pods_are_never_failing() -> None:

@@ -5,7 +5,12 @@ Pure: the caller passes the time and keeps the state (:class:`Backoff` values).
 A pod of a known group with no live Ray node is, in this order:
 
 - ``RAY_NODE_DEAD``: Ray reports a DEAD node for it (its raylet died; a restarted container
-  registers a new node, which makes it joined again);
+  registers a new node, which makes it joined again), and the pod is older than the join timeout
+  or its container crash-loops. A younger pod whose node died is coming: the raylet that died
+  at start (``ray start`` gives a raylet 30 s to register, hard-coded in Ray 2.60's
+  ``node.py``: ten worker pods starting at once on two cores passed it, seen on the real node)
+  comes back with the kubelet's restart; counting it failing made the planner launch a
+  replacement beside it (the seed example peaked at 11 pods, not 10);
 - ``UNSCHEDULABLE``: ``PodScheduled=False`` with reason ``Unschedulable`` (no node fits: the
   scheduler's own verdict, the fastest signal; quota or spot capacity that never comes);
 - ``CONTAINER_FAILING``: a container (or init container) waits for a reason that is a failure
@@ -91,8 +96,9 @@ def join_failure(
     facts: PodJoinFacts, *, ray_dead: bool, now_s: float, timeout_s: float
 ) -> JoinFailure | None:
     """Why a pod with no live Ray node will not become one; None while it may (see module)."""
+    young = facts.created_s is not None and now_s - facts.created_s < timeout_s
     if ray_dead:
-        return JoinFailure.RAY_NODE_DEAD
+        return None if young and not facts.container_failure else JoinFailure.RAY_NODE_DEAD
     if facts.unschedulable:
         return JoinFailure.UNSCHEDULABLE
     if facts.container_failure:
