@@ -79,6 +79,28 @@ def _max_replicas(loop: RealLoop, since: float) -> int:
     return max((s.replicas for s in loop.timeline.replicas(since=since)), default=0)
 
 
+def _why_above_ten(loop: RealLoop, since: float) -> str:
+    """The replica changes above 10 and what the agent saw around them (for a failure)."""
+    assert loop.timeline is not None
+    timeline = loop.timeline
+    above = [s for s in timeline.replicas(since=since) if s.replicas > EXPECTED_PODS]
+    if not above:
+        return ""
+    first = above[0].at
+    near = [a for a in timeline.agent if first - 30 <= a.at <= first]
+    seen = near[-1] if near else None
+    changes = [(round(s.at - since, 1), s.replicas, s.ready) for s in above]
+    lines = [f"replicas above {EXPECTED_PODS} (s after the demand, replicas, Ready): {changes}"]
+    if seen is not None:
+        lines.append(
+            f"agent {first - seen.at:.1f} s before: pods {len(seen.pods)}, busy {len(seen.busy)}, "
+            f"victims {sorted(seen.victims)}, failing {sorted(seen.failing)}"
+        )
+    failing = sorted({pod for a in near for pod in a.failing})
+    lines.append(f"failing within 30 s before: {failing}")
+    return "; ".join(lines)
+
+
 def _deleted_since(loop: RealLoop, since: float) -> list[tuple[str, float]]:
     """Pods of the workload's group whose deletion began since ``since``, with the time.
 
@@ -119,7 +141,9 @@ def _seed_reaches_ten(loop: RealLoop, seed: Workload) -> None:
         f"containerd {memory['containerd']:.0f} MB, shims {memory['shims']:.0f} MB"
     )
     assert loop.deployment() == (EXPECTED_PODS, EXPECTED_PODS)
-    assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS
+    assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS, _why_above_ten(
+        loop, seed.submitted_at
+    )
     # healthy pods are never taken for pods that will not join (that would cost capacity)
     failures = loop.agent_counter("ray_scaler_agent_join_failures_total", group=GROUP)
     FIGURES["join failures"] = f"{failures:.0f}"
@@ -156,7 +180,9 @@ def test_idle_pods_go_and_busy_pods_stay(loop: RealLoop, seed: Workload) -> None
     for pod, at in deleted:
         assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
         assert pod not in busy
-    assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS
+    assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS, _why_above_ten(
+        loop, seed.submitted_at
+    )
     assert timeline.agent[-1].wrong_victims == 0
 
 

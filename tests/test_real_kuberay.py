@@ -140,13 +140,15 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
     """After the short tasks: KubeRay deletes exactly the drained victims named in
     workersToDelete, no pod with a task; another writer's edits (every 50 ms) all survive."""
     seed.start()  # done by the seed test; again here so this test also runs alone
+    wait_until(
+        lambda: seed.count("done") >= SEED_SHORT, timeout_s=SHORT_S + 180, what="short tasks"
+    )
+    assert seed.count("failed") == 0
+    # The edits start with the scale-down (the idle pods' 5 s idle timeout runs from now), not
+    # while pods start: 20 writes/s each reconciled by KubeRay starved ten raylets starting on
+    # two cores past ray start's 30 s limit, again and again (CI, stop 25)
     editor = Editor(loop).start()
     try:
-        wait_until(
-            lambda: seed.count("done") >= SEED_SHORT, timeout_s=SHORT_S + 180, what="short tasks"
-        )
-        assert seed.count("failed") == 0
-
         # a held task whose first pod went before it ran (a raylet that timed out at start)
         # is placed again: the held tasks' pods are the busy ones once all four run
         wait_until(
