@@ -142,6 +142,7 @@ class AgentSample:
     wrong_victims: float  # the workload's group's (GROUP)
     success: bool = True  # the agent's last poll of Ray succeeded
     failing: frozenset[str] = frozenset()  # pods the agent knows will not be Ray nodes
+    live: frozenset[str] = frozenset()  # pods with a live Ray node (not victims)
 
 
 @dataclass
@@ -230,6 +231,17 @@ class Timeline:
         """True if the agent saw a resource in use on ``pod`` within ``margin_s`` of ``at``."""
         return any(pod in s.busy for s in list(self.agent) if abs(s.at - at) <= margin_s)
 
+    def live_at(self, pod: str, at: float) -> bool:
+        """True if ``pod`` had a live Ray node in the agent's last sample at or before ``at``."""
+        last = next((s for s in reversed(list(self.agent)) if s.at <= at), None)
+        return last is not None and pod in last.live
+
+    def held_nothing(self, pod: str, at: float) -> bool:
+        """``pod``, deleted at ``at``, was a published victim before, or had no live Ray node in
+        the agent's last sample (the ReplicaSet takes a not-Ready pod first: one whose raylet
+        died at start and restarts, seen on the real node under load; nothing ran there)."""
+        return self.ever_victim(pod, before=at) or not self.live_at(pod, at)
+
     def last_agent(self) -> AgentSample | None:
         """The newest agent sample."""
         return self.agent[-1] if self.agent else None
@@ -243,6 +255,7 @@ def agent_sample(at: float, text: str) -> AgentSample:
     wrong = 0.0
     success = True
     failing: set[str] = set()
+    live: set[str] = set()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
@@ -252,6 +265,8 @@ def agent_sample(at: float, text: str) -> AgentSample:
                     victims.add(labels["pod"])
                 elif labels.get("state") == "failing":
                     failing.add(labels["pod"])
+                elif labels.get("node_id"):
+                    live.add(labels["pod"])
             elif (
                 sample.name == "ray_scaler_node_resource_total" and labels.get("resource") == "CPU"
             ):
@@ -267,7 +282,14 @@ def agent_sample(at: float, text: str) -> AgentSample:
                 success = sample.value == 1.0
     busy = {pod for pod, cpus in total.items() if available.get(pod, cpus) < cpus}
     return AgentSample(
-        at, frozenset(victims), frozenset(busy), frozenset(pods), wrong, success, frozenset(failing)
+        at,
+        frozenset(victims),
+        frozenset(busy),
+        frozenset(pods),
+        wrong,
+        success,
+        frozenset(failing),
+        frozenset(live),
     )
 
 

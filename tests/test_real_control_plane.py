@@ -178,7 +178,7 @@ def test_idle_pods_go_and_busy_pods_stay(loop: RealLoop, seed: Workload) -> None
     # start-up fallback pod, or a pod that joined after the demand had moved): each still a victim.
     assert len(deleted) >= EXPECTED_PODS - len(busy), deleted
     for pod, at in deleted:
-        assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
+        assert timeline.held_nothing(pod, at), f"{pod} deleted without being a victim"
         assert pod not in busy
     assert _max_replicas(loop, seed.submitted_at) == EXPECTED_PODS, _why_above_ten(
         loop, seed.submitted_at
@@ -241,7 +241,7 @@ def test_keda_takes_the_group_to_zero_once_every_pod_is_a_victim(
     FIGURES["to zero after the last task"] = f"{time.time() - released:.1f} s"
     assert loop.worker_pods() == {}
     for pod, at in _deleted_since(loop, seed.submitted_at):
-        assert loop.timeline is not None and loop.timeline.ever_victim(pod, before=at), pod
+        assert loop.timeline is not None and loop.timeline.held_nothing(pod, at), pod
 
 
 def _time_to_first_ready(loop: RealLoop) -> float:
@@ -312,7 +312,7 @@ def test_random_cycles_delete_only_published_victims(loop: RealLoop) -> None:
     loop.wait_replicas(0, 180)
     assert loop.timeline is not None
     deleted = _deleted_since(loop, workload.submitted_at)
-    not_victims = [p for p, at in deleted if not loop.timeline.ever_victim(p, before=at)]
+    not_victims = [p for p, at in deleted if not loop.timeline.held_nothing(p, at)]
     runs = [e for e in events if e["event"] == "done"]
     under_task = [
         p for p, at in deleted for r in runs if r["pod"] == p and r["start"] <= at <= r["end"]
@@ -357,7 +357,7 @@ def test_a_lowered_max_replicas_removes_idle_pods_never_busy_ones(loop: RealLoop
         assert busy <= set(loop.worker_pods())
         deleted = _deleted_since(loop, lowered)
         assert len(deleted) == 2
-        assert all(loop.timeline.ever_victim(pod, before=at) for pod, at in deleted)
+        assert all(loop.timeline.held_nothing(pod, at) for pod, at in deleted)
         assert held.count("failed") == 0
         held.release()
         held.wait(60)

@@ -366,7 +366,7 @@ def _no_busy_pod_deleted(loop: RealLoop, group: str, since: float) -> list[tuple
     assert not busy, f"pods deleted while Ray used them: {busy}"
     for pod, at in deleted:
         never_ran = timeline.ever_failing(pod, before=at + 5) and not timeline.ever_busy(pod)
-        assert timeline.ever_victim(pod, before=at) or never_ran, f"{pod} deleted, not a victim"
+        assert timeline.held_nothing(pod, at) or never_ran, f"{pod} deleted, not a victim"
     return deleted
 
 

@@ -466,6 +466,31 @@ async def test_a_pod_never_seen_in_ray_going_instead_is_no_wrong_victim(
     assert controller.frozen() == frozenset()
 
 
+async def test_a_pod_whose_ray_node_died_going_instead_is_no_wrong_victim(
+    emulator: VersionedEmulator,
+    cache: PodCache,
+    synced: None,
+    make_controller: Callable[..., VictimController],
+    registry: CollectorRegistry,
+    ray: FakeRay,
+) -> None:
+    """w-3 was a Ray node, its raylet died (a start over Ray's 30 s limit; the kubelet restarts
+    the container, the pod is not Ready): the ReplicaSet takes it first while w-1 is expected.
+    Nothing ran there at the last read, so the group is not frozen; while w-3 was live the same
+    deletion is a wrong victim (the test after this one)."""
+    controller = make_controller()
+    await controller.step(plan("w-1"))
+    del ray.by_pod["w-3"]
+    controller.saw_in_ray(frozenset(ray.by_pod))  # the loop's next poll: w-3 is no Ray node
+    await emulator.delete(f"/api/v1/namespaces/{NS}/pods/w-3")
+    assert await cache.wait_until(lambda: cache.get_cached("w-3") is None, 10)
+    verdicts = await controller.step(plan())
+    assert outcomes(verdicts) == [("w-3", "pod_gone")]
+    labels = {"cluster": "demo", "group": "cpu"}
+    assert registry.get_sample_value(schema.WRONG_VICTIMS, labels) in (None, 0.0)
+    assert controller.frozen() == frozenset()
+
+
 async def test_a_wrong_victim_is_counted_logged_and_freezes_the_group(
     emulator: VersionedEmulator,
     cache: PodCache,

@@ -25,10 +25,11 @@ number of victims) only after every step below succeeded for it:
 5. **publish**: :meth:`VictimController.victims`;
 6. **verify**: a pod of a group with published victims that disappears without being a victim
    is a wrong victim: counted, logged, and the group's scale-down is frozen until
-   :meth:`VictimController.unfreeze` (or an agent restart). A pod never seen as a Ray node
-   (:meth:`VictimController.saw_in_ray`, every poll) held no Ray state: its going is no wrong
-   victim (the ReplicaSet takes unscheduled and not-ready pods first, e.g. KEDA's fallback pod
-   or one that never joined).
+   :meth:`VictimController.unfreeze` (or an agent restart). A pod that was no live Ray node at
+   the last read (:meth:`VictimController.saw_in_ray`, every poll) held no Ray state: its going
+   is no wrong victim (the ReplicaSet takes unscheduled and not-ready pods first, e.g. KEDA's
+   fallback pod, one that never joined, or one whose raylet died at start and whose container
+   the kubelet restarts: seen on the real node under load).
 
 Every step starts with :meth:`VictimController.reconcile`: a pod carrying the agent's victim
 mark that is not a published victim gets its cost restored unless its Ray node is draining or
@@ -101,7 +102,7 @@ class VictimController:
         self._victims: dict[str, tuple[str, str]] = {}  # pod -> (group, drained node id)
         self._frozen: set[str] = set()
         self._seen: dict[str, set[str]] = {}  # group -> active pods at the last step
-        self._joined: set[str] = set()  # pods seen as Ray nodes (pruned to the cache's pods)
+        self._live: frozenset[str] = frozenset()  # pods that are live Ray nodes, last read
         self._log = log.bind(cluster=cluster.name)
         self._verdicts = Counter(
             VICTIM_VERDICTS,
@@ -135,8 +136,8 @@ class VictimController:
         return frozenset(self._frozen)
 
     def saw_in_ray(self, pods: frozenset[str]) -> None:
-        """These pods are Ray nodes now (the loop's poll): they hold Ray state."""
-        self._joined |= pods
+        """These pods are live Ray nodes now (the loop's poll): they hold Ray state."""
+        self._live = pods
 
     def unfreeze(self, group: str) -> None:
         """The operator's action after looking at a wrong victim."""
@@ -197,13 +198,12 @@ class VictimController:
                 if name in self._victims:
                     del self._victims[name]
                     verdicts.append(Verdict(group, name, Outcome.DELETED, "victim pod is gone"))
-                elif expecting and name not in self._joined:
-                    reason = "never a Ray node: nothing lost"
+                elif expecting and name not in self._live:
+                    reason = "no live Ray node at the last read: nothing lost"
                     verdicts.append(Verdict(group, name, Outcome.POD_GONE, reason))
                 elif expecting:
                     verdicts.append(self._wrong_victim(group, name))
         self._seen = current
-        self._joined &= {p for pods in current.values() for p in pods}
         return verdicts
 
     def _wrong_victim(self, group: str, pod: str) -> Verdict:
