@@ -413,8 +413,19 @@ temp = '{c / "tmp"}'
             raise RuntimeError(f"images not named after import: {missing}; containerd has {have}")
 
     def _make_cgroup_root(self) -> None:
+        """The node's cgroups, weighted as a node of this machine's CPUs (a cgroup starts with
+        the weight of one process: with two busy loops and the control plane beside it, the
+        pods of 10 Ray workers starting at once got a fraction of a core and every raylet
+        passed ``ray start``'s hard-coded 30 s; the kubelet weights its kubepods cgroup by the
+        node's CPUs the same way)."""
+        cpus = os.cpu_count() or 1
         for hierarchy in _cgroup_hierarchies():
-            (hierarchy / self.cgroup_root.lstrip("/")).mkdir(exist_ok=True)
+            path = hierarchy / self.cgroup_root.lstrip("/")
+            path.mkdir(exist_ok=True)
+            if (path / "cpu.shares").exists():  # v1: 1024 a CPU
+                (path / "cpu.shares").write_text(str(1024 * cpus))
+            elif (path / "cpu.weight").exists():  # v2: 100 a CPU
+                (path / "cpu.weight").write_text(str(min(100 * cpus, 10000)))
 
     def _write_kubelet_files(self) -> None:
         assert self.cp.ca is not None
