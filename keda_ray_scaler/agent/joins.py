@@ -103,7 +103,7 @@ def join_failure(
         return JoinFailure.UNSCHEDULABLE
     if facts.container_failure:
         return JoinFailure.CONTAINER_FAILING
-    if facts.created_s is not None and now_s - facts.created_s >= timeout_s:
+    if facts.created_s is not None and not young:
         return JoinFailure.NOT_JOINED
     return None
 
