@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 import structlog
 
 from keda_ray_scaler.agent.ports import DrainResult
+from keda_ray_scaler.gcs._generated import autoscaler_pb2
 
 log = structlog.get_logger(__name__)
 
-#: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION
-DRAIN_NODE_REASON_IDLE_TERMINATION = 1
+#: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION (1)
+DRAIN_NODE_REASON_IDLE_TERMINATION: Final = autoscaler_pb2.DRAIN_NODE_REASON_IDLE_TERMINATION
 
 #: A Ray NodeID is 28 bytes; the GCS wants it as hex.
 _NODE_ID = re.compile(r"[0-9a-f]{56}")
@@ -43,7 +44,7 @@ class DrainApi(Protocol):
     async def drain_node(
         self,
         node_id: str,
-        reason: int,
+        reason: autoscaler_pb2.DrainNodeReason,
         reason_message: str,
         deadline_timestamp_ms: int,
         timeout_s: float,

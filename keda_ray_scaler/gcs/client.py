@@ -90,12 +90,13 @@ class GcsClient:
 
     async def get_cluster_status(self, timeout_s: float) -> autoscaler_pb2.GetClusterStatusReply:
         """The cluster's demand and nodes (``GetClusterStatusReply``)."""
-        return await self._call(
+        reply: autoscaler_pb2.GetClusterStatusReply = await self._call(
             "GetClusterStatus",
             self._autoscaler.GetClusterStatus,
             autoscaler_pb2.GetClusterStatusRequest(),
             timeout_s,
         )
+        return reply
 
     async def internal_kv_get(
         self, key: bytes, namespace: bytes | None, timeout_s: float
@@ -115,7 +116,7 @@ class GcsClient:
     async def drain_node(
         self,
         node_id: str,
-        reason: int,
+        reason: autoscaler_pb2.DrainNodeReason,
         reason_message: str,
         deadline_timestamp_ms: int,
         timeout_s: float,
