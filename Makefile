@@ -64,8 +64,9 @@ bench: install ## benchmarks: print figures against the targets
 bench-quick: install ## a smoke run of the benchmarks, under a minute (figures are not the reference)
 	$(BIN)/python -m bench --quick
 
-proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/
+proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/ (KEDA) and gcs/_generated from protos/ray/ (Ray)
 	$(BIN)/python -m keda_ray_scaler.rpc.protogen
+	$(BIN)/python -m keda_ray_scaler.gcs.protogen
 
 lock: install ## refresh locks/ (hashed, uv pip compile) and the Dockerfile's base image digests (crane, skopeo or docker buildx)
 	$(BIN)/python tools/lock.py

@@ -22,7 +22,7 @@ REPEATS = 15
 
 def synthetic_reply(nodes: int = NODES, shapes: int = SHAPES) -> bytes:
     """A serialized reply: ``nodes`` workers in 3 groups, ``shapes`` task shapes, some PGs."""
-    from ray.core.generated import autoscaler_pb2 as pb
+    from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 
     groups = [("cpu", {"CPU": 10.0}), ("gpu", {"CPU": 8.0, "GPU": 1.0}), ("mem", {"CPU": 4.0})]
     states = []
@@ -81,13 +81,13 @@ def cpu_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
 def main() -> None:
     """Measure and print one poll's cost."""
     from prometheus_client import CollectorRegistry, generate_latest
-    from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
 
     from keda_ray_scaler import schema
     from keda_ray_scaler.agent.demand_filter import double_counted, poll_of, without
     from keda_ray_scaler.agent.exporter import SnapshotCollector
     from keda_ray_scaler.agent.loop import complete_nodes
     from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
+    from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
     from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
 
     spec = ClusterSpec(

@@ -26,8 +26,9 @@ import pytest
 
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.ports import Drainer, DrainResult
-from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader
+from keda_ray_scaler.agent.ray_state import RayReader
 from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs.client import GcsClient, GcsConnection
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, Resources, WorkerGroup, WorkerNode
 from tests.ray_cluster import RayCluster, client_env, free_port, ray_cluster, ray_driver
 
@@ -176,6 +177,32 @@ def test_agent_command_with_a_wrong_token_reports_failure(
     assert "Traceback" not in log, log[-3000:]
     failed = [line for line in log.splitlines() if "ray poll failed" in line]
     assert failed and all("uthentication" in line for line in failed), log[-3000:]
+
+
+async def test_the_gcs_client_reads_a_token_auth_head_only_with_its_token(
+    cluster: RayCluster,
+) -> None:
+    """The agent's own gRPC client against Ray 2.60 with ``RAY_AUTH_MODE=token``: with the
+    cluster's token it reads the status and the KV; without one, or with a wrong one, the GCS
+    answers UNAUTHENTICATED and the error says so."""
+    assert cluster.auth_token is not None
+    good = GcsClient(cluster.gcs_address, token=cluster.auth_token)
+    try:
+        reply = await good.get_cluster_status(timeout_s=5)
+        assert await good.internal_kv_get(b"no-such-key", None, timeout_s=5) is None
+    finally:
+        await good.close()
+    pods = {n.instance_id for n in reply.cluster_resource_state.node_states if n.instance_id}
+    assert pods == {"ray-cpu-a", "ray-cpu-b", "ray-cpu-c"}
+    for token in (None, secrets.token_hex(32)):
+        bad = GcsClient(cluster.gcs_address, token=token)
+        try:
+            with pytest.raises(RayError, match="Ray token authentication failed") as caught:
+                await bad.get_cluster_status(timeout_s=5)
+        finally:
+            await bad.close()
+        sent = "the token sent was refused" if token else "no token was sent"
+        assert sent in str(caught.value)
 
 
 async def test_busy_worker_drain_is_rejected_with_rays_message(

@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from ray.core.generated import autoscaler_pb2 as pb
 from structlog.testing import capture_logs
 
 from keda_ray_scaler import schema
@@ -34,6 +33,7 @@ from keda_ray_scaler.agent.ray_state import (
     parse_v1_requests,
 )
 from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,

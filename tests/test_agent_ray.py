@@ -1,4 +1,5 @@
-"""The agent's Ray side against a real Ray 2.60 cluster on loopback (token auth off).
+"""The agent's Ray side against a real Ray 2.60 cluster on loopback (token auth off), read
+through the agent's own GCS client.
 
 One cluster for the module: a head with 0 CPUs, two workers standing for pods ``ray-cpu-a`` and
 ``ray-cpu-b`` of group ``cpu`` (KubeRay's ``RAY_CLOUD_INSTANCE_ID``/``RAY_NODE_TYPE_NAME`` set),
@@ -23,8 +24,9 @@ from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.metrics_server import start_metrics_server
 from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader, RayState
+from keda_ray_scaler.agent.ray_state import PodRef, RayReader, RayState
 from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs.client import GcsClient, GcsConnection
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -376,12 +378,26 @@ async def test_request_resources_constraints_from_the_gcs_with_autoscaler_v2(
         request_cluster_resources(cluster.gcs_address, [])
 
 
+async def test_a_token_sent_to_a_head_without_token_auth_is_ignored(cluster: RayCluster) -> None:
+    """A GCS with token authentication off answers a client that sends a token all the same
+    (the client sends one it finds unless RAY_AUTH_MODE=disabled)."""
+    client = GcsClient(cluster.gcs_address, token="not-needed")
+    try:
+        reply = await client.get_cluster_status(timeout_s=5)
+    finally:
+        await client.close()
+    assert len(reply.cluster_resource_state.node_states) == 4  # the head and three workers
+
+
 async def test_unreachable_gcs_is_a_ray_error_and_success_zero_keeps_the_old_time() -> None:
     """No GCS: RayError from the reader; the loop exports success=0 and no fresh time."""
     registry = CollectorRegistry()
-    reader = RayReader(GcsConnection(f"127.0.0.1:{free_port()}", factory=_refuse), SPEC)
-    with pytest.raises(RayError, match="cannot connect to GCS"):
+    gcs = GcsConnection(f"127.0.0.1:{free_port()}")
+    reader = RayReader(gcs, SPEC)
+    started = time.monotonic()
+    with pytest.raises(RayError, match="GetClusterStatus: GCS unavailable"):
         await reader.read()
+    assert time.monotonic() - started < 5.0  # no wait for the GCS to come up
     loop = AgentLoop(
         SPEC, reader, SnapshotCollector(registry), AgentMetrics(registry, "demo"), SystemClock()
     )
@@ -390,10 +406,4 @@ async def test_unreachable_gcs_is_a_ray_error_and_success_zero_keeps_the_old_tim
     lines = generate_latest(registry).decode().splitlines()
     assert 'ray_scaler_snapshot_success{cluster="demo"} 0.0' in lines
     assert 'ray_scaler_agent_poll_errors_total{cluster="demo"} 1.0' in lines
-
-
-def _refuse(address: str) -> Any:
-    # Ray's own client waits ~30 s for an absent GCS before raising; same error, no wait.
-    from ray.exceptions import RpcError
-
-    raise RpcError(f"Timed out while waiting for GCS {address} to become available.")
+    await gcs.close()

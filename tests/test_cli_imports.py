@@ -22,6 +22,7 @@ OTHER_COMMANDS = (
     "tenacity",
     "keda_ray_scaler.rpc",
     "keda_ray_scaler.agent",
+    "keda_ray_scaler.gcs",
     "keda_ray_scaler.sources",
     "keda_ray_scaler.telemetry",
 )

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import pytest
 from prometheus_client import CollectorRegistry
-from ray.core.generated import autoscaler_pb2 as pb
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
@@ -29,6 +28,7 @@ from keda_ray_scaler.agent.joins import (
 from keda_ray_scaler.agent.kube import pod_info
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.ray_state import RayState, parse_status
+from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -191,9 +191,8 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
 
 def test_a_node_with_resources_in_use_and_no_busy_worker_is_starting() -> None:
     """Leases granted, workers not running yet: Ray's node_activity names no busy worker."""
-    from ray.core.generated import autoscaler_pb2 as pb
-
     from keda_ray_scaler.agent.ray_state import BUSY_WORKERS_ACTIVITY, parse_status
+    from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 
     def ns(node_id: bytes, pod: str, free: int, *activity: str) -> pb.NodeState:
         return pb.NodeState(
@@ -434,8 +433,8 @@ def test_the_builder_wires_joins_victims_and_the_applier_only_with_pods() -> Non
     from the controller's victims and the tracker's back-off message."""
     from keda_ray_scaler.agent.apply import DeploymentApplier
     from keda_ray_scaler.agent.builder import AgentSettings, build_agent
-    from keda_ray_scaler.agent.ray_state import GcsConnection
     from keda_ray_scaler.demo.pods import DemoPods
+    from keda_ray_scaler.gcs.client import GcsConnection
 
     clock = Clock()
     bare = build_agent(SPEC, GcsConnection("127.0.0.1:1"), clock, AgentSettings())

@@ -24,8 +24,9 @@ from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
 from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import Clock, PodSource
-from keda_ray_scaler.agent.ray_state import GcsConnection, PodRef, RayReader
+from keda_ray_scaler.agent.ray_state import PodRef, RayReader
 from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.planner import plan
 

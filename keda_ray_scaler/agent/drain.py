@@ -1,8 +1,9 @@
 """Drain one Ray node for idle termination: the :class:`~keda_ray_scaler.agent.ports.Drainer`.
 
-The call is the one Ray's autoscaler v2 makes (``ray_stopper.py``)::
+The call is the one Ray's autoscaler v2 makes (``ray_stopper.py``: ``GcsClient.drain_node``),
+``AutoscalerStateService/DrainNode`` (:meth:`keda_ray_scaler.gcs.client.GcsClient.drain_node`)::
 
-    GcsClient.drain_node(node_id_hex, DRAIN_NODE_REASON_IDLE_TERMINATION, message, deadline_ms)
+    drain_node(node_id_hex, DRAIN_NODE_REASON_IDLE_TERMINATION, message, deadline_ms)
 
 The GCS forwards it to the node's raylet, which accepts an idle-termination drain only if the
 node is idle at that moment (atomically with its own scheduling), else answers
@@ -19,35 +20,35 @@ KubeRay's probes (raylet health) later mark the pod unready. The deadline is onl
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Final, Protocol
 
 import structlog
 
 from keda_ray_scaler.agent.ports import DrainResult
+from keda_ray_scaler.gcs._generated import autoscaler_pb2
 
 log = structlog.get_logger(__name__)
 
-#: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION
-DRAIN_NODE_REASON_IDLE_TERMINATION = 1
+#: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION (1)
+DRAIN_NODE_REASON_IDLE_TERMINATION: Final = autoscaler_pb2.DRAIN_NODE_REASON_IDLE_TERMINATION
 
 #: A Ray NodeID is 28 bytes; the GCS wants it as hex.
 _NODE_ID = re.compile(r"[0-9a-f]{56}")
 
 
 class DrainApi(Protocol):
-    """``ray._raylet.GcsClient.drain_node`` (a fake in unit tests)."""
+    """The drain call (:class:`~keda_ray_scaler.gcs.client.GcsClient`; a fake in unit tests)."""
 
-    def drain_node(
+    async def drain_node(
         self,
         node_id: str,
-        reason: int,
+        reason: autoscaler_pb2.DrainNodeReason,
         reason_message: str,
         deadline_timestamp_ms: int,
-        timeout: float | None = None,
-    ) -> Any: ...
+        timeout_s: float,
+    ) -> tuple[bool, str]: ...
 
 
 class RayDrainer:
@@ -58,26 +59,25 @@ class RayDrainer:
         self._gcs = gcs
         self._timeout_s = timeout_s
 
-    def _drain_blocking(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
+    async def _drain(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
         if not _NODE_ID.fullmatch(node_id):
             # Ray would decode it to the nil id and answer "accepted" without draining anything.
             return DrainResult(False, f"not a Ray node id (56 hex digits): {node_id!r}")
         try:
-            accepted, rejection = self._gcs().drain_node(
+            accepted, rejection = await self._gcs().drain_node(
                 node_id,
                 DRAIN_NODE_REASON_IDLE_TERMINATION,
                 message,
                 deadline_ms,
-                timeout=self._timeout_s,
+                timeout_s=self._timeout_s,
             )
-        except Exception as exc:  # RpcError, TimeoutError, ValueError on a bad id...
+        except Exception as exc:  # RayError (a failed or late call), a client that cannot be made
             return DrainResult(False, f"drain_node failed: {type(exc).__name__}: {exc}")
-        text = rejection.decode() if isinstance(rejection, bytes) else str(rejection or "")
-        return DrainResult(bool(accepted), "" if accepted else text)
+        return DrainResult(accepted, "" if accepted else rejection)
 
     async def drain(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
         """Ask Ray to drain ``node_id`` (hex) for idle termination."""
-        result = await asyncio.to_thread(self._drain_blocking, node_id, message, deadline_ms)
+        result = await self._drain(node_id, message, deadline_ms)
         log.info(
             "ray drain",
             node_id=node_id,

@@ -21,9 +21,8 @@ from keda_ray_scaler.agent.ports import Clock
 
 #: Default ``--health-intervals``: stale after this many poll intervals without a success.
 DEFAULT_INTERVALS: Final = 3.0
-#: The least ``max_age_s``, whatever the interval: Ray's client blocks about 30 s while it makes
-#: a new GCS connection (``ray_state.ray_gcs_client``), at the agent's start and after every
-#: failed call, so a shorter bound would fail the probe on one GCS hiccup.
+#: The least ``max_age_s``, whatever the interval: a GCS restarting (the head's GCS process
+#: restarted in place, or a slow start) must not fail the probe and restart the agent with it.
 MIN_MAX_AGE_S: Final = 30.0
 
 

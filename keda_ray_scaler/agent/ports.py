@@ -37,8 +37,9 @@ class DrainResult:
 class Drainer(Protocol):
     """Asks Ray to drain one node for idle termination.
 
-    Implementation (B1): ``GcsClient.drain_node(node_id, DRAIN_NODE_REASON_IDLE_TERMINATION,
-    message, deadline_ms)``, the call Ray's autoscaler v2 makes.
+    Implementation (``drain.py``): the GCS's ``DrainNode(node_id,
+    DRAIN_NODE_REASON_IDLE_TERMINATION, message, deadline_ms)``, the call Ray's autoscaler v2
+    makes.
 
     Semantics:
     - ``node_id`` is the Ray node id in hex (``WorkerNode.node_id``).

@@ -1,6 +1,7 @@
 """Ray's view of one cluster: pending demand and worker nodes, read from the GCS.
 
-One RPC per poll, ``GcsClient.get_cluster_status()`` (the call behind
+One RPC per poll, ``AutoscalerStateService/GetClusterStatus`` (:mod:`keda_ray_scaler.gcs.client`;
+the call behind Ray's ``GcsClient.get_cluster_status()`` and
 ``ray.autoscaler.v2.sdk.get_cluster_status``), gives one consistent ``GetClusterStatusReply``.
 We read its raw ``cluster_resource_state`` instead of the SDK's parsed ``ClusterStatus``
 because the parsed form drops what a scaler needs: it reports ``idle_time_ms = 0`` unless the
@@ -22,16 +23,16 @@ Parsing is pure (:func:`parse_status`), so tests and the benchmark feed it synth
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
+from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -141,7 +142,7 @@ def _merge_counts(pairs: Iterable[tuple[Resources, int]]) -> tuple[Bundle, ...]:
 
 
 def parse_status(
-    reply: Any,
+    reply: GetClusterStatusReply,
     cluster: ClusterSpec,
     *,
     v1_requests: bytes | None = None,
@@ -233,64 +234,20 @@ def parse_status(
 
 
 class GcsApi(Protocol):
-    """The two ``ray._raylet.GcsClient`` calls a poll makes (a fake in unit tests)."""
+    """The two GCS calls a poll makes (:class:`~keda_ray_scaler.gcs.client.GcsClient`)."""
 
-    def get_cluster_status(self, timeout_s: float | None = None) -> bytes: ...
+    async def get_cluster_status(self, timeout_s: float) -> GetClusterStatusReply: ...
 
-    def internal_kv_get(
-        self, key: bytes, namespace: bytes | None, timeout: float | None = None
+    async def internal_kv_get(
+        self, key: bytes, namespace: bytes | None, timeout_s: float
     ) -> bytes | None: ...
-
-
-def ray_gcs_client(gcs_address: str) -> Any:
-    """A ``ray._raylet.GcsClient`` (token auth from ``RAY_AUTH_*``, as Ray does); blocks while
-    it waits for the GCS (about 30 s) and raises when it cannot reach it."""
-    try:
-        from ray._raylet import (  # type: ignore[attr-defined]  # Cython class, not in the .pyi
-            GcsClient,
-        )
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RayError("Ray is not installed (pip install 'keda-ray-scaler[agent]')") from exc
-    return GcsClient(address=gcs_address)
-
-
-class GcsConnection:
-    """One lazily made GCS client shared by the reader and the drainer.
-
-    The client is made on first use (in a worker thread, it blocks), so the agent starts while
-    the GCS is still down; after a failed call it is dropped and made again next time.
-    """
-
-    def __init__(self, gcs_address: str, factory: Callable[[str], Any] = ray_gcs_client) -> None:
-        self.address = gcs_address
-        self._factory = factory
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Any:
-        """The client, made now if needed (blocking); :class:`RayError` if that fails."""
-        with self._lock:
-            if self._client is None:
-                try:
-                    self._client = self._factory(self.address)
-                except RayError:
-                    raise
-                except Exception as exc:  # ray.exceptions.RpcError and friends
-                    raise RayError(f"cannot connect to GCS {self.address}: {exc}") from exc
-            return self._client
-
-    def reset(self) -> None:
-        """Forget the client after a failure."""
-        with self._lock:
-            self._client = None
 
 
 class RayReader:
     """Polls one Ray cluster; also the :class:`~keda_ray_scaler.agent.ports.RayView`.
 
-    Every call reads the GCS afresh (no cache). The synchronous Ray client runs in a thread with
-    a per-call timeout, so the event loop never blocks; while a previous call is still stuck in
-    its thread no second one is started. Any failure is :class:`RayError`.
+    Every call reads the GCS afresh (no cache), each RPC with a deadline of ``timeout_s``. Any
+    failure is :class:`RayError`, after which the connection is made anew.
     """
 
     def __init__(
@@ -306,43 +263,21 @@ class RayReader:
         self._timeout_s = timeout_s
         # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
         self._pods_by_ip = pods_by_ip
-        self._busy = threading.Lock()
-
-    def _read_blocking(self, by_ip: Mapping[str, PodRef] | None) -> RayState:
-        from ray.core.generated.autoscaler_pb2 import (  # type: ignore[attr-defined]  # protobuf
-            GetClusterStatusReply,
-        )
-
-        if not self._busy.acquire(blocking=False):
-            raise RayError("the previous GCS call has not returned yet")
-        try:
-            client: GcsApi = self._gcs.get()
-            raw = client.get_cluster_status(timeout_s=self._timeout_s)
-            reply = GetClusterStatusReply()
-            reply.ParseFromString(raw)
-            v1 = None
-            if not reply.cluster_resource_state.cluster_resource_constraints:
-                v1 = client.internal_kv_get(V1_REQUEST_KEY, None, timeout=self._timeout_s)
-        except RayError:
-            raise
-        except Exception as exc:  # Ray raises its own RpcError/RaySystemError/TimeoutError types
-            self._gcs.reset()
-            raise RayError(f"GCS get_cluster_status failed: {exc}") from exc
-        finally:
-            self._busy.release()
-        return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
-        # The pod-IP map is taken here, on the event loop that owns the pod cache.
+        # The pod-IP map is taken before the calls, as the pod cache has it now.
         by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
         try:
-            # A call stuck past the timeout keeps ``_busy`` until it really returns.
-            return await asyncio.wait_for(
-                asyncio.to_thread(self._read_blocking, by_ip), timeout=self._timeout_s + 1.0
-            )
-        except TimeoutError as exc:
-            raise RayError(f"GCS did not answer within {self._timeout_s:g}s") from exc
+            client: GcsApi = self._gcs.get()
+            reply = await client.get_cluster_status(timeout_s=self._timeout_s)
+            v1 = None
+            if not reply.cluster_resource_state.cluster_resource_constraints:
+                v1 = await client.internal_kv_get(V1_REQUEST_KEY, None, timeout_s=self._timeout_s)
+        except RayError:
+            self._gcs.reset()
+            raise
+        return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
 
     async def nodes(self) -> tuple[WorkerNode, ...]:
         """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""

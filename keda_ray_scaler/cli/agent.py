@@ -30,9 +30,9 @@ from keda_ray_scaler.agent.joins import (
     BackoffSettings,
 )
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.agent.ray_state import GcsConnection
 from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.telemetry import configure_logging
 
@@ -93,7 +93,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=float,
         default=DEFAULT_INTERVALS,
         help="/healthz answers 503 when the last successful poll of Ray is older than this "
-        f"many --interval, and at least {MIN_MAX_AGE_S:g} s (Ray's GCS connect time) (3)",
+        f"many --interval, and at least {MIN_MAX_AGE_S:g} s (one GCS hiccup is no failure) (3)",
     )
     g = p.add_argument_group("kubernetes (scale-down)")
     g.add_argument(
@@ -376,4 +376,5 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    await gcs.close()
     log.info("agent stopped", cluster=spec.name)

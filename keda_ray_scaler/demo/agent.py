@@ -23,9 +23,10 @@ from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, Health, HealthProbe,
 from keda_ray_scaler.agent.loop import LoopSettings
 from keda_ray_scaler.agent.metrics_server import HEALTH_PATH, start_metrics_server
 from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.agent.ray_state import GcsConnection, RayReader, RayState
+from keda_ray_scaler.agent.ray_state import RayReader, RayState
 from keda_ray_scaler.agent.victims import VictimSettings
 from keda_ray_scaler.demo.pods import DemoPods
+from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode
 
 
@@ -74,9 +75,10 @@ class DemoAgent:
             loop=LoopSettings(interval_s=POLL_INTERVAL_S),
             victims=VictimSettings(settle_s=settle_s, confirm_timeout_s=5.0),
         )
+        self._gcs = GcsConnection(gcs_address)
         agent = build_agent(
             spec,
-            GcsConnection(gcs_address),
+            self._gcs,
             clock,
             settings,
             pods=pods,
@@ -160,11 +162,12 @@ class DemoAgent:
         )
 
     async def stop(self) -> None:
-        """Stop serving ``/metrics``."""
+        """Stop serving ``/metrics`` and close the GCS channel."""
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
+        await self._gcs.close()
 
 
 async def start_agent(
