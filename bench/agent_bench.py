@@ -1,17 +1,24 @@
 """Cost of one agent poll at 1,000 worker nodes and 200 demand shapes (issue 3).
 
 The GCS reply is synthetic but real: a ``GetClusterStatusReply`` protobuf, serialized and parsed
-back as the agent does with the bytes ``GcsClient.get_cluster_status()`` returns. The RPC itself
-is not measured (measured against a real 2-node GCS: about 0.25 ms of client CPU per call).
+back as the agent does. The call itself is measured against a gRPC server in another process that
+answers ``AutoscalerStateService/GetClusterStatus`` with those bytes (and
+``NodeInfoGcsService/GetClusterId``, which Ray's own client asks first): the agent's
+``grpc.aio`` client, and beside it Ray's ``ray._raylet.GcsClient`` (the agent's client before
+issue 15) when Ray is installed. Only this process's CPU is counted, so the server's is not.
 Printed: CPU time (``time.process_time``, one core) per step and in all, median of repeats, and
 the size of the ``/metrics`` body.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
+import multiprocessing
 import statistics
 import time
 from collections.abc import Callable
+from multiprocessing.queues import Queue
 from typing import Any
 
 NODES = 1_000
@@ -78,6 +85,79 @@ def cpu_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
+def serve_reply(raw: bytes, ports: Queue[int]) -> None:
+    """In a process of its own: a GCS stand-in on 127.0.0.1 answering ``raw`` (bytes as is)."""
+    from concurrent import futures
+
+    import grpc
+
+    from keda_ray_scaler.gcs._generated.gcs_service_pb2 import GetClusterIdReply
+
+    cluster_id = GetClusterIdReply(cluster_id=b"\x01" * 28).SerializeToString()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "ray.rpc.autoscaler.AutoscalerStateService",
+                {"GetClusterStatus": grpc.unary_unary_rpc_method_handler(lambda _r, _c: raw)},
+            ),
+            grpc.method_handlers_generic_handler(
+                "ray.rpc.NodeInfoGcsService",
+                {"GetClusterId": grpc.unary_unary_rpc_method_handler(lambda _r, _c: cluster_id)},
+            ),
+        )
+    )
+    ports.put(server.add_insecure_port("127.0.0.1:0"))
+    server.start()
+    server.wait_for_termination()
+
+
+async def _agent_calls(address: str, repeats: int) -> list[float]:
+    from keda_ray_scaler.gcs.client import GcsClient
+
+    client = GcsClient(address)
+    await client.get_cluster_status(timeout_s=10.0)  # connect outside the measure
+    times = []
+    for _ in range(repeats):
+        started = time.process_time()
+        await client.get_cluster_status(timeout_s=10.0)
+        times.append((time.process_time() - started) * 1000)
+    await client.close()
+    return times
+
+
+def _ray_calls(address: str, repeats: int) -> list[float]:
+    from ray._raylet import GcsClient  # the agent's client before issue 15
+
+    client = GcsClient(address=address)
+    client.get_cluster_status(10)
+    times = []
+    for _ in range(repeats):
+        started = time.process_time()
+        client.get_cluster_status(10)
+        times.append((time.process_time() - started) * 1000)
+    return times
+
+
+def call_cpu_ms(raw: bytes, repeats: int = REPEATS) -> tuple[float, float | None]:
+    """Median client CPU ms of one ``GetClusterStatus`` answered ``raw``: the agent's client,
+    and Ray's (None without Ray)."""
+    context = multiprocessing.get_context("spawn")
+    ports: Queue[int] = context.Queue()
+    server = context.Process(target=serve_reply, args=(raw, ports), daemon=True)
+    server.start()
+    try:
+        address = f"127.0.0.1:{ports.get(timeout=60)}"
+        ours = statistics.median(asyncio.run(_agent_calls(address, repeats)))
+        rays = None
+        if importlib.util.find_spec("ray") is not None:
+            rays = statistics.median(_ray_calls(address, repeats))
+        return ours, rays
+    finally:
+        server.terminate()
+        server.join(timeout=10)
+
+
 def main() -> None:
     """Measure and print one poll's cost."""
     from prometheus_client import CollectorRegistry, generate_latest
@@ -132,8 +212,12 @@ def main() -> None:
     demand_series = len(demand.bundles) + len(demand.constraints) + len(demand.placement_groups)
     big = parse_status(wire_of(synthetic_reply(nodes=0, shapes=1_000 + PLACEMENT_GROUPS)), spec)
     t_overflow, (_, overflow_merged) = cpu_ms(lambda: bound_shapes(big.demand, SHAPES))
-    total = t_wire + t_parse + t_bound + t_nodes + t_risen + t_encode
+    t_call, t_ray_call = call_cpu_ms(raw)
+    total = t_call + t_wire + t_parse + t_bound + t_nodes + t_risen + t_encode
     print(f"reply: {len(raw) / 1024:.0f} KiB protobuf, {NODES} nodes, {demand_series} shapes")
+    print(f"  GCS call (grpc.aio)  {t_call:8.2f} ms CPU  (client side, server in its own process)")
+    if t_ray_call is not None:
+        print(f"    Ray's GcsClient    {t_ray_call:8.2f} ms CPU  (same server: the client before)")
     print(f"  protobuf parse       {t_wire:8.2f} ms CPU")
     print(f"  state -> model       {t_parse:8.2f} ms CPU")
     print(f"  bound shapes         {t_bound:8.2f} ms CPU  (merged {merged})")
@@ -141,7 +225,7 @@ def main() -> None:
     print(f"  double count, rises  {t_risen:8.2f} ms CPU  ({busy} busy nodes, 2 earlier polls)")
     print(f"  double count, steady {t_steady:8.2f} ms CPU")
     print(f"  encode snapshot      {t_encode:8.2f} ms CPU")
-    print(f"one poll, state -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
+    print(f"one poll, call -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
     print(f"one scrape, render /metrics: {t_render:.1f} ms CPU")
     print(f"/metrics body: {len(body) / 1024:.0f} KiB, {series} series")
     print(f"overflow: 1,020 shapes bounded to {SHAPES} in {t_overflow:.2f} ms CPU")
