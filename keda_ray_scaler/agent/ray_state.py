@@ -18,6 +18,12 @@ strategy only inside a ``details`` string. From the raw state:
   ``ray_node_type_name`` (``RAY_NODE_TYPE_NAME`` = worker group), status, total and available
   resources, ``idle_duration_ms``, ``node_ip_address``.
 
+The agent command's reader first reads the head's Ray version (the internal KV key
+``CLUSTER_METADATA``) and refuses one outside the supported range
+(:mod:`keda_ray_scaler.gcs.versions`). The messages are Ray 2.60's; every version from 2.10 reads
+the same way (``min_bundles``, the constraints' field before 2.41, is ``resource_requests``'s field
+number), as ``tests/test_ray_versions.py`` shows against each.
+
 Parsing is pure (:func:`parse_status`), so tests and the benchmark feed it synthetic replies.
 """
 
