@@ -5,7 +5,7 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install deps-debian test lint bench bench-quick proto lock demo e2e e2e-build e2e-local clean
+.PHONY: install deps-debian test test-ray-versions ray-venvs lint bench bench-quick proto lock demo e2e e2e-build e2e-local clean
 
 install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench, dev and demo extras
 
@@ -40,12 +40,23 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # the fault matrix (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in
 # e2e-local only: the product's real-node modules exercise the node too, and CI's time is the
 # budget.
-test: install e2e-build ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
+test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
 	$(BED) $(BIN)/pytest -q --durations=25 --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
 	$(BIN)/python e2e/images.py >/dev/null
+
+# Ray from PyPI, one venv a version, outside the repository (~/.cache/keda-ray-scaler/ray-versions,
+# about 25 s a version cold, nothing warm): made here, before the suite's network namespace,
+# which has no route to PyPI. `make test` runs the oldest and the newest supported Ray
+# (tests/test_ray_versions.py); test-ray-versions runs every version of the matrix.
+ray-venvs: ## the Ray venvs the version matrix's CI cases need (the oldest and newest Ray)
+	$(PY) tools/ray_venvs.py
+
+test-ray-versions: install ## the agent's read and drain against every Ray of the matrix, both autoscaler modes
+	$(PY) tools/ray_venvs.py --all
+	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/test_ray_versions.py $(PYTEST_ARGS)
 
 e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:" and "e2e-node:" lines
 	@log=$$(mktemp); $(BED) $(BIN)/pytest -q \

@@ -14,11 +14,15 @@ variables KubeRay sets from the downward API. Every process gets its own session
 and is stopped by its own PID. ``HOME``, Ray's temp dir and logs live under one temp dir, so
 nothing depends on (or writes to) the real home directory. With ``auth_token`` set, the
 cluster runs with Ray token authentication (``RAY_AUTH_MODE=token``); otherwise it is
-explicitly ``disabled``, whatever token files exist.
+explicitly ``disabled``, whatever token files exist. With ``venv``, the processes are that
+venv's ``ray`` (another Ray version, ``tools/ray_venvs.py``) and the fixture asks the GCS for
+nodes with the agent's own client (no Ray library of the test process's version involved).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from keda_ray_scaler.demo.raylets import free_port, signal_group, stop_group
+from keda_ray_scaler.errors import RayError
 
 _RAY = str(Path(sys.executable).with_name("ray"))
 _START_TIMEOUT_S = 60.0
@@ -72,6 +77,15 @@ class RayCluster:
     head_ip: str = "127.0.0.2"
     head: RayProcess | None = None
     workers: dict[str, RayProcess] = field(default_factory=dict)
+    #: Another Ray's venv (its ``bin/ray``); None: this interpreter's Ray.
+    venv: Path | None = None
+    #: More environment for every process of the cluster (e.g. ``RAY_enable_autoscaler_v2``).
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ray(self) -> str:
+        """The ``ray`` command of the cluster's Ray."""
+        return str(self.venv / "bin" / "ray") if self.venv is not None else _RAY
 
     @property
     def gcs_address(self) -> str:
@@ -96,6 +110,7 @@ class RayCluster:
             # Stop at once on SIGTERM instead of Ray's 30 s "drain before shutdown".
             RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0",
         )
+        env.update(self.extra_env)
         if self.auth_token is None:
             env["RAY_AUTH_MODE"] = "disabled"
         else:
@@ -110,7 +125,7 @@ class RayCluster:
         env = self.env | extra_env
         with log.open("wb") as out:
             popen = subprocess.Popen(
-                [_RAY, "start", "--block", "--disable-usage-stats", *args],
+                [self.ray, "start", "--block", "--disable-usage-stats", *args],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -134,13 +149,26 @@ class RayCluster:
                 "--num-cpus=0",
                 "--include-dashboard=false",
                 f"--dashboard-port={free_port()}",
-                f"--ray-client-server-port={free_port()}",
                 f"--dashboard-agent-listen-port={free_port()}",
                 f"--temp-dir={self.root / 'ray'}",
+                *(self._venv_head_args() if self.venv is not None else self._head_args()),
             ],
             {},
         )
         self.wait_for_nodes(1)
+
+    @staticmethod
+    def _head_args() -> list[str]:
+        return [f"--ray-client-server-port={free_port()}"]
+
+    @staticmethod
+    def _venv_head_args() -> list[str]:
+        # The venvs' plain `ray` has no Ray Client (`ray[client]`): no server, no port. No
+        # autoscaler monitor, as KubeRay starts a head with autoscaling on (the autoscaler is a
+        # sidecar; here the agent): Ray's own v2 monitor, given no autoscaling config, exits at
+        # once on a local cluster (2.10-2.30: its read-only provider's defaults file is missing
+        # from the wheel), and `ray start --block` then stops the head.
+        return ["--no-monitor"]
 
     def add_worker(
         self,
@@ -179,7 +207,10 @@ class RayCluster:
         return proc
 
     def alive_nodes(self) -> list[dict[str, object]]:
-        """Alive Ray nodes as ``{"node_id", "ip", "group"}`` dicts (asked in a subprocess)."""
+        """Alive Ray nodes as ``{"node_id", "ip", "group"}`` dicts (asked in a subprocess, or
+        with the agent's client when the cluster is another venv's Ray)."""
+        if self.venv is not None:
+            return _grpc_nodes(self.gcs_address, self.auth_token)
         return _gcs_nodes(self.gcs_address, self.env)
 
     def node_id(self, pod: str) -> str:
@@ -198,7 +229,7 @@ class RayCluster:
             try:
                 if len(self.alive_nodes()) >= count:
                     return
-            except subprocess.CalledProcessError:
+            except (subprocess.CalledProcessError, RayError):  # the GCS is not up yet
                 pass
             time.sleep(0.5)
         raise TimeoutError(f"Ray: {count} nodes not alive after {timeout_s}s")
@@ -243,19 +274,44 @@ def _gcs_nodes(address: str, env: dict[str, str]) -> list[dict[str, object]]:
     return nodes
 
 
+def _grpc_nodes(address: str, token: str | None) -> list[dict[str, object]]:
+    # The agent's own GCS client, in a thread of its own (a test's event loop may be running).
+    from keda_ray_scaler.gcs.client import GcsClient
+
+    async def ask() -> list[dict[str, object]]:
+        client = GcsClient(address, token=token)
+        try:
+            reply = await client.get_cluster_status(timeout_s=10)
+        finally:
+            await client.close()
+        return [
+            {"node_id": n.node_id.hex(), "ip": n.node_ip_address, "group": n.ray_node_type_name}
+            for n in reply.cluster_resource_state.node_states
+            if n.status != 2  # DEAD
+        ]
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, ask()).result()
+
+
 @contextlib.contextmanager
 def ray_cluster(
     workers: Sequence[tuple[str, str]] = (),
     auth_token: str | None = None,
     num_cpus: int = 10,
     unlabelled: Sequence[tuple[str, str]] = (),
+    venv: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[RayCluster]:
     """A head plus one worker per ``(pod, group)``, all stopped (by PID) on exit.
 
-    ``unlabelled`` workers are started after the others, without the KubeRay variables.
+    ``unlabelled`` workers are started after the others, without the KubeRay variables;
+    ``venv`` and ``extra_env`` as :class:`RayCluster`'s.
     """
     root = Path(tempfile.mkdtemp(prefix="krs-ray-"))  # short: Ray's unix socket paths
-    cluster = RayCluster(root=root, auth_token=auth_token)
+    cluster = RayCluster(
+        root=root, auth_token=auth_token, venv=venv, extra_env=dict(extra_env or {})
+    )
     try:
         cluster.start_head()
         all_workers = [(p, g, True) for p, g in workers] + [(p, g, False) for p, g in unlabelled]

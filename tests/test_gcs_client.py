@@ -8,6 +8,8 @@ set; a test can make it sleep, or refuse with a status.
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from keda_ray_scaler.agent.ports import DrainResult
 from keda_ray_scaler.agent.ray_state import V1_REQUEST_KEY, RayReader
 from keda_ray_scaler.demo.raylets import free_port
 from keda_ray_scaler.errors import RayError
-from keda_ray_scaler.gcs import auth
+from keda_ray_scaler.gcs import auth, versions
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.gcs._generated import (
     autoscaler_pb2_grpc,
@@ -360,3 +362,129 @@ def test_auth_mode_disabled_sends_nothing_and_token_mode_needs_a_token(tmp_path:
 def test_the_metadata_is_a_bearer_authorization() -> None:
     assert auth.metadata(TOKEN) == (("authorization", f"Bearer {TOKEN}"),)
     assert auth.metadata(None) == ()
+
+
+# --- the head's Ray version: read before anything else, refused outside the range ------------
+
+
+@pytest.mark.parametrize(
+    ("version", "problem"),
+    [
+        ("2.10.0", None),
+        ("2.10.0rc1", None),
+        ("2.30.0", None),
+        ("2.47.1", None),
+        ("2.60.0", None),
+        ("2.60.7", None),
+        ("2.9.3", "Ray 2.9.3 is older than the oldest supported, 2.10.0 to 2.60.x"),
+        ("1.13.1", "Ray 1.13.1 is older than the oldest supported, 2.10.0 to 2.60.x"),
+        ("2.61.0", "Ray 2.61.0 is newer than the newest supported, 2.10.0 to 2.60.x"),
+        ("3.0.0", "Ray 3.0.0 is newer than the newest supported, 2.10.0 to 2.60.x"),
+        (
+            "3.0.0.dev0",
+            "Ray '3.0.0.dev0' is not a released Ray version; supported: 2.10.0 to 2.60.x",
+        ),
+        ("latest", "Ray 'latest' is not a released Ray version; supported: 2.10.0 to 2.60.x"),
+    ],
+)
+def test_a_version_outside_2_10_to_2_60_is_refused_with_one_line(
+    version: str, problem: str | None
+) -> None:
+    assert versions.unsupported(version) == problem
+
+
+def test_the_version_is_the_cluster_metadata_ray_version() -> None:
+    assert versions.parse_cluster_metadata(
+        b'{"ray_version": "2.47.1", "python_version": "3.11"}'
+    ) == ("2.47.1")
+    with pytest.raises(RayError, match="CLUSTER_METADATA: not JSON"):
+        versions.parse_cluster_metadata(b"{")
+    with pytest.raises(RayError, match="CLUSTER_METADATA: no ray_version"):
+        versions.parse_cluster_metadata(b'{"python_version": "3.11"}')
+
+
+def metadata_of(version: str) -> dict[tuple[bytes, bytes], bytes]:
+    """The fake GCS's KV holding a head's cluster metadata of ``version``."""
+    key = (versions.CLUSTER_NAMESPACE, versions.CLUSTER_METADATA_KEY)
+    return {key: json.dumps({"ray_version": version, "python_version": "3.11.7"}).encode()}
+
+
+async def test_the_reader_checks_the_version_once_before_its_first_read(served: Served) -> None:
+    """A supported version is read once; the status then as before."""
+    served.gcs.status = one_node_status()
+    served.gcs.kv.update(metadata_of("2.30.0"))
+    gcs = GcsConnection(served.address)
+    reader = RayReader(gcs, SPEC, timeout_s=5, on_unsupported=lambda exc: None)
+    try:
+        await reader.read()
+        await reader.read()
+    finally:
+        await gcs.close()
+    assert reader.ray_version == "2.30.0"
+    asked = [(rpc, getattr(req, "key", b"")) for rpc, req, _ in served.gcs.calls]
+    assert asked[0] == ("InternalKVGet", versions.CLUSTER_METADATA_KEY)
+    assert [rpc for rpc, _ in asked[1:]] == ["GetClusterStatus", "InternalKVGet"] * 2
+
+
+async def test_an_unsupported_version_is_refused_before_anything_is_read(served: Served) -> None:
+    """Ray 2.9.3: the callback gets it, the read raises it, no status is asked."""
+    served.gcs.status = one_node_status()
+    served.gcs.kv.update(metadata_of("2.9.3"))
+    refused: list[versions.UnsupportedRayVersion] = []
+    gcs = GcsConnection(served.address)
+    reader = RayReader(gcs, SPEC, timeout_s=5, on_unsupported=refused.append)
+    try:
+        with pytest.raises(versions.UnsupportedRayVersion) as raised:
+            await reader.read()
+    finally:
+        await gcs.close()
+    assert refused == [raised.value]
+    assert raised.value.version == "2.9.3"
+    assert str(raised.value) == (
+        f"GCS {served.address}: Ray 2.9.3 is older than the oldest supported, 2.10.0 to 2.60.x"
+    )
+    assert [rpc for rpc, _, _ in served.gcs.calls] == ["InternalKVGet"]
+
+
+async def test_no_version_yet_is_a_failed_read_not_a_read_of_an_unknown_ray(
+    served: Served,
+) -> None:
+    """A head that has not written its metadata yet: the read fails, and is tried next poll."""
+    served.gcs.status = one_node_status()
+    gcs = GcsConnection(served.address)
+    reader = RayReader(gcs, SPEC, timeout_s=5, on_unsupported=lambda exc: None)
+    try:
+        with pytest.raises(RayError, match=r"no Ray version yet \(CLUSTER_METADATA not written\)"):
+            await reader.read()
+        served.gcs.kv.update(metadata_of("2.60.0"))
+        assert (await reader.read()).nodes
+    finally:
+        await gcs.close()
+    assert reader.ray_version == "2.60.0"
+
+
+async def test_the_agent_exits_2_naming_the_version_and_the_range(
+    served: Served, tmp_path: Path
+) -> None:
+    """`keda-ray-scaler agent` against a Ray 2.9.3 head: exit 2, one line, nothing exported."""
+    served.gcs.status = one_node_status()
+    served.gcs.kv.update(metadata_of("2.9.3"))
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(
+        json.dumps({"cluster": "demo", "workerGroups": [{"name": "cpu", "resources": {"CPU": 10}}]})
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "keda_ray_scaler", "agent", "--cluster-spec", str(spec), "--no-scale-down"),
+        *("--gcs-address", served.address, "--host", "127.0.0.1", "--port", str(free_port())),
+        *("--log-format", "console", "--log-level", "error"),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2
+    assert err.decode().splitlines() == [
+        f"keda-ray-scaler agent: --gcs-address: GCS {served.address}: Ray 2.9.3 is older than "
+        "the oldest supported, 2.10.0 to 2.60.x"
+    ]
+    assert "GetClusterStatus" not in [rpc for rpc, _, _ in served.gcs.calls]

@@ -27,6 +27,7 @@ from keda_ray_scaler.agent.ports import Clock, PodSource
 from keda_ray_scaler.agent.ray_state import PodRef, RayReader
 from keda_ray_scaler.agent.victims import VictimController
 from keda_ray_scaler.gcs.client import GcsConnection
+from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.planner import plan
 
@@ -87,10 +88,12 @@ def build_agent(
     applier: ApplierFactory | None = None,
     wrap_reader: Callable[[RayReader], StateReader] | None = None,
     registry: CollectorRegistry | None = None,
+    on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
 ) -> Agent:
     """The agent for ``spec``; with ``pods``, the join tracker and the victim protocol too
     (``settings.loop.scale_down`` False: export only, whatever ``pods``). Its series go to
-    ``registry`` (a new one when None), where the caller's pod cache may have put its own."""
+    ``registry`` (a new one when None), where the caller's pod cache may have put its own. With
+    ``on_unsupported`` the reader checks the head's Ray version first (:class:`RayReader`)."""
     registry = registry if registry is not None else CollectorRegistry()
     source = pods if settings.loop.scale_down else None
     reader = RayReader(
@@ -98,6 +101,7 @@ def build_agent(
         spec,
         timeout_s=settings.ray_timeout_s,
         pods_by_ip=(lambda: pod_ips(source)) if source is not None else None,
+        on_unsupported=on_unsupported,
     )
     victims = joins = made = None
     if source is not None:

@@ -18,6 +18,12 @@ strategy only inside a ``details`` string. From the raw state:
   ``ray_node_type_name`` (``RAY_NODE_TYPE_NAME`` = worker group), status, total and available
   resources, ``idle_duration_ms``, ``node_ip_address``.
 
+The agent command's reader first reads the head's Ray version (the internal KV key
+``CLUSTER_METADATA``) and refuses one outside the supported range
+(:mod:`keda_ray_scaler.gcs.versions`). The messages are Ray 2.60's; every version from 2.10 reads
+the same way (``min_bundles``, the constraints' field before 2.41, is ``resource_requests``'s field
+number), as ``tests/test_ray_versions.py`` shows against each.
+
 Parsing is pure (:func:`parse_status`), so tests and the benchmark feed it synthetic replies.
 """
 
@@ -33,6 +39,13 @@ from typing import Protocol
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
 from keda_ray_scaler.gcs.client import GcsConnection
+from keda_ray_scaler.gcs.versions import (
+    CLUSTER_METADATA_KEY,
+    CLUSTER_NAMESPACE,
+    UnsupportedRayVersion,
+    parse_cluster_metadata,
+    unsupported,
+)
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -248,6 +261,12 @@ class RayReader:
 
     Every call reads the GCS afresh (no cache), each RPC with a deadline of ``timeout_s``. Any
     failure is :class:`RayError`, after which the connection is made anew.
+
+    With ``on_unsupported``, the first read also reads the head's Ray version
+    (:mod:`keda_ray_scaler.gcs.versions`; one KV call more, until a version is known): a version
+    outside the supported range is passed to ``on_unsupported`` and raised as
+    :class:`UnsupportedRayVersion`, and nothing is read until a supported one is known (a read
+    before the head wrote its version fails).
     """
 
     def __init__(
@@ -257,8 +276,12 @@ class RayReader:
         *,
         timeout_s: float = 5.0,
         pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
+        on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
     ) -> None:
         self._gcs = gcs
+        self._on_unsupported = on_unsupported
+        #: The head's Ray version once read (only with ``on_unsupported``).
+        self.ray_version: str | None = None
         self._cluster = cluster
         self._timeout_s = timeout_s
         # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
@@ -270,6 +293,8 @@ class RayReader:
         by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
         try:
             client: GcsApi = self._gcs.get()
+            if self._on_unsupported is not None and self.ray_version is None:
+                await self._check_version(client, self._on_unsupported)
             reply = await client.get_cluster_status(timeout_s=self._timeout_s)
             v1 = None
             if not reply.cluster_resource_state.cluster_resource_constraints:
@@ -278,6 +303,33 @@ class RayReader:
             self._gcs.reset()
             raise
         return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
+
+    async def read_version(self) -> str | None:
+        """The head's Ray version (its cluster metadata); None while the head has written none."""
+        client: GcsApi = self._gcs.get()
+        raw = await client.internal_kv_get(
+            CLUSTER_METADATA_KEY, CLUSTER_NAMESPACE, timeout_s=self._timeout_s
+        )
+        return None if raw is None else parse_cluster_metadata(raw)
+
+    async def _check_version(
+        self, client: GcsApi, on_unsupported: Callable[[UnsupportedRayVersion], None]
+    ) -> None:
+        raw = await client.internal_kv_get(
+            CLUSTER_METADATA_KEY, CLUSTER_NAMESPACE, timeout_s=self._timeout_s
+        )
+        if raw is None:  # the head writes it just after its GCS starts: the next read asks again
+            raise RayError(
+                f"GCS {self._gcs.address}: no Ray version yet ({CLUSTER_METADATA_KEY.decode()} "
+                "not written): nothing is read from a Ray of unknown version"
+            )
+        version = parse_cluster_metadata(raw)
+        problem = unsupported(version)
+        if problem is not None:
+            refused = UnsupportedRayVersion(version, f"GCS {self._gcs.address}: {problem}")
+            on_unsupported(refused)
+            raise refused
+        self.ray_version = version
 
     async def nodes(self) -> tuple[WorkerNode, ...]:
         """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""

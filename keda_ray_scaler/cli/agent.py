@@ -3,7 +3,9 @@
 Runs beside the Ray head (a sidecar of the head pod, the cluster's own Ray version). Flags
 only; Ray's own ``RAY_AUTH_MODE`` / ``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` environment
 (read by Ray's client library, not by us) enables token authentication to the GCS. Bad flags
-exit 2 with one line; SIGTERM and SIGINT stop the loop.
+exit 2 with one line; so does a head whose Ray version is outside the supported range
+(:mod:`keda_ray_scaler.gcs.versions`), read before the first poll reads anything. SIGTERM and
+SIGINT stop the loop.
 """
 
 from __future__ import annotations
@@ -322,6 +324,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     from keda_ray_scaler.agent.loop import LoopSettings
     from keda_ray_scaler.agent.metrics_server import start_metrics_server
     from keda_ray_scaler.agent.victims import VictimSettings
+    from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
     clock = SystemClock()
     tasks: list[asyncio.Task[None]] = []
@@ -352,7 +355,23 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         cache = PodCache(api, kube, registry)
         if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
             applier = _kuberay_applier(args, api, cache, clock, registry)
-    agent = build_agent(spec, gcs, clock, settings, pods=cache, applier=applier, registry=registry)
+    stop = asyncio.Event()
+    refused: list[UnsupportedRayVersion] = []
+
+    def unsupported_ray(exc: UnsupportedRayVersion) -> None:
+        refused.append(exc)
+        stop.set()
+
+    agent = build_agent(
+        spec,
+        gcs,
+        clock,
+        settings,
+        pods=cache,
+        applier=applier,
+        registry=registry,
+        on_unsupported=unsupported_ray,
+    )
     if cache is not None:
         tasks.append(asyncio.create_task(cache.run()))
     if agent.applier is not None:
@@ -365,7 +384,6 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     log.info(
         "agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port, max_age_s=max_age
     )
-    stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stop.set)
@@ -377,4 +395,6 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         with contextlib.suppress(asyncio.CancelledError):
             await task
     await gcs.close()
-    log.info("agent stopped", cluster=spec.name)
+    if refused:  # exit 2 with one line, as a bad flag
+        raise ConfigError(_WHERE, "--gcs-address", str(refused[0]))
+    log.info("agent stopped", cluster=spec.name, ray_version=agent.reader.ray_version)
