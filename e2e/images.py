@@ -39,10 +39,11 @@ run Debian's Python 3.11.2, as Ray refuses a Python micro-version mismatch.
 
 Layers are uncompressed tars written with :mod:`tarfile` (numeric owners, modes, symlinks and
 hardlinks as in the tree). The big layer is shared, so containerd stores it once: the rootfs
-(``ray``, ``keda-ray-scaler``); Ray's venv and the product are layers of their own. Every image and layer lives in the cache under a key that hashes its
-inputs (its recipe's source, versions, and for the product the Dockerfile, the files its build
-stage copies (pyproject.toml, README.md, locks/build.txt, the keda_ray_scaler/ tree without
-__pycache__) and the stage's lock): a cache hit builds nothing. A build goes into
+(``ray``, ``keda-ray-scaler``); Ray's venv and the product are layers of their own. Every image
+and layer lives in the cache under a key that hashes its inputs (its recipe's source, versions,
+and for the product the Dockerfile, the files its build stage copies (pyproject.toml, README.md,
+locks/build.txt, the keda_ray_scaler/ tree without __pycache__) and the stage's lock): a cache
+hit builds nothing. A build goes into
 ``<entry>.partial`` and is renamed when complete; chroot steps run in an overlay mount whose upper
 directory becomes the layer, and every mount is removed before the step returns. One run at a
 time per cache (a lock); each run removes the entries of a kind beyond the two last used, unless
