@@ -304,7 +304,8 @@ def agent_rbac(helm: str, path: str, namespace: str) -> list[Obj]:
     kept = ("ServiceAccount", "Role", "RoleBinding")
     if path.startswith("chart:"):
         sets = [*CHART_RBAC[path.partition(":")[2]], f"tls.clientNamespaces={{{namespace}}}"]
-        return [o for o in template(helm, *sets) if o["kind"] in kept]
+        objs = template(helm, *sets)  # the scaler's own ServiceAccount is in its namespace
+        return [o for o in objs if o["kind"] in kept and o["metadata"]["namespace"] == namespace]
     return [o for o in shipped(path) if o["kind"] in kept]
 
 
