@@ -19,10 +19,11 @@ Images (``NAME``):
   ray                     Ray 2.60.0 on Debian bookworm's Python 3.11.2, shaped as
                           rayproject/ray: user ray (1000:100), HOME /home/ray, its venv first
                           on PATH; /usr/local/bin/http-probe for exec probes (no wget, no curl)
-  keda-ray-scaler         the Dockerfile's ``scaler`` stage
-  keda-ray-scaler-agent   the Dockerfile's ``agent`` stage (the Ray image plus this package)
+  keda-ray-scaler         the Dockerfile's ``scaler`` stage: the one product image, both commands
+                          (``keda-ray-scaler serve``, and ``keda-ray-scaler agent`` in the Ray
+                          head pod: the agent needs no Ray)
 
-The product images are derived from ``Dockerfile`` (read with dockerfile-parse), so the two
+The product image is derived from ``Dockerfile`` (read with dockerfile-parse), so the two
 cannot drift: each stage's ENV, USER, ENTRYPOINT, CMD, EXPOSE and WORKDIR go into the image config
 as written, on top of its base image's config, as ``docker build`` does. Their content steps are
 done here as the stages say: the ``build`` stage's ``pip wheel --no-deps --no-build-isolation``
@@ -30,20 +31,19 @@ from the files it COPYs, with the build backend of its hashed lock; each stage's
 --require-hashes --no-deps -r`` of the lock its RUN names (locks/, wheels fetched and checked by
 the host's pip, installed offline), then the package's wheel, then ``pip check``. Any other
 instruction, or a base image without a stand-in, is an error.
-The Dockerfile's base images (pinned by digest, chosen here by repository:tag) cannot be pulled
-here and are replaced:
-``python:3.11-slim-bookworm`` by a Debian bookworm rootfs (``debootstrap --variant=minbase
---include=python3,python3-venv``) with a venv on Debian's python3, and ``rayproject/ray`` by the
-``ray`` image above. Head, workers and drivers must all run Debian's Python 3.11.2: Ray refuses a
-Python micro-version mismatch.
+The Dockerfile's base image (pinned by digest, chosen here by repository:tag) cannot be pulled
+here and is replaced: ``python:3.11-slim-bookworm`` by a Debian bookworm rootfs (``debootstrap
+--variant=minbase --include=python3,python3-venv``) with a venv on Debian's python3. The ``ray``
+image stands in for ``rayproject/ray`` (the Ray pods' image): head, workers and drivers must all
+run Debian's Python 3.11.2, as Ray refuses a Python micro-version mismatch.
 
 Layers are uncompressed tars written with :mod:`tarfile` (numeric owners, modes, symlinks and
-hardlinks as in the tree). The big layers are shared, so containerd stores them once: the rootfs
-(``ray``, ``keda-ray-scaler``, ``keda-ray-scaler-agent``), Ray's venv (``ray``, agent); the product
-is a layer of its own. Every image and layer lives in the cache under a key that hashes its
-inputs (its recipe's source, versions, and for the product the Dockerfile, the files its build
-stage copies (pyproject.toml, README.md, locks/build.txt, the keda_ray_scaler/ tree without
-__pycache__) and the stage's lock): a cache hit builds nothing. A build goes into
+hardlinks as in the tree). The big layer is shared, so containerd stores it once: the rootfs
+(``ray``, ``keda-ray-scaler``); Ray's venv and the product are layers of their own. Every image
+and layer lives in the cache under a key that hashes its inputs (its recipe's source, versions,
+and for the product the Dockerfile, the files its build stage copies (pyproject.toml, README.md,
+locks/build.txt, the keda_ray_scaler/ tree without __pycache__) and the stage's lock): a cache
+hit builds nothing. A build goes into
 ``<entry>.partial`` and is renamed when complete; chroot steps run in an overlay mount whose upper
 directory becomes the layer, and every mount is removed before the step returns. One run at a
 time per cache (a lock); each run removes the entries of a kind beyond the two last used, unless
@@ -98,7 +98,7 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
 KEEP = 2  # entries of each kind kept in the cache (this run's and the one before), at least
-NAMES = ("pause", "busybox", "ray", "keda-ray-scaler", "keda-ray-scaler-agent")
+NAMES = ("pause", "busybox", "ray", "keda-ray-scaler")
 
 
 def log(message: str) -> None:
@@ -954,7 +954,7 @@ def product_layer(
 class StandIn:
     """What replaces one of the Dockerfile's base images here."""
 
-    image: str  # "rootfs" (the Debian layer alone) or "ray" (the ray image's layers)
+    image: str  # "rootfs": the Debian layer alone
     config: dict[str, Any]  # the config the stage starts from
     venv: str  # where the stage's ``pip install`` goes
     user: str  # who runs the stage's RUN: the base image's USER
@@ -963,11 +963,9 @@ class StandIn:
 
 STAND_INS = {
     "python:3.11-slim-bookworm": StandIn("rootfs", DEBIAN_PYTHON_CONFIG, SCALER_VENV, "0:0", True),
-    f"rayproject/ray:{RAY_VERSION}-py311": StandIn(
-        "ray", RAY_CONFIG, RAY_VENV, f"{RAY_UID}:{RAY_GID}", False
-    ),
 }
-PRODUCT_STAGES = {"keda-ray-scaler": "scaler", "keda-ray-scaler-agent": "agent"}
+#: One image, both commands: the agent runs from the scaler's image (no Ray inside).
+PRODUCT_STAGES = {"keda-ray-scaler": "scaler"}
 
 
 def base_ref(image: str) -> str:
@@ -990,10 +988,9 @@ def product_configs(dockerfile: Path) -> dict[str, tuple[StandIn, dict[str, Any]
 
 
 def product_images(cache: Cache, repo: Path) -> dict[str, Image]:
-    """keda-ray-scaler (stage ``scaler``) and keda-ray-scaler-agent (stage ``agent``): the
-    stand-in's layers, then the product installed as the stage says."""
-    rootfs, ray_venv = ray_layers(cache)
-    lowers = {"rootfs": (rootfs,), "ray": (ray_venv, rootfs)}  # top first
+    """keda-ray-scaler (stage ``scaler``): the stand-in's layers, then the product installed as
+    the stage says."""
+    lowers = {"rootfs": (rootfs_layer(),)}  # top first
     wheels = product_wheels(repo)
     stages = dockerfile_stages(repo / "Dockerfile")
     images = {}

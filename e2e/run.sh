@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end on kind (needs a Docker engine, kind, kubectl, helm, openssl):
 #   1. a kind cluster; KEDA and Prometheus from their Helm charts
-#   2. both images built (Dockerfile) and loaded into kind; mTLS certificates made with openssl
+#   2. the image built (Dockerfile), Ray's pulled, both loaded into kind; mTLS certificates made with openssl
 #   3. the scaler (e2e/overlays/scaler) and the example Ray cluster (e2e/overlays/ray-cluster)
 #   4. 20 Ray tasks of {CPU: 5} (e2e/work.py): the cpu group must reach 10 running pods
 #   5. 16 tasks end, 4 keep running: after the idle timeout exactly the idle pods are removed
@@ -92,9 +92,11 @@ fi
 kubectl config use-context "kind-$CLUSTER" >/dev/null
 
 log "images"
+# one product image, both commands (serve; agent, the head's sidecar); Ray's own for Ray's pods
 docker build --target scaler -t keda-ray-scaler:e2e .
-docker build --target agent --build-arg "RAY_IMAGE=$RAY_IMAGE" -t keda-ray-scaler-agent:e2e .
-kind load docker-image --name "$CLUSTER" keda-ray-scaler:e2e keda-ray-scaler-agent:e2e
+docker pull "$RAY_IMAGE"
+docker tag "$RAY_IMAGE" krs-ray:e2e
+kind load docker-image --name "$CLUSTER" keda-ray-scaler:e2e krs-ray:e2e
 
 log "KEDA $KEDA_CHART_VERSION and Prometheus"
 helm repo add kedacore https://kedacore.github.io/charts --force-update >/dev/null

@@ -52,13 +52,15 @@ def install(
     *,
     release: str = RELEASE,
     namespace: str = NAMESPACE,
-) -> None:
-    """``helm upgrade --install`` the chart (namespace created); raises with helm's stderr."""
+) -> str:
+    """``helm upgrade --install`` the chart (namespace created); helm's output (the release's
+    NOTES among it); raises with helm's stderr."""
     argv = [helm, "upgrade", "--install", release, str(CHART), f"--kubeconfig={kubeconfig}"]
     argv += ["-n", namespace, "--create-namespace", *set_flags(values)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     if done.returncode != 0:
         raise RuntimeError(f"helm upgrade --install: {done.stderr.strip()}")
+    return done.stdout
 
 
 def render(helm: str, values: Mapping[str, str], *, release: str = RELEASE) -> list[Any]:

@@ -4,8 +4,9 @@ Both example clusters (``manifests/examples/ray-cluster``, Deployment mode, and
 ``manifests/kuberay/example``, KubeRay mode) are applied through an overlay, as a user would.
 On the real node (:mod:`real_node`) that overlay says, besides the test's timings:
 
-- **images**: the locally built ones (``e2e/images.py``: Ray 2.60 and the product's agent image,
-  derived from the Dockerfile), ``imagePullPolicy: Never`` (no registry here);
+- **images**: the locally built ones (``e2e/images.py``: Ray 2.60 and the product's one image,
+  derived from the Dockerfile, whose ``agent`` command is the head's sidecar),
+  ``imagePullPolicy: Never`` (no registry here);
 - **where**: every Ray pod pinned to the real node (its label as nodeSelector, and the toleration
   of its taint: :func:`real_node.RealNode.pin`); the fake kwok nodes beside it run nothing;
 - **addresses**: there is no CoreDNS and no kube-proxy on the bed, so no Service name or
@@ -67,10 +68,8 @@ def kustomize_images(refs: Mapping[str, str]) -> list[dict[str, str]]:
 
     return [
         {"name": "rayproject/ray", **split(refs["ray"])},
-        {
-            "name": "ghcr.io/keda-ray-scaler/keda-ray-scaler-agent",
-            **split(refs["keda-ray-scaler-agent"]),
-        },
+        # the agent sidecar: the product's one image (`keda-ray-scaler agent`, no Ray inside)
+        {"name": "ghcr.io/keda-ray-scaler/keda-ray-scaler", **split(refs["keda-ray-scaler"])},
     ]
 
 

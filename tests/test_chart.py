@@ -25,6 +25,7 @@ from test_manifests import EXAMPLE, cli_args, crd_schema, named, render, schema_
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "keda-ray-scaler"
 SIDECAR = CHART / "examples" / "agent-sidecar.yaml"
+KUBERAY_EXAMPLE = "manifests/kuberay/example"
 KUBE_VERSION = "v1.37.2"  # e2e/versions.env KUBERNETES_VERSION (the test control plane)
 NAMESPACE = "keda-ray-scaler"
 RELEASE = "keda-ray-scaler"  # the release name that keeps manifests/base's object names
@@ -57,6 +58,17 @@ VALUES: dict[str, list[str]] = {
         "prometheus.basicAuth.user=scaler",
         "prometheus.basicAuth.passwordSecretName=prom-basic",
         "prometheus.ca.configMapName=prom-ca",
+    ],
+    "kuberay": [
+        "tls.clientNamespaces={ray}",
+        "agent.rbac.create=true",
+        "agent.rbac.mode=kuberay",
+        "agent.rbac.rayClusters={demo}",
+        "agent.rbac.rayWorkerGroups={ray-demo-cpu,ray-demo-gpu}",
+        "agent.sidecar.configMap=true",
+        "agent.sidecar.rayCluster=demo",
+        "agent.sidecar.authToken.secretName=demo",
+        "rayWorkerGroupCRD.create=true",
     ],
     "monitoring-sized": [
         "serviceMonitor.enabled=true",
@@ -234,12 +246,39 @@ def test_unset_limits_keep_the_cli_defaults(helm: str) -> None:
         (["limits.unknownRechecksPerSecond=fast"], "/limits/unknownRechecksPerSecond"),
         (["limits.maxSerie=10"], "maxSerie"),
         (["crossNamespaceReaders={team-a}"], "/crossNamespaceReaders/0"),
+        (["agnet.rbac.create=true"], "agnet"),
+        (["agent.rbac.mdoe=kuberay"], "mdoe"),
+        (["agent.rbac.mode=kuberya"], "/agent/rbac/mode"),
+        (["agent.sidecar.port=http"], "/agent/sidecar/port"),
+        (["agent.sidecar.gcsAddress=127.0.0.1"], "/agent/sidecar/gcsAddress"),
+        (["agent.sidecar.authToken.secret=demo"], "secret"),
+        (["agent.image.tag=2"], "image"),
+        (["rayWorkerGroupCRD.craete=true"], "craete"),
+        (["rayWorkerGroupCRD.create=yes"], "/rayWorkerGroupCRD/create"),
+        (["image.pullPolicy=Sometimes"], "/image/pullPolicy"),
     ],
-    ids=["not-a-number", "zero-cap", "not-a-rate", "misspelt-key", "grant-without-equals"],
+    ids=[
+        "not-a-number",
+        "zero-cap",
+        "not-a-rate",
+        "misspelt-key",
+        "grant-without-equals",
+        "misspelt-top-level-key",
+        "misspelt-agent-key",
+        "unknown-rbac-mode",
+        "port-not-a-number",
+        "gcs-without-port",
+        "misspelt-auth-key",
+        "no-agent-image-value",
+        "misspelt-crd-key",
+        "crd-flag-not-a-boolean",
+        "unknown-pull-policy",
+    ],
 )
 def test_bad_limit_values_fail_the_render(helm: str, sets: list[str], says: str) -> None:
-    """values.schema.json refuses a limit of the wrong type or range, or a key no flag has,
-    before anything is applied (else the scaler would crash-loop on its flags)."""
+    """values.schema.json refuses a limit of the wrong type or range, or a key no flag has, and
+    a misspelt or mistyped top-level, agent or CRD value, before anything is applied (else the
+    scaler would crash-loop on its flags, or a misspelt option would silently do nothing)."""
     with pytest.raises(AssertionError, match=says):
         template(helm, *sets)
 
@@ -351,9 +390,12 @@ def test_network_policies_admit_keda_to_grpc_and_prometheus_to_metrics_only(helm
 # --- the agent sidecar snippet -------------------------------------------------------------------
 
 
-def merge_sidecar(template_: Obj) -> Obj:
-    """A head pod template with examples/agent-sidecar.yaml merged in (lists by name)."""
-    snippet: Obj = yaml.safe_load(SIDECAR.read_text())
+def merge_sidecar(template_: Obj, snippet: Obj | None = None) -> Obj:
+    """A head pod template with ``snippet`` (default: examples/agent-sidecar.yaml) merged in
+    (lists by name)."""
+    if snippet is None:
+        snippet = yaml.safe_load(SIDECAR.read_text())
+    assert snippet is not None
     out = copy.deepcopy(template_)
     meta = out.setdefault("metadata", {})
     for key in ("labels", "annotations"):
@@ -407,6 +449,115 @@ def test_the_sidecar_snippet_is_what_the_example_head_runs() -> None:
     args = cli_args(got)
     assert args.command == "agent"
     assert str(args.cluster_spec).startswith(got["volumeMounts"][0]["mountPath"])
+
+
+# --- what a KubeRay user needs: the CRD, the agent's RBAC, the sidecar with the one image -------
+
+
+def rendered_sidecar(helm: str, *sets: str) -> Obj:
+    """The chart's agent sidecar fragment (agent.sidecar.configMap), parsed."""
+    objs = template(helm, "agent.sidecar.configMap=true", *sets)
+    config_map = named(tuple(objs), "ConfigMap", f"{RELEASE}-agent-sidecar")
+    fragment: Obj = yaml.safe_load(config_map["data"]["head-pod-template.yaml"])
+    return fragment
+
+
+def scaler_image(objs: list[Obj]) -> str:
+    (c,) = named(tuple(objs), "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"]
+    return str(c["image"])
+
+
+def test_the_rendered_sidecar_is_the_shipped_snippet(helm: str) -> None:
+    """With the defaults (and the example's token Secret) the chart renders exactly
+    examples/agent-sidecar.yaml: one source for the snippet and the release's rendering."""
+    assert "agent-sidecar" not in str(template(helm))  # off by default
+    got = rendered_sidecar(helm, "agent.sidecar.authToken.secretName=demo")
+    assert got == yaml.safe_load(SIDECAR.read_text())
+
+
+def test_the_sidecar_runs_the_scalers_image_as_the_agent_command(helm: str) -> None:
+    """One image, both commands: the sidecar's image is the scaler Deployment's, whatever the
+    tag or repository; its command is `agent`; it runs as the image's non-root user."""
+    for sets in ([], ["image.tag=0.2.0", "image.repository=registry.example/krs"]):
+        objs = template(helm, "agent.sidecar.configMap=true", *sets)
+        fragment = yaml.safe_load(
+            named(tuple(objs), "ConfigMap", f"{RELEASE}-agent-sidecar")["data"][
+                "head-pod-template.yaml"
+            ]
+        )
+        (agent,) = fragment["spec"]["containers"]
+        assert agent["image"] == scaler_image(objs)
+        assert cli_args(agent).command == "agent"
+        assert agent["securityContext"]["runAsUser"] == 65532
+    assert scaler_image(objs) == "registry.example/krs:0.2.0"
+
+
+def test_the_kuberay_sidecar_is_the_kuberay_examples_agent(helm: str) -> None:
+    """agent.sidecar.rayCluster: --raycluster instead of a cluster spec file and its volume, the
+    token from the RayCluster's Secret; the same agent container as the KubeRay example's."""
+    fragment = rendered_sidecar(
+        helm, "agent.sidecar.rayCluster=demo", "agent.sidecar.authToken.secretName=demo"
+    )
+    (got,) = fragment["spec"]["containers"]
+    cluster = named(render(KUBERAY_EXAMPLE), "RayCluster", "demo")
+    head = cluster["spec"]["headGroupSpec"]["template"]
+    want = next(c for c in head["spec"]["containers"] if c["name"] == "agent")
+    assert sorted(got.pop("args")) == sorted(want["args"])
+    assert got == {k: v for k, v in want.items() if k != "args"}
+    assert cli_args({"args": [*want["args"]]}).raycluster == "demo"
+    assert fragment["spec"]["volumes"] == head["spec"]["volumes"]
+    without_token = rendered_sidecar(helm, "agent.sidecar.rayCluster=demo")
+    names = {e["name"] for e in without_token["spec"]["containers"][0]["env"]}
+    assert names == {"HOME", "POD_NAMESPACE"}
+
+
+def rules_of(objs: list[Obj] | tuple[Obj, ...], name: str) -> list[Obj]:
+    rules: list[Obj] = named(tuple(objs), "Role", name)["rules"]
+    return rules
+
+
+def test_agent_rbac_is_the_shipped_roles_in_both_modes(helm: str) -> None:
+    """Deployment mode: manifests/agent's Role; KubeRay mode, narrowed by name: the KubeRay
+    example's Role of exactly what the agent calls; unnarrowed: the same with no resourceNames."""
+    sa = "keda-ray-scaler-agent"
+    base = ["agent.rbac.create=true", "tls.clientNamespaces={ray}"]
+    deployment = template(helm, *base)
+    assert rules_of(deployment, sa) == rules_of(render("manifests/agent"), sa)
+    narrowed = template(helm, *VALUES["kuberay"])
+    assert rules_of(narrowed, sa) == rules_of(render(KUBERAY_EXAMPLE), "ray-demo-agent")
+    wide = rules_of(template(helm, *base, "agent.rbac.mode=kuberay"), sa)
+    assert wide == [
+        {k: v for k, v in r.items() if k != "resourceNames"} for r in rules_of(narrowed, sa)
+    ]
+    (account,) = [
+        o for o in narrowed if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == sa
+    ]
+    assert account["metadata"]["namespace"] == "ray"
+    assert account["automountServiceAccountToken"] is False
+
+
+def test_the_rayworkergroup_crd_is_manifests_kuberay_crd(helm: str) -> None:
+    """rayWorkerGroupCRD.create: the CRD of manifests/kuberay/crd (the chart's copy is the same
+    file), kept on uninstall unless keep=false, and the /scale ClusterRole of
+    manifests/kuberay/agent; nothing of it by default."""
+    shipped = ROOT / "manifests" / "kuberay" / "crd" / "rayworkergroups.yaml"
+    assert (CHART / "files" / "rayworkergroups.yaml").read_text() == shipped.read_text()
+    assert "CustomResourceDefinition" not in kinds(template(helm))
+    objs = template(helm, "rayWorkerGroupCRD.create=true")
+    name = "rayworkergroups.keda-ray-scaler.io"
+    crd = named(tuple(objs), "CustomResourceDefinition", name)
+    want = named(render("manifests/kuberay/crd"), "CustomResourceDefinition", name)
+    assert crd["spec"] == want["spec"]
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    unkept = template(helm, "rayWorkerGroupCRD.create=true", "rayWorkerGroupCRD.keep=false")
+    assert "annotations" not in named(tuple(unkept), "CustomResourceDefinition", name)["metadata"]
+    role_name = "keda-ray-scaler-rayworkergroups-scale"
+    scale = named(tuple(objs), "ClusterRole", role_name)
+    assert (
+        scale["rules"]
+        == named(render("manifests/kuberay/agent"), "ClusterRole", role_name)["rules"]
+    )
+    assert scale["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
 
 
 # --- a real API server validates every object -----------------------------------------------------
@@ -497,6 +648,38 @@ def test_the_sidecar_snippet_passes_kuberays_raycluster_schema(apiserver: Any) -
 
 
 @pytest.mark.controlplane
+def test_the_rendered_kuberay_sidecar_passes_the_api_server_in_a_raycluster(
+    apiserver: Any, helm: str
+) -> None:
+    """KubeRay mode from the chart alone: its RBAC (kuberay mode) applied, then a RayCluster whose
+    head template has the chart's rendered sidecar merged in, and a Pod of it."""
+    if apiserver.kubectl("get", "crd", "rayclusters.ray.io", check=False).returncode != 0:
+        pytest.skip("KubeRay's CRDs are not in the e2e build set")
+    ns = "ray-b"
+    sets = [*VALUES["kuberay"], f"tls.clientNamespaces={{{ns}}}"]
+    objs = template(helm, *sets)
+    rbac = [o for o in objs if o["metadata"].get("namespace") == ns]
+    assert kinds(rbac) == ["Role", "RoleBinding", "ServiceAccount"]
+    apiserver.kubectl("apply", "-f", "-", input="\n---\n".join(yaml.safe_dump(o) for o in rbac))
+    fragment = rendered_sidecar(helm, *sets)
+    base: Obj = {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}}
+    head = merge_sidecar(base, fragment)
+    cluster = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "demo", "namespace": ns},
+        "spec": {"headGroupSpec": {"rayStartParams": {"num-cpus": "0"}, "template": head}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {**head["metadata"], "name": "demo-head", "namespace": ns},
+        "spec": head["spec"],
+    }
+    dry_run(apiserver, [cluster, pod])
+
+
+@pytest.mark.controlplane
 def test_the_api_server_check_catches_a_bad_field(apiserver: Any, helm: str) -> None:
     """The check can fail: a misspelt container field is refused."""
     dep = named(tuple(template(helm)), "Deployment", RELEASE)
@@ -551,8 +734,18 @@ def test_the_charts_serve_args_run_as_a_local_process(helm: str, tmp_path: Path)
 @pytest.mark.controlplane
 def test_helm_install_on_the_api_server(apiserver: Any, helm: str) -> None:
     """`helm upgrade --install` with the e2e values makes the scaler and the Ray namespace's
-    TriggerAuthentication and agent RBAC."""
-    install(helm, apiserver.admin_kubeconfig, E2E_VALUES)
+    TriggerAuthentication and agent RBAC; with agent.sidecar.configMap, the sidecar's ConfigMap,
+    which the NOTES name with the one image."""
+    out = install(
+        helm, apiserver.admin_kubeconfig, {**E2E_VALUES, "agent.sidecar.configMap": "true"}
+    )
+    notes = out.split("NOTES:", 1)[1]
+    assert "ghcr.io/keda-ray-scaler/keda-ray-scaler:0.1.0" in notes
+    assert "keda-ray-scaler agent" in notes
+    assert f"kubectl get configmap {RELEASE}-agent-sidecar -n {NAMESPACE}" in notes
+    assert "keda-ray-scaler-agent (deployment mode) is in: ray." in notes
+    sidecar = apiserver.get_json("configmap", f"{RELEASE}-agent-sidecar", "-n", NAMESPACE)
+    assert yaml.safe_load(sidecar["data"]["head-pod-template.yaml"])["spec"]["containers"]
     dep = apiserver.get_json("deployment", RELEASE, "-n", NAMESPACE)
     assert dep["spec"]["replicas"] == 1
     auth = apiserver.get_json("triggerauthentication", "keda-ray-scaler-client", "-n", "ray")

@@ -33,7 +33,8 @@ from e2e import images
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "e2e" / "images.py"
-PRODUCT = {"keda-ray-scaler": "scaler", "keda-ray-scaler-agent": "agent"}
+#: One image, both commands (serve, agent): the Dockerfile has no agent stage any more.
+PRODUCT = {"keda-ray-scaler": "scaler"}
 
 
 # --- what the Dockerfile says, read with dockerfile-parse ------------------------------------
@@ -73,8 +74,8 @@ def assert_config_is_the_stage(config: dict[str, Any], stage: str, base: dict[st
 
 
 def test_product_configs_say_what_the_dockerfile_stages_say() -> None:
-    """The scaler's and the agent's User, Entrypoint, Cmd, Env, ExposedPorts and WorkingDir are
-    their Dockerfile stage's, on the stand-in base's config."""
+    """The product image's User, Entrypoint, Cmd, Env, ExposedPorts and WorkingDir are its
+    Dockerfile stage's, on the stand-in base's config."""
     configs = images.product_configs(ROOT / "Dockerfile")
     assert set(configs) == set(PRODUCT)
     for name, stage in PRODUCT.items():
@@ -82,16 +83,27 @@ def test_product_configs_say_what_the_dockerfile_stages_say() -> None:
         assert_config_is_the_stage(config, stage, base.config)
 
 
-def test_the_agent_stands_on_the_ray_image_and_the_scaler_on_debian_python() -> None:
-    """The agent inherits the Ray image's PATH, HOME and WorkingDir; the scaler the venv's PATH."""
+def test_one_image_on_debian_python_runs_both_commands_without_ray() -> None:
+    """The one product image stands on Debian's Python (its venv first on PATH, HOME /tmp), not
+    on the Ray image; the Dockerfile has no other final stage, nothing installs Ray, and the
+    image's user is the numeric non-root one the agent sidecar's securityContext names."""
     configs = images.product_configs(ROOT / "Dockerfile")
-    agent_env = dict(e.split("=", 1) for e in configs["keda-ray-scaler-agent"][1]["Env"])
-    scaler_env = dict(e.split("=", 1) for e in configs["keda-ray-scaler"][1]["Env"])
-    assert agent_env["PATH"].startswith(f"{images.RAY_VENV}/bin:")
-    assert agent_env["HOME"] == "/home/ray"
-    assert configs["keda-ray-scaler-agent"][1]["WorkingDir"] == "/home/ray"
-    assert scaler_env["PATH"].startswith(f"{images.SCALER_VENV}/bin:")
-    assert scaler_env["HOME"] == "/tmp"
+    base, config = configs["keda-ray-scaler"]
+    env = dict(e.split("=", 1) for e in config["Env"])
+    assert base.image == "rootfs"
+    assert env["PATH"].startswith(f"{images.SCALER_VENV}/bin:")
+    assert env["HOME"] == "/tmp"
+    assert config["User"] == "65532:65532"
+    assert config["Entrypoint"] == ["keda-ray-scaler"]
+    stages = images.dockerfile_stages(ROOT / "Dockerfile")
+    assert sorted(stages) == ["build", "scaler"]
+    assert all("rayproject/ray" not in s.base for s in stages.values())
+    text = (ROOT / "Dockerfile").read_text()
+    assert "agent.txt" not in text and not (ROOT / "locks" / "agent.txt").exists()
+    lock = (ROOT / "locks" / "scaler.txt").read_text()
+    assert not re.search(r"^ray==", lock, re.M)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["optional-dependencies"]["agent"] == []
 
 
 def stage(*instructions: tuple[str, str]) -> images.Stage:
@@ -135,37 +147,37 @@ def test_what_the_script_cannot_replay_is_refused(instruction: tuple[str, str]) 
 
 
 def test_a_base_image_without_stand_in_is_refused(tmp_path: Path) -> None:
-    """A Dockerfile whose Ray image moved to another version has no stand-in: an error."""
-    text = (ROOT / "Dockerfile").read_text().replace(images.RAY_VERSION, "9.9.9")
+    """A Dockerfile whose Python image moved to another version has no stand-in: an error."""
+    text = (ROOT / "Dockerfile").read_text().replace("python:3.11-slim", "python:3.99-slim")
     (tmp_path / "Dockerfile").write_text(text)
-    with pytest.raises(ValueError, match=r"rayproject/ray:9\.9\.9-py311"):
+    with pytest.raises(ValueError, match=r"python:3\.99-slim-bookworm"):
         images.product_configs(tmp_path / "Dockerfile")
 
 
 def test_bases_pinned_by_digest_find_their_stand_in_by_tag(tmp_path: Path) -> None:
     """A digest after the tag (``make lock`` adds one to every base) keeps the stand-ins."""
-    pinned = f"rayproject/ray:{images.RAY_VERSION}-py311@sha256:{'0' * 64}"
+    pinned = f"python:3.11-slim-bookworm@sha256:{'1' * 64}"
     text = (ROOT / "Dockerfile").read_text()
-    text = re.sub(r"^ARG RAY_IMAGE=.*$", f"ARG RAY_IMAGE={pinned}", text, flags=re.M)
+    text = re.sub(r"^ARG PYTHON_IMAGE=.*$", f"ARG PYTHON_IMAGE={pinned}", text, flags=re.M)
+    assert pinned in text
     (tmp_path / "Dockerfile").write_text(text)
     configs = images.product_configs(tmp_path / "Dockerfile")
-    assert configs["keda-ray-scaler-agent"][0].image == "ray"
     assert configs["keda-ray-scaler"][0].image == "rootfs"
 
 
 def test_each_stage_installs_its_own_lock() -> None:
     """The lock each stage's hashed install reads, as the Dockerfile COPYs it."""
     stages = images.dockerfile_stages(ROOT / "Dockerfile")
-    found = {name: images.stage_lock(stages[name]) for name in ("build", "agent", "scaler")}
+    found = {name: images.stage_lock(stages[name]) for name in ("build", "scaler")}
     assert found == {n: f"locks/{n}.txt" for n in found}
 
 
 # --- what the images are built from: bases pinned by digest, hashed locks --------------------
 
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
-# No digest of this tag was published where this machine could see it (2026-11-26): `make lock`
-# pins it with the registry at hand. Any other unpinned base is a fault.
-UNPINNED_FOR_NOW = {f"rayproject/ray:{images.RAY_VERSION}-py311"}
+# Bases left unpinned on purpose (none since the agent image stopped being FROM rayproject/ray):
+# any unpinned base is a fault.
+UNPINNED_FOR_NOW: set[str] = set()
 IMAGE_PYTHON = {"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"}
 
 
@@ -210,8 +222,8 @@ def test_the_dockerfile_pins_its_bases_and_checks_every_install(tmp_path: Path, 
 
 
 def lock_pins(lock: Path) -> tuple[dict[str, Version], set[str]]:
-    """A lock's pins (each must carry a hash) and the names it says it excluded (what the agent's
-    base image brings)."""
+    """A lock's pins (each must carry a hash) and the names it says it excluded (none since the
+    agent's lock, which left out what its Ray base image brought, went)."""
     text = lock.read_text()
     pins = {}
     for entry in re.split(r"\n(?=[A-Za-z0-9])", text):
@@ -222,15 +234,15 @@ def lock_pins(lock: Path) -> tuple[dict[str, Version], set[str]]:
     return pins, {canonicalize_name(n.strip("# ")) for n in excluded.splitlines() if n.strip()}
 
 
-@pytest.mark.parametrize("lock", ["build", "scaler", "agent"])
+@pytest.mark.parametrize("lock", ["build", "scaler"])
 def test_each_lock_pins_what_pyproject_needs(lock: str) -> None:
     """Every requirement of pyproject (the build backend for the build stage's lock, the runtime
-    dependencies for the images') is pinned with hashes at a version it accepts, or, in the
-    agent's, named as the Ray image's: a dependency added or raised without `make lock` fails."""
+    dependencies for the image's) is pinned with hashes at a version it accepts: a dependency
+    added or raised without `make lock` fails."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     needs = pyproject["build-system" if lock == "build" else "project"]
     pins, from_base = lock_pins(ROOT / "locks" / f"{lock}.txt")
-    assert pins
+    assert pins and not from_base
     for text in needs["requires" if lock == "build" else "dependencies"]:
         need = Requirement(text)
         name = canonicalize_name(need.name)
@@ -533,7 +545,7 @@ def layer_paths(record: dict[str, Any]) -> list[str]:
 @pytest.mark.controlplane
 @pytest.mark.timeout(1800)
 def test_every_image_is_a_valid_oci_archive_named_for_ctr(built: dict[str, dict[str, Any]]) -> None:
-    """Each of the five images is a valid layout and archive, named ``localhost/krs/<name>``."""
+    """Each of the four images is a valid layout and archive, named ``localhost/krs/<name>``."""
     assert set(built) == set(images.NAMES)
     for name, record in built.items():
         check_layout(Path(record["layout"]))
@@ -549,11 +561,8 @@ def test_every_image_is_a_valid_oci_archive_named_for_ctr(built: dict[str, dict[
 def test_built_product_images_have_their_dockerfile_stage_config(
     built: dict[str, dict[str, Any]],
 ) -> None:
-    """The built scaler's and agent's configs are what their Dockerfile stages say."""
-    bases = {
-        "keda-ray-scaler": images.DEBIAN_PYTHON_CONFIG,
-        "keda-ray-scaler-agent": images.RAY_CONFIG,
-    }
+    """The built product image's config is what its Dockerfile stage says."""
+    bases = {"keda-ray-scaler": images.DEBIAN_PYTHON_CONFIG}
     for name, stage in PRODUCT.items():
         config = check_layout(Path(built[name]["layout"]))["config"]
         assert_config_is_the_stage(config, stage, bases[name])
@@ -562,11 +571,11 @@ def test_built_product_images_have_their_dockerfile_stage_config(
 @pytest.mark.controlplane
 @pytest.mark.timeout(1800)
 def test_the_big_layers_are_stored_once(built: dict[str, dict[str, Any]]) -> None:
-    """Ray, scaler and agent share the Debian layer; Ray and agent share Ray's venv."""
-    ray, scaler, agent = (layer_paths(built[n]) for n in images.NAMES[2:])
-    assert len(ray) == 2 and len(scaler) == 2 and len(agent) == 3
-    assert ray[0] == scaler[0] == agent[0]
-    assert ray[1] == agent[1]
+    """Ray and the product image (scaler and agent) share the Debian layer."""
+    ray, product = (layer_paths(built[n]) for n in images.NAMES[2:])
+    assert len(ray) == 2 and len(product) == 2
+    assert ray[0] == product[0]
+    assert ray[1] != product[1]
 
 
 @pytest.mark.controlplane

@@ -10,9 +10,9 @@
 - **The agent's token in the agent container only**: the head Pods as the API server would
   store them (after its ServiceAccount admission) mount a token in the agent container and
   nowhere else.
-- **One narrow Role per Ray cluster**: ``kubectl auth can-i`` as each example's ServiceAccount
-  answers yes exactly for what the agent calls (``keda_ray_scaler/agent/kube.py`` and
-  ``kuberay_api.py``).
+- **One narrow Role per Ray cluster**: ``kubectl auth can-i`` as each example's ServiceAccount,
+  and as the chart's (``agent.rbac`` in either mode), answers yes exactly for what the agent
+  calls (``keda_ray_scaler/agent/kube.py`` and ``kuberay_api.py``).
 
 The API server: etcd and kube-apiserver of the e2e build set, with KubeRay's, the RayWorkerGroup
 and KEDA's CRDs (one per module).
@@ -285,20 +285,46 @@ KUBERAY_MODE: Can = BOTH | {
 }
 
 
+#: The chart's agent RBAC as each example's: the same ServiceAccount name, in the same mode.
+CHART_RBAC = {
+    "deployment": ["agent.rbac.create=true", "agent.rbac.serviceAccountName=ray-demo-agent"],
+    "kuberay": [
+        "agent.rbac.create=true",
+        "agent.rbac.serviceAccountName=ray-demo-agent",
+        "agent.rbac.mode=kuberay",
+        "agent.rbac.rayClusters={demo}",
+        "agent.rbac.rayWorkerGroups={ray-demo-cpu,ray-demo-gpu}",
+    ],
+}
+
+
+def agent_rbac(helm: str, path: str, namespace: str) -> list[Obj]:
+    """The ServiceAccount, Role and RoleBinding of an example (a kustomization), or of the
+    chart (``chart:<mode>``) rendered for ``namespace``."""
+    kept = ("ServiceAccount", "Role", "RoleBinding")
+    if path.startswith("chart:"):
+        sets = [*CHART_RBAC[path.partition(":")[2]], f"tls.clientNamespaces={{{namespace}}}"]
+        objs = template(helm, *sets)  # the scaler's own ServiceAccount is in its namespace
+        return [o for o in objs if o["kind"] in kept and o["metadata"]["namespace"] == namespace]
+    return [o for o in shipped(path) if o["kind"] in kept]
+
+
 @pytest.mark.parametrize(
     ("path", "namespace", "expected"),
     [
         ("manifests/examples/ray-cluster", "ray", DEPLOYMENT_MODE),
         ("manifests/kuberay/example", "ray-kuberay", KUBERAY_MODE),
+        ("chart:deployment", "ray-b", DEPLOYMENT_MODE),
+        ("chart:kuberay", "keda", KUBERAY_MODE),
     ],
-    ids=["deployment-mode", "kuberay-mode"],
+    ids=["deployment-mode", "kuberay-mode", "chart-deployment-mode", "chart-kuberay-mode"],
 )
 def test_the_clusters_agent_may_do_what_it_calls_and_nothing_else(
-    cp: Any, path: str, namespace: str, expected: Can
+    cp: Any, helm: str, path: str, namespace: str, expected: Can
 ) -> None:
     """The example's ServiceAccount is named after its cluster and the API server's RBAC
-    answers exactly as the agent needs."""
-    rbac = [o for o in shipped(path) if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+    answers exactly as the agent needs; the chart's agent.rbac, in either mode, the same."""
+    rbac = agent_rbac(helm, path, namespace)
     assert [o["metadata"]["name"] for o in rbac] == ["ray-demo-agent"] * 3
     rbac = copy.deepcopy(rbac)
     for o in rbac:

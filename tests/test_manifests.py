@@ -337,6 +337,24 @@ def agent_containers(obj: Any) -> Iterator[Obj]:
             yield from agent_containers(v)
 
 
+@pytest.mark.parametrize("path", [EXAMPLE, "manifests/kuberay/example"])
+def test_the_agent_runs_the_scalers_image_as_its_own_user(path: str) -> None:
+    """One image, both commands: the rendered agent sidecar runs manifests/base's scaler image
+    (`agent` command), as that image's non-root user, not the Ray containers' 1000."""
+    (scaler,) = named(render("manifests/base"), "Deployment", "keda-ray-scaler")["spec"][
+        "template"
+    ]["spec"]["containers"]
+    (agent,) = [c for o in render(path) for c in agent_containers(o)]
+    assert agent["image"] == scaler["image"] == "ghcr.io/keda-ray-scaler/keda-ray-scaler:0.1.0"
+    assert cli_args(agent).command == "agent"
+    security = agent["securityContext"]
+    assert (security["runAsUser"], security["runAsGroup"], security["runAsNonRoot"]) == (
+        65532,
+        65532,
+        True,
+    )
+
+
 @pytest.mark.parametrize("path", AGENT_POD_FILES)
 def test_agent_probes_ask_healthz_on_the_metrics_port(path: str) -> None:
     """Readiness and liveness on /healthz (fails when Ray was not read), not on /metrics."""

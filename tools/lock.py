@@ -6,13 +6,10 @@ Locks (``uv pip compile --generate-hashes``, for CPython 3.11 on x86_64 Linux; e
 the hashes of every file of its version, so pip picks the right wheel on the image and checks it):
 
   locks/build.txt    the build backend (pyproject's [build-system] requires): the build stage
-  locks/scaler.txt   the package's runtime dependencies: the scaler image
-  locks/agent.txt    the same less what ``ray[default]`` brings at the Ray image's version (read
-                     from the Dockerfile's RAY_IMAGE tag): the agent image, whose Ray and Ray's
-                     dependencies are the base image's own; the excluded names close the file
+  locks/scaler.txt   the package's runtime dependencies: the one image, whose two commands are
+                     the scaler (``serve``) and the agent (``agent``; no Ray: it speaks to
+                     Ray's GCS over gRPC)
 
-The scaler's and the agent's pins come from one resolution of the package together with
-``ray[default]``, so both images run the same versions of what they share, versions Ray accepts.
 Versions are those with wheels for glibc 2.28 or later (the Debian bookworm and Ubuntu bases both
 run them): no sdist is ever built inside an image.
 
@@ -72,41 +69,23 @@ def pins(text: str) -> list[str]:
     return re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==", text, re.M)
 
 
-def ray_version(dockerfile: str) -> str:
-    """The Ray version of the Dockerfile's RAY_IMAGE default (``rayproject/ray:2.60.0-py311``)."""
-    refs = {m["name"]: m["ref"] for m in IMAGE_ARG.finditer(dockerfile)}
-    found = re.search(r":(\d+\.\d+\.\d+)", refs.get("RAY_IMAGE", ""))
-    if not found:
-        fail("no ARG RAY_IMAGE=rayproject/ray:<version>-py311 in the Dockerfile")
-    return found[1] if found else ""
-
-
-def write_locks(dockerfile: str) -> None:
-    """locks/build.txt, locks/scaler.txt and locks/agent.txt, from one resolution with Ray."""
-    ray = f"ray[default]=={ray_version(dockerfile)}"
+def write_locks() -> None:
+    """locks/build.txt and locks/scaler.txt."""
     build = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
     with tempfile.TemporaryDirectory(prefix="lock-") as tmp:
-        ray_in, build_in = Path(tmp, "ray.in"), Path(tmp, "build-system.in")
-        ray_in.write_text(ray + "\n")
+        build_in = Path(tmp, "build-system.in")
         build_in.write_text("\n".join(build) + "\n")
-        # both images' pins: the package and Ray resolved together
-        joint = Path(tmp, f"with-{ray.replace('[default]==', '-')}.txt")
-        joint.write_text(uv("pyproject.toml", ray_in, "--no-header", "--no-annotate"))
-        with_ray: list[str | Path] = ["-c", joint]
-        ray_brings = pins(uv(ray_in, *with_ray, "--no-header", "--no-annotate"))
-        excluded = [a for name in ray_brings for a in ("--no-emit-package", name)]
-        project, hashed = "pyproject.toml", ("--generate-hashes", "--no-header")
+        hashed = ("--generate-hashes", "--no-header")
         outputs = {
             "build.txt": ("The build stage's build backend.", uv(build_in, *hashed)),
-            "scaler.txt": ("The scaler image's dependencies.", uv(project, *with_ray, *hashed)),
-            "agent.txt": (
-                f"The agent image's dependencies less what its base brings ({ray}).",
-                uv(project, *with_ray, *excluded, *hashed),
+            "scaler.txt": (
+                "The image's dependencies (both commands: serve and agent).",
+                uv("pyproject.toml", *hashed),
             ),
         }
         LOCKS.mkdir(exist_ok=True)
         for name, (what, text) in outputs.items():
-            text = text.replace(f"{tmp}/", "")  # constraint annotations name the file alone
+            text = text.replace(f"{tmp}/", "")  # annotations name the file alone
             (LOCKS / name).write_text(HEADER.format(what=what) + text)
             print(f"lock.py: locks/{name}: {len(pins(text))} pins", file=sys.stderr)
 
@@ -170,7 +149,7 @@ def main() -> None:
     if tool is None and not args.locks_only:
         why = "no crane, skopeo or docker buildx to resolve the base images' digests"
         fail(f"{why} (--locks-only refreshes the locks alone)")
-    write_locks(dockerfile)
+    write_locks()
     if tool is not None:
         DOCKERFILE.write_text(pin_bases(dockerfile, tool))
 

@@ -1,9 +1,10 @@
 """``keda-ray-scaler agent``: export one Ray cluster's demand and nodes, and scale down safely.
 
-Runs beside the Ray head (a sidecar of the head pod, the cluster's own Ray version). Flags
-only; Ray's own ``RAY_AUTH_MODE`` / ``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` environment
-(read by Ray's client library, not by us) enables token authentication to the GCS. Bad flags
-exit 2 with one line; so does a head whose Ray version is outside the supported range
+Runs beside the Ray head (a sidecar of the head pod) from the scaler's own image: no Ray
+inside, it speaks to the GCS over gRPC (:mod:`keda_ray_scaler.gcs`). Flags only; Ray's own
+``RAY_AUTH_MODE`` / ``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` environment (read as Ray's clients
+read it: :mod:`keda_ray_scaler.gcs.auth`) enables token authentication to the GCS. Bad flags exit
+2 with one line; so does a head whose Ray version is outside the supported range
 (:mod:`keda_ray_scaler.gcs.versions`), read before the first poll reads anything. SIGTERM and
 SIGINT stop the loop.
 """
