@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from keda_ray_scaler.agent.ports import SpecView, spec_view
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
 from keda_ray_scaler.gcs.client import GcsConnection
@@ -253,13 +254,13 @@ class RayReader:
     def __init__(
         self,
         gcs: GcsConnection,
-        cluster: ClusterSpec,
+        cluster: ClusterSpec | SpecView,
         *,
         timeout_s: float = 5.0,
         pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
     ) -> None:
         self._gcs = gcs
-        self._cluster = cluster
+        self._specs = spec_view(cluster)  # read at each parse: the groups as they are now
         self._timeout_s = timeout_s
         # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
         self._pods_by_ip = pods_by_ip
@@ -277,7 +278,7 @@ class RayReader:
         except RayError:
             self._gcs.reset()
             raise
-        return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
+        return parse_status(reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip)
 
     async def nodes(self) -> tuple[WorkerNode, ...]:
         """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""
