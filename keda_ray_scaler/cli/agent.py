@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.builder import ApplierFactory
     from keda_ray_scaler.agent.join_tracker import JoinTracker
     from keda_ray_scaler.agent.kube import PodCache
+    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
 
 _WHERE = "agent"
 log = structlog.get_logger(__name__)
@@ -229,7 +230,8 @@ def load_spec(path: Path) -> ClusterSpec:
 
 
 def load_raycluster_spec(api: Any, namespace: str, name: str) -> ClusterSpec:
-    """KubeRay mode: the worker groups as Ray's KubeRay integration reads them from the CR."""
+    """KubeRay mode: the worker groups as Ray's KubeRay integration reads them from the CR, at
+    start (a ConfigError then stops the agent); the watch keeps them current afterwards."""
     from kubernetes import client
 
     from keda_ray_scaler.agent.kuberay_api import read_raycluster
@@ -316,6 +318,18 @@ def _kuberay_applier(
     return make
 
 
+def _raycluster_watch(
+    args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
+) -> RayClusterWatch:
+    """KubeRay mode's worker groups: the RayCluster watched, from the start-up read on."""
+    from kubernetes import client
+
+    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch, WatchSettings
+
+    settings = WatchSettings(namespace=args.namespace, name=args.raycluster)
+    return RayClusterWatch(client.CustomObjectsApi(api.api_client), settings, spec, registry)
+
+
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
     from keda_ray_scaler.agent.builder import AgentSettings, build_agent
     from keda_ray_scaler.agent.health import HealthProbe, max_age_s
@@ -337,6 +351,10 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         ray_timeout_s=args.ray_timeout,
     )
     registry = CollectorRegistry()
+    specs: ClusterSpec | RayClusterWatch = spec
+    if args.raycluster is not None:  # KubeRay mode: the RayCluster read continuously
+        specs = _raycluster_watch(args, api, spec, registry)
+        tasks.append(asyncio.create_task(specs.run()))
     cache = None
     applier: ApplierFactory | None = None
     if not args.no_scale_down:
@@ -352,7 +370,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         cache = PodCache(api, kube, registry)
         if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
             applier = _kuberay_applier(args, api, cache, clock, registry)
-    agent = build_agent(spec, gcs, clock, settings, pods=cache, applier=applier, registry=registry)
+    agent = build_agent(specs, gcs, clock, settings, pods=cache, applier=applier, registry=registry)
     if cache is not None:
         tasks.append(asyncio.create_task(cache.run()))
     if agent.applier is not None:
