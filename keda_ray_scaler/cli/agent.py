@@ -63,7 +63,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     g.add_argument(
         "--raycluster",
         help="KubeRay mode: the RayCluster (in --namespace) whose worker groups, resources and "
-        "bounds are read, and whose RayWorkerGroups are reconciled (instead of --cluster-spec)",
+        "bounds are read and watched (an edit is planned at the next poll), and whose "
+        "RayWorkerGroups are reconciled (instead of --cluster-spec)",
     )
     g.add_argument(
         "--gcs-address", default="127.0.0.1:6379", help="Ray GCS host:port (127.0.0.1:6379)"
