@@ -121,7 +121,6 @@ class RayClusterWatch:
         self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
         self._watch: k8s_watch.Watch | None = None
         self._stopping = threading.Event()
-        self._changed = asyncio.Event()
         self._log = log.bind(cluster=settings.name, namespace=settings.namespace)
         self._changes = Counter(
             SPEC_CHANGES.removesuffix("_total"),
@@ -147,16 +146,6 @@ class RayClusterWatch:
     def fresh(self) -> bool:
         """False while the RayCluster is deleted, invalid or unreadable."""
         return self._fresh
-
-    async def wait_changed(self, timeout_s: float) -> bool:
-        """Wait (real time, at most ``timeout_s``) for the next change of spec or freshness."""
-        self._changed.clear()
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._changed.wait()
-        except TimeoutError:
-            return False
-        return True
 
     # --- list and watch ----------------------------------------------------------------------
     async def run(self) -> None:
@@ -280,7 +269,6 @@ class RayClusterWatch:
             self._changes.inc()
             self._log.info("worker groups changed", **changes)
         self._set_fresh(True, "RayCluster read")
-        self._changed.set()
 
     def _set_fresh(self, fresh: bool, why: str, **fields: Any) -> None:
         if fresh != self._fresh:
@@ -290,7 +278,6 @@ class RayClusterWatch:
                 self._log.error("worker groups not fresh", reason=why, **fields)
             self._fresh = fresh
             self._fresh_gauge.set(1 if fresh else 0)
-            self._changed.set()
         elif not fresh and fields:
             self._log.warning("worker groups still not fresh", reason=why, **fields)
 
