@@ -75,6 +75,28 @@ def synthetic_reply(nodes: int = NODES, shapes: int = SHAPES) -> bytes:
     return reply
 
 
+def raycluster(groups: int = 3) -> dict[str, Any]:
+    """A RayCluster as the API serves it: ``groups`` worker groups, sized as the bench's."""
+    specs = []
+    for i in range(groups):
+        container = {"name": "ray-worker", "resources": {"limits": {"cpu": "10", "memory": "32Gi"}}}
+        specs.append(
+            {
+                "groupName": f"g{i}",
+                "replicas": 0,
+                "minReplicas": 0,
+                "maxReplicas": 2000,
+                "idleTimeoutSeconds": 60,
+                "rayStartParams": {},
+                "template": {"spec": {"containers": [container]}},
+            }
+        )
+    return {
+        "metadata": {"name": "bench", "namespace": "ray", "resourceVersion": "1"},
+        "spec": {"enableInTreeAutoscaling": False, "workerGroupSpecs": specs},
+    }
+
+
 def cpu_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
     """Median CPU milliseconds of ``fn()`` over ``repeats`` runs, and its last result."""
     times, result = [], None
@@ -167,6 +189,7 @@ def main() -> None:
     from keda_ray_scaler.agent.exporter import SnapshotCollector
     from keda_ray_scaler.agent.loop import complete_nodes
     from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
+    from keda_ray_scaler.agent.raycluster import cluster_spec
     from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
     from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
 
@@ -213,6 +236,10 @@ def main() -> None:
     big = parse_status(wire_of(synthetic_reply(nodes=0, shapes=1_000 + PLACEMENT_GROUPS)), spec)
     t_overflow, (_, overflow_merged) = cpu_ms(lambda: bound_shapes(big.demand, SHAPES))
     t_call, t_ray_call = call_cpu_ms(raw)
+    # KubeRay mode: a RayCluster version read into worker groups, once per change (the watch),
+    # not per poll; the poll itself reads the latest spec (one attribute).
+    rc = raycluster()
+    t_rc, _ = cpu_ms(lambda: cluster_spec(rc))
     total = t_call + t_wire + t_parse + t_bound + t_nodes + t_risen + t_encode
     print(f"reply: {len(raw) / 1024:.0f} KiB protobuf, {NODES} nodes, {demand_series} shapes")
     print(f"  GCS call (grpc.aio)  {t_call:8.2f} ms CPU  (client side, server in its own process)")
@@ -228,6 +255,7 @@ def main() -> None:
     print(f"one poll, call -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
     print(f"one scrape, render /metrics: {t_render:.1f} ms CPU")
     print(f"/metrics body: {len(body) / 1024:.0f} KiB, {series} series")
+    print(f"RayCluster change -> worker groups: {t_rc:.3f} ms CPU (per change, not per poll)")
     print(f"overflow: 1,020 shapes bounded to {SHAPES} in {t_overflow:.2f} ms CPU")
     print(f"  ({overflow_merged} series merged into one)")
 

@@ -39,6 +39,7 @@ import yaml
 from control_plane import REPO, ControlPlane, Process, spawn, wait_until
 from kubernetes import client, config
 from pod_watch import PodWatch
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_server import PrometheusServer
 from ray_on_node import (
     AGENT_PORT,
@@ -59,10 +60,12 @@ from ray_on_node import (
     pod_ops,
 )
 from real_loop import (
+    AGENT_CONTAINER,
     IDLE_TIMEOUT_S,
     NAMESPACE,
     RealLoop,
     _client_tls_secret,
+    _restarts,
     _scaler_pki,
     agent_sample,
     apply_overlay,
@@ -196,6 +199,32 @@ class KubeRayLoop:
             g for g in self.raycluster()["spec"]["workerGroupSpecs"] if g["groupName"] == group
         ]
         return dict(spec)
+
+    def patch_group(self, group: str = GROUP, **fields: int) -> None:
+        """Change the group's fields in the RayCluster as a user would: one JSON patch, the
+        group's name at its index its precondition (the agent patches replicas meanwhile)."""
+        groups = self.raycluster()["spec"]["workerGroupSpecs"]
+        (index,) = [i for i, g in enumerate(groups) if g["groupName"] == group]
+        base = f"/spec/workerGroupSpecs/{index}"
+        ops: list[dict[str, Any]] = [{"op": "test", "path": f"{base}/groupName", "value": group}]
+        ops += [{"op": "replace", "path": f"{base}/{k}", "value": v} for k, v in fields.items()]
+        self.custom.patch_namespaced_custom_object(
+            *RC[:2], NAMESPACE, RC[2], CLUSTER, ops, _content_type="application/json-patch+json"
+        )
+
+    def agent_series(self, name: str, key: str) -> dict[str, float]:
+        """The agent's ``name`` samples now, by the value of their label ``key``."""
+        text = requests.get(self.base.agent_url, timeout=5).text
+        return {
+            s.labels.get(key, ""): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == name
+        }
+
+    def agent_restarts(self) -> int:
+        """Restarts of the agent container of the head pod."""
+        return _restarts(self.base.head_pod(), AGENT_CONTAINER)
 
     def worker_group(self, name: str = WORKER_GROUP) -> dict[str, Any]:
         """The RayWorkerGroup, as JSON."""

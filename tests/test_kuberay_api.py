@@ -296,3 +296,63 @@ def test_a_backed_off_group_says_why_in_its_condition(cp: ControlPlane) -> None:
     env.apply()
     (backed,) = [c for c in env.rwg()["status"]["conditions"] if c["type"] == "BackedOff"]
     assert (backed["status"], backed["reason"]) == ("False", "NoJoinFailures")
+
+
+def test_the_example_agents_role_watches_its_raycluster_and_follows_an_edit(
+    cp: ControlPlane,
+) -> None:
+    """The agent's RayCluster watch as the example's ServiceAccount (a Role of its RayCluster's
+    name only): a list and watch by name are allowed, a lowered maxReplicas is seen, and the
+    RayCluster deleted leaves the last groups, not fresh."""
+    import yaml
+    from kubernetes import client, config
+    from real_kuberay import EXAMPLE
+
+    from keda_ray_scaler.agent.raycluster import cluster_spec
+    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch, WatchSettings
+
+    env = Env(cp, 0)
+    rbac = list(yaml.safe_load_all((EXAMPLE / "agent-rbac.yaml").read_text()))
+    for doc in rbac:
+        doc["metadata"]["namespace"] = env.ns
+        for subject in doc.get("subjects", []):
+            subject["namespace"] = env.ns
+    cp.apply_docs(rbac)
+    kubeconfig = cp.token_kubeconfig(env.ns, "ray-demo-agent")
+    custom = client.CustomObjectsApi(config.new_client_from_config(str(kubeconfig)))
+    initial = cluster_spec(custom.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo"))
+    settings = WatchSettings(env.ns, "demo", retry_attempts=2, retry_max_s=0.1)
+    watch = RayClusterWatch(
+        custom, settings, initial, CollectorRegistry(), wait=tenacity.wait_none()
+    )
+
+    async def until(predicate: Any) -> None:
+        async with asyncio.timeout(30):
+            while not predicate():  # noqa: ASYNC110  # the watch thread sets it
+                await asyncio.sleep(0.05)
+
+    async def follow() -> None:
+        task = asyncio.create_task(watch.run())
+        try:
+            patch = [
+                {"op": "test", "path": "/spec/workerGroupSpecs/0/groupName", "value": "cpu"},
+                {"op": "replace", "path": "/spec/workerGroupSpecs/0/maxReplicas", "value": 7},
+            ]
+            await asyncio.to_thread(
+                env.api.patch_namespaced_custom_object,
+                *RC[:2], env.ns, RC[2], "demo", patch,
+                _content_type="application/json-patch+json",
+            )  # fmt: skip
+            await until(lambda: watch.spec.worker_groups[0].max_replicas == 7)
+            assert watch.fresh
+            await asyncio.to_thread(
+                env.api.delete_namespaced_custom_object, *RC[:2], env.ns, RC[2], "demo"
+            )
+            await until(lambda: not watch.fresh)
+            assert watch.spec.worker_groups[0].max_replicas == 7
+        finally:
+            watch.stop()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(follow())

@@ -21,6 +21,7 @@ from keda_ray_scaler.agent.raycluster import (
     decide,
     group_state,
     in_tree_autoscaling,
+    kept_by_kuberay,
     scale_patch,
 )
 from keda_ray_scaler.errors import ConfigError
@@ -208,6 +209,31 @@ def test_processed_list_is_cleared() -> None:
     assert decide(state(8, delete=("x",)), 8, PODS[:8], []).action == Action.CLEAR
     up = decide(state(8, delete=("x",)), 9, PODS[:8], [])
     assert (up.action, up.workers_to_delete) == (Action.SCALE_UP, ())
+
+
+def test_replicas_below_a_raised_min_are_written_as_kuberay_keeps_them() -> None:
+    """min raised to 2 above replicas 1: KubeRay keeps 2 pods without writing replicas; the
+    agent writes 2, so lowering min later never leaves KubeRay a replicas to delete toward."""
+    d = decide(state(1, low=2, high=2), 0, PODS[:2], [])
+    assert (d.action, d.replicas, d.changes) == (Action.SYNC, 2, True)
+    assert kept_by_kuberay(state(1, low=2)) == 2
+    up = decide(state(1, low=2), 4, PODS[:2], [])
+    assert (up.action, up.replicas) == (Action.SCALE_UP, 4)
+
+
+def test_replicas_above_a_lowered_max_wait_for_kuberay_then_are_written() -> None:
+    """max lowered to 3 under replicas 5: KubeRay deletes 2 pods at random (its own clamp);
+    the agent waits while there are more pods, then writes replicas 3."""
+    assert decide(state(5, high=3), 5, PODS[:5], []).action == Action.WAIT_OPERATOR
+    d = decide(state(5, high=3), 5, PODS[:3], [])
+    assert (d.action, d.replicas) == (Action.SYNC, 3)
+    assert kept_by_kuberay(state(5, low=4, high=3)) == 3
+
+
+def test_a_lowered_min_names_victims_from_the_replicas_kuberay_keeps() -> None:
+    """replicas 2 (synced) at min 1 with one drained victim and desired 1: replicas 1, named."""
+    d = decide(state(2, low=1, high=2), 1, PODS[:2], ["p1"])
+    assert (d.action, d.replicas, d.workers_to_delete) == (Action.SCALE_DOWN, 1, ("p1",))
 
 
 def test_patch_has_preconditions_then_both_fields() -> None:

@@ -276,6 +276,10 @@ KUBERAY_MODE: Can = BOTH | {
     ("patch", "rayclusters.ray.io", "other", ""): False,
     ("get", "rayclusters.ray.io", "other", ""): False,
     ("list", "rayclusters.ray.io", "", ""): False,
+    # the watch of its worker groups: a list and watch by name (fieldSelector metadata.name)
+    ("list", "rayclusters.ray.io", "demo", ""): True,
+    ("watch", "rayclusters.ray.io", "demo", ""): True,
+    ("watch", "rayclusters.ray.io", "other", ""): False,
     ("list", RWG, "", ""): True,
     ("patch", RWG, "ray-demo-cpu", "status"): True,
     ("patch", RWG, "other", "status"): False,

@@ -33,6 +33,7 @@ from real_kuberay import (
 )
 from real_loop import (
     EXPECTED_PODS,
+    IDLE_TIMEOUT_S,
     RAY_TASK_RETRIES,
     REAL_LOOP_MARKS,
     SEED_SHORT,
@@ -222,6 +223,84 @@ def test_held_tasks_end_and_the_group_goes_to_zero(
     assert randomly == set()
     for pod, _ in _deleted_since(loop, 0.0):
         assert pod in named, f"{pod} deleted by KubeRay without being named"
+
+
+#: The agent's poll count (its poll-duration histogram), and the groups' bounds it exports.
+POLLS = "ray_scaler_agent_poll_duration_seconds_count"
+MIN, MAX = "ray_scaler_worker_group_min_replicas", "ray_scaler_worker_group_max_replicas"
+IDLE = "ray_scaler_node_idle_seconds"
+#: Polls from a RayCluster edit to its values exported: the poll running at the edit (it may
+#: have read the groups before), the next one (it plans with the edit), one for the watch
+#: event's way through a busy API server.
+EDIT_POLLS = 3
+
+
+def _edit(loop: KubeRayLoop, low: int, high: int) -> int:
+    """Set the cpu group's minReplicas and maxReplicas in the RayCluster; wait until the
+    running agent exports them; the polls it took (asserted within ``EDIT_POLLS``)."""
+    loop.patch_group(minReplicas=low, maxReplicas=high)
+    before = loop.agent_series(POLLS, "cluster")[CLUSTER]
+    wait_until(
+        lambda: (
+            (
+                loop.agent_series(MIN, "group").get(GROUP),
+                loop.agent_series(MAX, "group").get(GROUP),
+            )
+            == (low, high)
+        ),
+        timeout_s=60,
+        what=f"min {low} max {high} exported",
+        interval_s=0.1,
+    )
+    polls = int(loop.agent_series(POLLS, "cluster")[CLUSTER] - before)
+    assert polls <= EDIT_POLLS, f"{polls} polls to export min {low} max {high}"
+    return polls
+
+
+def test_an_edited_group_is_planned_with_its_new_bounds_without_a_restart(
+    loop: KubeRayLoop, timeline: Timeline
+) -> None:
+    """The cpu group edited while the agent runs (issue 15): min and max 2 (max lowered from
+    50), then min 1, then back to 0 and 50. Each edit is exported within a few polls; the pods
+    follow: two kept idle past their idle timeout at min 2 (never victims), exactly one drained
+    and named at min 1, the last at min 0; the agent container never restarts and counts each
+    change. (maxReplicas is never lowered below the pods there are: KubeRay's operator clamps
+    ``replicas`` to it and deletes the excess pods at random, whoever scales the group.)"""
+    original = loop.group_spec()
+    loop.wait_pods(0, 180)  # the earlier tests' pods gone (none when run alone)
+    restarts = loop.agent_restarts()
+    changes = loop.base.agent_counter("ray_scaler_agent_spec_changes_total")
+    polls: list[int] = []
+    try:
+        polls.append(_edit(loop, 2, 2))
+        loop.wait_pods(2, 300)
+        pods = set(loop.pods())
+        # both idle past their idle timeout, seen by the agent: at min 2 neither is a victim
+        wait_until(
+            lambda: all(
+                loop.agent_series(IDLE, "pod").get(p, 0.0) >= IDLE_TIMEOUT_S + 3 for p in pods
+            ),
+            timeout_s=120,
+            what="both pods idle past their idle timeout",
+        )
+        assert not any(timeline.ever_victim(p, before=time.time()) for p in pods)
+        assert set(loop.pods()) == pods
+        polls.append(_edit(loop, 1, 2))
+        loop.wait_pods(1, 180)
+        (kept,) = loop.pods()
+        assert kept in pods
+    finally:
+        polls.append(_edit(loop, original["minReplicas"], original["maxReplicas"]))
+    loop.wait_pods(0, 180)
+    FIGURES["polls from an edit to its export"] = ", ".join(map(str, polls))
+    assert loop.agent_restarts() == restarts
+    assert loop.base.agent_counter("ray_scaler_agent_spec_changes_total") - changes == 3
+    named, randomly = loop.operator_deletions()
+    assert randomly == set() and pods <= named
+    for pod, at in _deleted_since(loop, 0.0):
+        if pod in pods:
+            assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
+    wait_until(lambda: loop.group_spec()["replicas"] == 0, timeout_s=60, what="replicas 0")
 
 
 def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:

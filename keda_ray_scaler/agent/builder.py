@@ -23,7 +23,7 @@ from keda_ray_scaler.agent.joins import PodEntry, PodJoinFacts
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
 from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.names import StandInLog
-from keda_ray_scaler.agent.ports import Clock, PodSource
+from keda_ray_scaler.agent.ports import Clock, PodSource, SpecView, spec_view
 from keda_ray_scaler.agent.ray_state import PodRef, RayReader
 from keda_ray_scaler.agent.victims import VictimController
 from keda_ray_scaler.gcs.client import GcsConnection
@@ -79,7 +79,7 @@ def pod_ips(pods: PodSource) -> dict[str, PodRef]:
 
 
 def build_agent(
-    spec: ClusterSpec,
+    spec: ClusterSpec | SpecView,
     gcs: GcsConnection,
     clock: Clock,
     settings: AgentSettings,
@@ -90,26 +90,30 @@ def build_agent(
     registry: CollectorRegistry | None = None,
     on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
 ) -> Agent:
-    """The agent for ``spec``; with ``pods``, the join tracker and the victim protocol too
-    (``settings.loop.scale_down`` False: export only, whatever ``pods``). Its series go to
-    ``registry`` (a new one when None), where the caller's pod cache may have put its own. With
-    ``on_unsupported`` the reader checks the head's Ray version first (:class:`RayReader`)."""
+    """The agent for ``spec`` (a fixed spec, or a view every part reads afresh at each use:
+    the RayCluster's watch in KubeRay mode); with ``pods``, the join tracker and the victim
+    protocol too (``settings.loop.scale_down`` False: export only, whatever ``pods``). Its
+    series go to ``registry`` (a new one when None), where the caller's pod cache may have put
+    its own. With ``on_unsupported`` the reader checks the head's Ray version first
+    (:class:`RayReader`)."""
     registry = registry if registry is not None else CollectorRegistry()
+    specs = spec_view(spec)
+    name = specs.spec.name
     source = pods if settings.loop.scale_down else None
     reader = RayReader(
         gcs,
-        spec,
+        specs,
         timeout_s=settings.ray_timeout_s,
         pods_by_ip=(lambda: pod_ips(source)) if source is not None else None,
         on_unsupported=on_unsupported,
     )
     victims = joins = made = None
     if source is not None:
-        joins = JoinTracker(spec, registry, settings.joins)
+        joins = JoinTracker(specs, registry, settings.joins)
         holder: list[VictimController] = []
         made = applier(lambda: holder[0].victims(), joins) if applier is not None else None
         victims = VictimController(
-            spec,
+            specs,
             source,
             reader,
             RayDrainer(gcs.get, timeout_s=settings.ray_timeout_s),
@@ -120,10 +124,10 @@ def build_agent(
         )
         holder.append(victims)
     loop = AgentLoop(
-        spec,
+        specs,
         wrap_reader(reader) if wrap_reader is not None else reader,
-        SnapshotCollector(registry, StandInLog(registry, spec.name)),
-        AgentMetrics(registry, spec.name),
+        SnapshotCollector(registry, StandInLog(registry, name)),
+        AgentMetrics(registry, name),
         clock,
         settings.loop,
         planner=plan,

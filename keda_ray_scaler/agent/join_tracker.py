@@ -28,6 +28,7 @@ from keda_ray_scaler.agent.joins import (
     newly_failing,
     remaining_s,
 )
+from keda_ray_scaler.agent.ports import SpecView, spec_view
 from keda_ray_scaler.model import ClusterSpec, JoinFailure
 
 log = structlog.get_logger(__name__)
@@ -63,17 +64,18 @@ class JoinTracker:
     """Join states and back-offs of one Ray cluster's worker groups."""
 
     def __init__(
-        self, cluster: ClusterSpec, registry: CollectorRegistry, settings: JoinSettings
+        self, cluster: ClusterSpec | SpecView, registry: CollectorRegistry, settings: JoinSettings
     ) -> None:
-        self._cluster = cluster
+        self._specs = spec_view(cluster)
+        self._name = self._specs.spec.name
         self._settings = settings
-        self._backoff: dict[str, Backoff] = {g.name: Backoff() for g in cluster.worker_groups}
+        self._backoff: dict[str, Backoff] = {}  # per group of the spec as last followed
         self._failing: dict[str, JoinFailure] = {}
         self._coming: set[tuple[str, str]] = set()  # (pod, group) coming at the last poll
         self._view = JoinView({}, ())
         self._now_s = 0.0
         self._last_reason: dict[str, JoinFailure] = {}  # group -> its latest failure
-        self._log = log.bind(cluster=cluster.name)
+        self._log = log.bind(cluster=self._name)
         labels = [schema.LABEL_CLUSTER, schema.LABEL_GROUP]
         self._failures = Counter(
             JOIN_FAILURES.removesuffix("_total"),
@@ -87,10 +89,18 @@ class JoinTracker:
             labels,
             registry=registry,
         )
-        for g in cluster.worker_groups:
-            self._seconds.labels(cluster.name, g.name).set(0)
+        self._follow({g.name for g in self._specs.spec.worker_groups})
+
+    def _follow(self, groups: set[str]) -> None:
+        """Keep a back-off and the series of exactly ``groups`` (the spec may have changed)."""
+        for name in sorted(groups - self._backoff.keys()):
+            self._backoff[name] = Backoff()
+            self._seconds.labels(self._name, name).set(0)
             for why in JoinFailure:
-                self._failures.labels(cluster.name, g.name, why.value)
+                self._failures.labels(self._name, name, why.value)
+        for name in sorted(self._backoff.keys() - groups):
+            del self._backoff[name]
+            self._seconds.remove(self._name, name)
 
     @property
     def view(self) -> JoinView:
@@ -125,7 +135,8 @@ class JoinTracker:
         self._now_s = now_s
         failing: dict[str, JoinFailure] = {}
         coming: set[tuple[str, str]] = set()
-        groups = {g.name for g in self._cluster.worker_groups}
+        groups = {g.name for g in self._specs.spec.worker_groups}
+        self._follow(groups)
         for p in pods:
             if not p.active or p.group not in groups or p.name in in_ray or p.name in victims:
                 continue
@@ -162,7 +173,7 @@ class JoinTracker:
         limits: list[tuple[str, int]] = []
         for name in sorted(groups):
             b = self._backoff[name]
-            self._seconds.labels(self._cluster.name, name).set(remaining_s(b, now_s))
+            self._seconds.labels(self._name, name).set(remaining_s(b, now_s))
             limit = launch_limit(
                 b,
                 now_s=now_s,
@@ -181,13 +192,14 @@ class JoinTracker:
             if self._failing.get(pod) is why:
                 continue
             group = group_of.get(pod, "")
-            self._failures.labels(self._cluster.name, group, why.value).inc()
+            self._failures.labels(self._name, group, why.value).inc()
             if why is not JoinFailure.RAY_NODE_DEAD:
                 self._last_reason[group] = why
             self._log.warning("worker pod failing", worker_group=group, pod=pod, reason=why.value)
 
     def _record_joins(self, in_ray: set[str]) -> None:
         for pod, group in sorted(self._coming):
-            if pod in in_ray and self._backoff[group].active():
+            b = self._backoff.get(group)
+            if pod in in_ray and b is not None and b.active():
                 self._backoff[group] = Backoff()
                 self._log.info("worker group back-off ended", worker_group=group, joined=pod)

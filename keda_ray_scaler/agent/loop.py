@@ -18,6 +18,11 @@ Each poll:
 5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
    the victim controller, then publish again so newly confirmed victims show at once.
 
+The worker groups are read afresh at each poll (a :class:`~keda_ray_scaler.agent.ports.SpecView`:
+in KubeRay mode the RayCluster's watch), so a group added, removed or changed is planned with its
+new values at the next poll. While the view is not fresh (the RayCluster deleted, unreadable or
+invalid) the poll reads nothing and plans nothing: ``success=0``, the last snapshot kept.
+
 When Ray cannot be read: ``success=0``, the error is counted, and the last good snapshot stays
 exported with its own (old) time, so no reader takes old demand for fresh; before any success,
 only the worker-group specs are exported, with time 0.
@@ -42,7 +47,7 @@ from keda_ray_scaler.agent.demand_filter import (
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
 from keda_ray_scaler.agent.joins import PodEntry
-from keda_ray_scaler.agent.ports import Clock
+from keda_ray_scaler.agent.ports import Clock, SpecView, spec_view
 from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
@@ -139,7 +144,7 @@ class AgentLoop:
 
     def __init__(
         self,
-        cluster: ClusterSpec,
+        cluster: ClusterSpec | SpecView,
         reader: StateReader,
         collector: SnapshotCollector,
         metrics: AgentMetrics,
@@ -151,7 +156,8 @@ class AgentLoop:
         pods: Callable[[], Sequence[PodEntry] | None] | None = None,
         joins: JoinTracker | None = None,
     ) -> None:
-        self._cluster = cluster
+        self._specs = spec_view(cluster)
+        self._stale = False  # the spec was not fresh at the last poll (logged once)
         self._reader = reader
         self._collector = collector
         self._metrics = metrics
@@ -161,13 +167,14 @@ class AgentLoop:
         self._victims = victims
         self._pods = pods
         self._joins = joins
+        spec = self._specs.spec
         self._last: schema.ClusterSnapshot = schema.ClusterSnapshot(
-            PlanningInput(cluster), snapshot_time_s=0.0, success=False
+            PlanningInput(spec), snapshot_time_s=0.0, success=False
         )
         self._history = UseHistory(self._settings.use_window_s)  # polls as read
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
-        self._log = log.bind(cluster=cluster.name)
+        self._log = log.bind(cluster=spec.name)
         collector.publish(self._last)
 
     @property
@@ -182,6 +189,10 @@ class AgentLoop:
     async def poll_once(self) -> schema.ClusterSnapshot:
         """One poll; never raises for Ray or Kubernetes errors (they are counted and logged)."""
         started = self._clock.now()
+        if not self._spec_fresh():
+            self._last = replace(self._last, success=False)
+            self._collector.publish(self._last)
+            return self._last
         try:
             state = await self._reader.read()
         except RayError as exc:
@@ -190,6 +201,7 @@ class AgentLoop:
             self._collector.publish(self._last)
             self._log.warning("ray poll failed", error=str(exc))
             return self._last
+        cluster = self._specs.spec  # as the reader just mapped the nodes with
         demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
         if merged:
             self._metrics.shapes_merged.inc(merged)
@@ -206,7 +218,7 @@ class AgentLoop:
         if self._joins is not None:
             in_ray = {n.pod for n in state.nodes}
             joins = self._joins.observe(started, pods, in_ray, set(state.dead), victims)
-        nodes = complete_nodes(self._cluster, state.nodes, victims, pods, self._gone, joins.failing)
+        nodes = complete_nodes(cluster, state.nodes, victims, pods, self._gone, joins.failing)
         current = poll_of(started, nodes, demand)
         earlier = self._history.earlier(started)
         excess = double_counted(earlier, current)
@@ -221,7 +233,7 @@ class AgentLoop:
             horizon_s=round(started - earlier[0].at_s, 1) if earlier else 0.0,
             removed=removed,
         )
-        inp = PlanningInput(self._cluster, exported, nodes, joins.launch_limits)
+        inp = PlanningInput(cluster, exported, nodes, joins.launch_limits)
         self._publish(inp, started)
         if self._settings.scale_down and self._victims is not None and self._planner:
             try:
@@ -235,6 +247,16 @@ class AgentLoop:
                 self._publish(replace(inp, nodes=again), started)
         self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
         return self._last
+
+    def _spec_fresh(self) -> bool:
+        """Whether the worker groups can be trusted now; a change either way logged once."""
+        fresh = self._specs.fresh
+        if not fresh and not self._stale:
+            self._log.warning("worker groups not fresh: poll skipped, data marked not fresh")
+        elif fresh and self._stale:
+            self._log.info("worker groups fresh again")
+        self._stale = not fresh
+        return fresh
 
     def _track_gone(self, pods: Sequence[PodEntry] | None, ray_nodes: Sequence[WorkerNode]) -> None:
         """Remember pods that left the (synced) cache while Ray still reports their node."""

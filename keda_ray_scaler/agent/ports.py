@@ -1,10 +1,12 @@
 """The small interfaces between the agent's Ray side and its Kubernetes side.
 
-The Ray side (``ray_state.py``, ``drain.py``) implements :class:`Drainer` and :class:`RayView`;
-the victim controller (``victims.py``) consumes them and implements :class:`VictimSource`,
-which the exporter reads. A :class:`~keda_ray_scaler.clock.Clock` (its home is
-:mod:`keda_ray_scaler.clock`; named here too) is injected everywhere time matters, so tests run
-on fake time. Nothing here does I/O.
+The worker groups come from a :class:`SpecView`: a fixed spec (:class:`FixedSpec`, Deployment
+mode and the demo) or the RayCluster's watch (``raycluster_watch.py``, KubeRay mode), read
+afresh by each user at each use. The Ray side (``ray_state.py``, ``drain.py``) implements
+:class:`Drainer` and :class:`RayView`; the victim controller (``victims.py``) consumes them and
+implements :class:`VictimSource`, which the exporter reads. A
+:class:`~keda_ray_scaler.clock.Clock` (its home is :mod:`keda_ray_scaler.clock`; named here too)
+is injected everywhere time matters, so tests run on fake time. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Protocol, runtime_checkable
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.clock import Clock as Clock  # re-exported: the agent names it here
 from keda_ray_scaler.clock import SystemClock as SystemClock  # re-exported: the CLI builds it
-from keda_ray_scaler.model import WorkerNode
+from keda_ray_scaler.model import ClusterSpec, WorkerNode
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +120,34 @@ class PodSource(Protocol):
         *,
         fresh: bool = False,
     ) -> PodInfo | None: ...
+
+
+@runtime_checkable
+class SpecView(Protocol):
+    """The worker groups as last read: what each poll plans with.
+
+    - ``spec``: the latest valid :class:`~keda_ray_scaler.model.ClusterSpec` seen (never None:
+      when the source fails, the last good one stays); read it at each use, not once;
+    - ``fresh``: False while the source cannot vouch for ``spec`` (the RayCluster deleted,
+      unreadable, or changed into something invalid): the loop then exports nothing new and
+      marks the data not fresh (``success=0``), so nothing scales on unknown groups.
+    """
+
+    @property
+    def spec(self) -> ClusterSpec: ...
+
+    @property
+    def fresh(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FixedSpec:
+    """A :class:`SpecView` that never changes (``--cluster-spec``, the demo, tests)."""
+
+    spec: ClusterSpec
+    fresh: bool = True
+
+
+def spec_view(source: ClusterSpec | SpecView) -> SpecView:
+    """``source`` as a :class:`SpecView` (a plain spec is fixed)."""
+    return FixedSpec(source) if isinstance(source, ClusterSpec) else source

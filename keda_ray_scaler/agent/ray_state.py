@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from keda_ray_scaler.agent.ports import SpecView, spec_view
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
 from keda_ray_scaler.gcs.client import GcsConnection
@@ -272,7 +273,7 @@ class RayReader:
     def __init__(
         self,
         gcs: GcsConnection,
-        cluster: ClusterSpec,
+        cluster: ClusterSpec | SpecView,
         *,
         timeout_s: float = 5.0,
         pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
@@ -282,7 +283,7 @@ class RayReader:
         self._on_unsupported = on_unsupported
         #: The head's Ray version once read (only with ``on_unsupported``).
         self.ray_version: str | None = None
-        self._cluster = cluster
+        self._specs = spec_view(cluster)  # read at each parse: the groups as they are now
         self._timeout_s = timeout_s
         # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
         self._pods_by_ip = pods_by_ip
@@ -302,7 +303,7 @@ class RayReader:
         except RayError:
             self._gcs.reset()
             raise
-        return parse_status(reply, self._cluster, v1_requests=v1, pods_by_ip=by_ip)
+        return parse_status(reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip)
 
     async def read_version(self) -> str | None:
         """The head's Ray version (its cluster metadata); None while the head has written none."""

@@ -29,7 +29,7 @@ import enum
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_UP, InvalidOperation
 from typing import Any
 
@@ -214,6 +214,7 @@ class Action(enum.StrEnum):
     CLEAR = "clear"  # only processed workersToDelete entries removed
     WAIT_VICTIMS = "wait_victims"  # fewer wanted, but no drained victim to name
     WAIT_OPERATOR = "wait_operator"  # KubeRay has not yet applied the last change
+    SYNC = "sync"  # replicas written as KubeRay keeps them (clamped to min/max by an edit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +229,16 @@ class ScaleDecision:
     @property
     def changes(self) -> bool:
         """A patch is needed."""
-        return self.action in (Action.SCALE_UP, Action.SCALE_DOWN, Action.CLEAR)
+        return self.action in (Action.SCALE_UP, Action.SCALE_DOWN, Action.CLEAR, Action.SYNC)
+
+
+def kept_by_kuberay(state: GroupState) -> int:
+    """The replicas KubeRay's operator keeps for the group: ``replicas`` clamped to min/max
+    (``GetWorkerGroupDesiredReplicas``; min above max: max). It creates or deletes (at random)
+    pods toward this number without writing it to ``replicas``."""
+    if state.min_replicas > state.max_replicas:
+        return state.max_replicas
+    return min(max(state.replicas, state.min_replicas), state.max_replicas)
 
 
 def decide(
@@ -237,16 +247,36 @@ def decide(
     """The change that brings ``state`` toward ``desired`` replicas; pure.
 
     ``pods`` are the group's active pods (a synced cache); ``victims`` the group's published
-    victims (drained by Ray, confirmed). Rules, in order:
+    victims (drained by Ray, confirmed). The group's replicas are what KubeRay keeps
+    (:func:`kept_by_kuberay`: an edited min/max moves them without writing ``replicas``).
+    Rules, in order:
 
     1. a name in ``workersToDelete`` that is still an active pod: KubeRay has not processed the
        list yet; wait (Ray's ``safe_to_scale``);
-    2. more pods than ``replicas``: KubeRay is about to delete some at random; wait;
-    3. ``desired`` (clamped to min/max) above ``replicas``: raise ``replicas``;
+    2. more pods than the replicas: KubeRay is about to delete some at random; wait;
+    3. ``desired`` (clamped to min/max) above the replicas: raise ``replicas``;
     4. below: lower ``replicas`` by the number of victims it can name (at most the difference),
-       naming them; with no victim, change nothing;
-    5. processed ``workersToDelete`` entries are cleared with any change (or alone).
+       naming them; with no victim, change nothing but 6;
+    5. processed ``workersToDelete`` entries are cleared with any change (or alone);
+    6. ``replicas`` unlike the replicas KubeRay keeps (a min raised above it, a max lowered
+       below it): written as kept, so that a later edit of min or max never makes KubeRay
+       delete pods at random toward a stale ``replicas``.
     """
+    kept = kept_by_kuberay(state)
+    if kept != state.replicas:
+        state = replace(state, replicas=kept)
+        synced = ScaleDecision(Action.SYNC, kept, (), f"replicas kept by KubeRay: {kept}")
+    else:
+        synced = None
+    decision = _decide(state, desired, pods, victims)
+    if synced is not None and not decision.changes and decision.action != Action.WAIT_OPERATOR:
+        return synced
+    return decision
+
+
+def _decide(
+    state: GroupState, desired: int, pods: Sequence[str], victims: Sequence[str]
+) -> ScaleDecision:
     active = set(pods)
     pending = [p for p in state.workers_to_delete if p in active]
     if pending:

@@ -54,7 +54,7 @@ from keda_ray_scaler.agent.marks import (
     owns_cost,
     set_cost,
 )
-from keda_ray_scaler.agent.ports import Clock, Drainer, PodSource, RayView
+from keda_ray_scaler.agent.ports import Clock, Drainer, PodSource, RayView, SpecView, spec_view
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo, check_takes_first
 from keda_ray_scaler.agent.verdicts import Outcome, Verdict
 from keda_ray_scaler.errors import KubernetesError, RayError
@@ -82,7 +82,7 @@ class VictimController:
 
     def __init__(
         self,
-        cluster: ClusterSpec,
+        cluster: ClusterSpec | SpecView,
         pods: PodSource,
         ray: RayView,
         drainer: Drainer,
@@ -92,7 +92,8 @@ class VictimController:
         *,
         applier: Applier | None = None,
     ) -> None:
-        self._cluster = cluster
+        self._specs = spec_view(cluster)  # the groups' idle timeouts, read at each step
+        self._name = self._specs.spec.name
         self._pods = pods
         self._ray = ray
         self._drainer = drainer
@@ -103,7 +104,7 @@ class VictimController:
         self._frozen: set[str] = set()
         self._seen: dict[str, set[str]] = {}  # group -> active pods at the last step
         self._live: frozenset[str] = frozenset()  # pods that are live Ray nodes, last read
-        self._log = log.bind(cluster=cluster.name)
+        self._log = log.bind(cluster=self._name)
         self._verdicts = Counter(
             VICTIM_VERDICTS,
             "Victim protocol decisions by outcome.",
@@ -122,9 +123,9 @@ class VictimController:
             [schema.LABEL_CLUSTER, schema.LABEL_GROUP],
             registry=registry,
         )
-        for group in cluster.worker_groups:
-            self._wrong.labels(cluster.name, group.name)
-            self._frozen_gauge.labels(cluster.name, group.name).set(0)
+        for group in self._specs.spec.worker_groups:
+            self._wrong.labels(self._name, group.name)
+            self._frozen_gauge.labels(self._name, group.name).set(0)
 
     # --- what others read ----------------------------------------------------------------
     def victims(self) -> Mapping[str, str]:
@@ -142,7 +143,7 @@ class VictimController:
     def unfreeze(self, group: str) -> None:
         """The operator's action after looking at a wrong victim."""
         self._frozen.discard(group)
-        self._frozen_gauge.labels(self._cluster.name, group).set(0)
+        self._frozen_gauge.labels(self._name, group).set(0)
         self._log.warning("scale-down unfrozen", worker_group=group)
 
     # --- the protocol ----------------------------------------------------------------------
@@ -207,9 +208,9 @@ class VictimController:
         return verdicts
 
     def _wrong_victim(self, group: str, pod: str) -> Verdict:
-        self._wrong.labels(self._cluster.name, group).inc()
+        self._wrong.labels(self._name, group).inc()
         self._frozen.add(group)
-        self._frozen_gauge.labels(self._cluster.name, group).set(1)
+        self._frozen_gauge.labels(self._name, group).set(1)
         victims = sorted(p for p, (g, _) in self._victims.items() if g == group)
         reason = f"pod deleted while victims {victims} were expected; scale-down frozen"
         self._log.error("wrong victim", worker_group=group, pod=pod, victims=victims)
@@ -260,7 +261,7 @@ class VictimController:
     async def _run_group(self, gp: GroupPlan, nodes: Sequence[WorkerNode]) -> list[Verdict]:
         name = gp.name
         pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
-        spec = self._cluster.group(name)
+        spec = self._specs.spec.group(name)
         by_pod = {n.pod: n for n in nodes}
         view = GroupView(
             plan=gp,
@@ -403,7 +404,7 @@ class VictimController:
 
     def _record(self, verdicts: list[Verdict]) -> tuple[Verdict, ...]:
         for v in verdicts:
-            self._verdicts.labels(self._cluster.name, v.group, v.outcome.value).inc()
+            self._verdicts.labels(self._name, v.group, v.outcome.value).inc()
             if v.outcome != Outcome.WRONG_VICTIM:  # logged as an error where it is found
                 self._log.info(
                     "victim verdict",

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.builder import ApplierFactory
     from keda_ray_scaler.agent.join_tracker import JoinTracker
     from keda_ray_scaler.agent.kube import PodCache
+    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
 
 _WHERE = "agent"
 log = structlog.get_logger(__name__)
@@ -65,7 +66,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     g.add_argument(
         "--raycluster",
         help="KubeRay mode: the RayCluster (in --namespace) whose worker groups, resources and "
-        "bounds are read, and whose RayWorkerGroups are reconciled (instead of --cluster-spec)",
+        "bounds are read and watched (an edit is planned at the next poll), and whose "
+        "RayWorkerGroups are reconciled (instead of --cluster-spec)",
     )
     g.add_argument(
         "--gcs-address", default="127.0.0.1:6379", help="Ray GCS host:port (127.0.0.1:6379)"
@@ -232,7 +234,8 @@ def load_spec(path: Path) -> ClusterSpec:
 
 
 def load_raycluster_spec(api: Any, namespace: str, name: str) -> ClusterSpec:
-    """KubeRay mode: the worker groups as Ray's KubeRay integration reads them from the CR."""
+    """KubeRay mode: the worker groups as Ray's KubeRay integration reads them from the CR, at
+    start (a ConfigError then stops the agent); the watch keeps them current afterwards."""
     from kubernetes import client
 
     from keda_ray_scaler.agent.kuberay_api import read_raycluster
@@ -319,6 +322,18 @@ def _kuberay_applier(
     return make
 
 
+def _raycluster_watch(
+    args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
+) -> RayClusterWatch:
+    """KubeRay mode's worker groups: the RayCluster watched, from the start-up read on."""
+    from kubernetes import client
+
+    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch, WatchSettings
+
+    settings = WatchSettings(namespace=args.namespace, name=args.raycluster)
+    return RayClusterWatch(client.CustomObjectsApi(api.api_client), settings, spec, registry)
+
+
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
     from keda_ray_scaler.agent.builder import AgentSettings, build_agent
     from keda_ray_scaler.agent.health import HealthProbe, max_age_s
@@ -341,6 +356,10 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         ray_timeout_s=args.ray_timeout,
     )
     registry = CollectorRegistry()
+    specs: ClusterSpec | RayClusterWatch = spec
+    if args.raycluster is not None:  # KubeRay mode: the RayCluster read continuously
+        specs = _raycluster_watch(args, api, spec, registry)
+        tasks.append(asyncio.create_task(specs.run()))
     cache = None
     applier: ApplierFactory | None = None
     if not args.no_scale_down:
@@ -364,7 +383,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         stop.set()
 
     agent = build_agent(
-        spec,
+        specs,
         gcs,
         clock,
         settings,
