@@ -143,6 +143,8 @@ class AgentSample:
     success: bool = True  # the agent's last poll of Ray succeeded
     failing: frozenset[str] = frozenset()  # pods the agent knows will not be Ray nodes
     live: frozenset[str] = frozenset()  # pods with a live Ray node (not victims)
+    demand: tuple[tuple[str, float], ...] = ()  # exported bundles by (kind, shape), for a failure
+    cpus: float = 0.0  # the CPUs the agent says the pods' Ray nodes have, for a failure
 
 
 @dataclass
@@ -256,6 +258,7 @@ def agent_sample(at: float, text: str) -> AgentSample:
     success = True
     failing: set[str] = set()
     live: set[str] = set()
+    demand: list[tuple[str, float]] = []
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
@@ -280,6 +283,8 @@ def agent_sample(at: float, text: str) -> AgentSample:
                 wrong += sample.value
             elif sample.name == "ray_scaler_snapshot_success":
                 success = sample.value == 1.0
+            elif sample.name == "ray_scaler_demand_bundles" and sample.value:
+                demand.append((f"{labels.get('kind')} {labels.get('shape')}", sample.value))
     busy = {pod for pod, cpus in total.items() if available.get(pod, cpus) < cpus}
     return AgentSample(
         at,
@@ -290,6 +295,8 @@ def agent_sample(at: float, text: str) -> AgentSample:
         success,
         frozenset(failing),
         frozenset(live),
+        tuple(sorted(demand)),
+        sum(total.values()),
     )
 
 

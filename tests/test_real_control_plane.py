@@ -94,7 +94,9 @@ def _why_above_ten(loop: RealLoop, since: float) -> str:
     if seen is not None:
         lines.append(
             f"agent {first - seen.at:.1f} s before: pods {len(seen.pods)}, busy {len(seen.busy)}, "
-            f"victims {sorted(seen.victims)}, failing {sorted(seen.failing)}"
+            f"victims {sorted(seen.victims)}, failing {sorted(seen.failing)}, "
+            f"live {len(seen.live)}, their CPUs {seen.cpus:g}, demand {list(seen.demand)}, "
+            f"poll ok {seen.success}"
         )
     failing = sorted({pod for a in near for pod in a.failing})
     lines.append(f"failing within 30 s before: {failing}")
