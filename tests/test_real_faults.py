@@ -217,6 +217,11 @@ def test_unschedulable_pods_go_and_their_demand_moves_to_a_group_that_can_run_it
         timeout_s=120,
         what="no spot back-off running",
     )
+    wait_until(  # a start-up fallback pod (unschedulable too) goes first: the test's pod alone
+        lambda: not loop.pods.live_pods(SPOT),
+        timeout_s=120,
+        what="no spot pod left from start-up",
+    )
     since = time.time()
     work = loop.submit([(0.0, [5.0])])
     created = wait_until(
