@@ -100,6 +100,12 @@ def _why_above_ten(loop: RealLoop, since: float) -> str:
         )
     failing = sorted({pod for a in near for pod in a.failing})
     lines.append(f"failing within 30 s before: {failing}")
+    changes_seen: list[tuple[float, int, int, float]] = []  # (s before, pods, live, tasks)
+    for a in near:
+        now = (len(a.pods), len(a.live), sum(n for _, n in a.demand))
+        if not changes_seen or changes_seen[-1][1:] != now:
+            changes_seen.append((round(first - a.at, 1), *now))
+    lines.append(f"agent within 30 s before (s before, pods, live, pending bundles): {changes_seen}")
     return "; ".join(lines)
 
 
