@@ -105,7 +105,7 @@ def _why_above_ten(loop: RealLoop, since: float) -> str:
         now = (len(a.pods), len(a.live), sum(n for _, n in a.demand))
         if not changes_seen or changes_seen[-1][1:] != now:
             changes_seen.append((round(first - a.at, 1), *now))
-    lines.append(f"agent within 30 s before (s before, pods, live, pending bundles): {changes_seen}")
+    lines.append(f"agent 30 s before (s before, pods, live, pending bundles): {changes_seen}")
     return "; ".join(lines)
 
 
