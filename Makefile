@@ -36,12 +36,16 @@ deps-debian: ## Debian packages the tests need: Prometheus (and promtool), shell
 # node's IP, no route out), where the real node's kubelet, containerd and pods live.
 BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/images.py)" bash e2e/netns.sh
 
-# The real node's own checks (tests/test_real_node.py: restarts, SIGTERM, securityContext) and
-# the fault matrix (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in
-# e2e-local only: the product's real-node modules exercise the node too, and CI's time is the
-# budget.
-test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
-	$(BED) $(BIN)/pytest -q --durations=25 --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py $(PYTEST_ARGS)
+# Test modules run side by side on TEST_WORKERS pytest-xdist workers, one module a worker at a
+# time (--dist loadscope), the longest first (LONG_FIRST in tests/conftest.py); each worker has a
+# network namespace of its own (tests/worker_netns.py), so two real nodes or Ray heads never meet.
+# Most of a real-node module's time is spent waiting on the control plane, KEDA and pods, not
+# on the CPU: 3 workers on 2 cores. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 3
+XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
+test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA, the real node and its faults
+	$(BED) $(BIN)/pytest -q --durations=25 $(XDIST) $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
@@ -59,7 +63,7 @@ test-ray-versions: install ## the agent's read and drain against every Ray of th
 	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/test_ray_versions.py $(PYTEST_ARGS)
 
 e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:" and "e2e-node:" lines
-	@log=$$(mktemp); $(BED) $(BIN)/pytest -q \
+	@log=$$(mktemp); $(BED) $(BIN)/pytest -q $(XDIST) \
 	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py tests/test_real_faults.py $(PYTEST_ARGS) | tee $$log; \
 	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(faults|kuberay|local|node):' $$log | sort; rm -f $$log; exit $$status
 

@@ -29,6 +29,42 @@ for _var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDR
     os.environ.pop(_var, None)
 
 
+def _own_network() -> None:
+    """An xdist worker in the real-node bed takes a network namespace of its own
+    (tests/worker_netns.py), before any test module is imported or thread started."""
+    import worker_netns
+    from real_node import NODE_IP
+
+    if worker_netns.wanted():
+        worker_netns.enter(NODE_IP)
+
+
+_own_network()
+
+
+#: The longest modules (minutes each: a real node, a control plane, Ray), run first: under
+#: pytest-xdist (``--dist loadscope --no-loadscope-reorder``) each goes to a worker of its own at
+#: the start and the short modules fill the other workers around them; a long module picked last
+#: would make the run that much longer.
+LONG_FIRST = (
+    "test_real_control_plane.py",
+    "test_real_faults.py",
+    "test_real_kuberay.py",
+    "test_e2e_local.py",
+    "test_real_node.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of :data:`LONG_FIRST` first, in that order; the others as collected."""
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 #: module -> the processes it left running (see tests/leftovers.py); printed in the summary
 LEFTOVERS: dict[str, list[str]] = {}
 
@@ -98,16 +134,45 @@ _SUMMARY_LINES = (
 )
 
 
-def pytest_terminal_summary(terminalreporter: object) -> None:
-    """Each real-node module's figures as one line (``e2e-local:``, ``e2e-node:`` ...)."""
+#: the summary lines of pytest-xdist's workers (pytest_testnodedown), printed by the controller
+_FROM_WORKERS: list[str] = []
+
+
+def _summary_lines() -> list[str]:
+    """This process's figure lines (``e2e-local: ...``) and leftover reports."""
     import sys
 
+    lines = []
     for module, name, prefix in _SUMMARY_LINES:
         figures = getattr(sys.modules.get(module), name, None)
         if figures:
-            line = f"{prefix}: " + _figures(figures)
-            terminalreporter.write_line(line)  # type: ignore[attr-defined]
+            lines.append(f"{prefix}: " + _figures(figures))
     for module, left in LEFTOVERS.items():
-        terminalreporter.write_line(  # type: ignore[attr-defined]
-            f"leftover processes after {module}: {len(left)}: " + " | ".join(left[:8])
-        )
+        lines.append(f"leftover processes after {module}: {len(left)}: " + " | ".join(left[:8]))
+    return lines
+
+
+def _line_order(line: str) -> int:
+    prefixes = [prefix for _, _, prefix in _SUMMARY_LINES]
+    head = line.split(":", 1)[0]
+    return prefixes.index(head) if head in prefixes else len(prefixes)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker sends its summary lines to the controller with its results."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["krs_summary"] = _summary_lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """The controller keeps what each worker sent (pytest-xdist's hook)."""
+    _FROM_WORKERS.extend(getattr(node, "workeroutput", {}).get("krs_summary", []))
+
+
+def pytest_terminal_summary(terminalreporter: object) -> None:
+    """Each real-node module's figures as one line (``e2e-local:``, ``e2e-node:`` ...), from this
+    process and from every xdist worker, then the leftover processes."""
+    for line in sorted(_FROM_WORKERS + _summary_lines(), key=_line_order):
+        terminalreporter.write_line(line)  # type: ignore[attr-defined]

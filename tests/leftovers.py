@@ -5,6 +5,9 @@ control-plane binary, a container's shim) takes CPU from every module after it, 
 that is enough to turn a later real-control-plane test red far from its cause. The report names
 the module and the commands, so such a failure is traced to where it began. It only reports:
 other work on the machine (a developer's shell, another run) shows up too, and CI has none.
+Only processes in this process's network namespace count: under pytest-xdist each worker has its
+own (tests/worker_netns.py), so one worker's modules are not blamed for another's processes (a
+containerd shim, reparented to init, is still in the namespace of the node that started it).
 """
 
 from __future__ import annotations
@@ -53,5 +56,19 @@ def ticks_now() -> int:
 
 
 def started_since(ticks: int, *, exclude: frozenset[int] = frozenset()) -> list[Proc]:
-    """Processes alive now that started at or after ``ticks``, but those in ``exclude``."""
-    return [p for p in processes() if p.started_ticks >= ticks and p.pid not in exclude]
+    """Processes of this network namespace alive now that started at or after ``ticks``, but
+    those in ``exclude``."""
+    ours = _netns("self")
+    return [
+        p
+        for p in processes()
+        if p.started_ticks >= ticks and p.pid not in exclude and _netns(str(p.pid)) == ours
+    ]
+
+
+def _netns(pid: str) -> str:
+    """The network namespace of ``pid`` (``net:[inode]``), or "" when it is gone."""
+    try:
+        return os.readlink(_PROC / pid / "ns" / "net")
+    except OSError:
+        return ""
