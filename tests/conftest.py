@@ -42,27 +42,43 @@ def _own_network() -> None:
 _own_network()
 
 
-#: The longest modules (minutes each: a real node, a control plane, Ray), run first: under
-#: pytest-xdist (``--dist loadscope --no-loadscope-reorder``) each goes to a worker of its own at
-#: the start and the short modules fill the other workers around them; a long module picked last
-#: would make the run that much longer.
+#: The longest modules (minutes each: a real node, a control plane, Ray), run first, so that the
+#: short ones fill the other pytest-xdist workers around them; a long module picked last would
+#: make the run that much longer.
 LONG_FIRST = (
     "test_real_control_plane.py",
-    "test_real_faults.py",
     "test_real_kuberay.py",
-    "test_e2e_local.py",
+    "test_real_faults.py",
     "test_real_node.py",
+    "test_e2e_local.py",
+)
+#: The modules that start a real node run one after another, on one worker: two real nodes at
+#: once on 2 cores (20 Ray pods starting) starved each other's raylets past ``ray start``'s 30 s
+#: limit, pods restarted, and nearly every test of both failed (tried, 2026-11-26).
+REAL_NODE_MODULES = frozenset(
+    {
+        "test_real_control_plane.py",
+        "test_real_kuberay.py",
+        "test_real_faults.py",
+        "test_real_node.py",
+    }
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules of :data:`LONG_FIRST` first, in that order; the others as collected."""
+    """The modules of :data:`LONG_FIRST` first, in that order; the others as collected. Each
+    module is one pytest-xdist group (its module fixtures set up once), the real-node modules
+    all one group."""
 
     def rank(item: pytest.Item) -> int:
         name = item.path.name
         return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("real-node" if name in REAL_NODE_MODULES else name))
 
 
 #: module -> the processes it left running (see tests/leftovers.py); printed in the summary
