@@ -38,12 +38,12 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 
 # Test modules run side by side on TEST_WORKERS pytest-xdist workers, one module a worker at a
 # time, the modules that start a real node one after another on one worker, the longest first
-# (tests/conftest.py); each worker has a network namespace of its own (tests/worker_netns.py).
+# (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own (tests/worker_netns.py).
 # The real node's own checks (tests/test_real_node.py) and the fault matrix
 # (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in e2e-local only,
 # for CI's time. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
-XDIST = -n $(TEST_WORKERS) --dist loadgroup
+XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
 	$(BED) $(BIN)/pytest -q --durations=25 $(XDIST) \

@@ -52,9 +52,7 @@ LONG_FIRST = (
     "test_real_node.py",
     "test_e2e_local.py",
 )
-#: The modules that start a real node run one after another, on one worker: two real nodes at
-#: once on 2 cores (20 Ray pods starting) starved each other's raylets past ``ray start``'s 30 s
-#: limit, pods restarted, and nearly every test of both failed (tried, 2026-11-26).
+#: The modules that start a real node: one after another, on one worker (tests/xdist_modules.py).
 REAL_NODE_MODULES = frozenset(
     {
         "test_real_control_plane.py",
@@ -65,20 +63,25 @@ REAL_NODE_MODULES = frozenset(
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``make test``'s scheduler (tests/xdist_modules.py): each module one unit of work, the
+    real-node modules together one."""
+    from xdist_modules import ModuleScheduling
+
+    scheduling = ModuleScheduling(config, log)
+    scheduling.real_node_modules = REAL_NODE_MODULES
+    return scheduling
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules of :data:`LONG_FIRST` first, in that order; the others as collected. Each
-    module is one pytest-xdist group (its module fixtures set up once), the real-node modules
-    all one group."""
+    """The modules of :data:`LONG_FIRST` first, in that order; the others as collected."""
 
     def rank(item: pytest.Item) -> int:
         name = item.path.name
         return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group("real-node" if name in REAL_NODE_MODULES else name))
 
 
 #: module -> the processes it left running (see tests/leftovers.py); printed in the summary
