@@ -41,8 +41,9 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own (tests/worker_netns.py).
 # The real node's own checks (tests/test_real_node.py) and the fault matrix
 # (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in e2e-local only,
-# for CI's time. TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 2
+# for CI's time. TEST_WORKERS=0 (the default) runs everything in one process, as CI does: the
+# two workers were not yet proven green on a quiet machine (see docs/testing.md).
+TEST_WORKERS ?= 0
 XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
