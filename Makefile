@@ -38,7 +38,8 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 
 # Test modules run side by side on TEST_WORKERS pytest-xdist workers, one module a worker at a
 # time, the modules that start a real node one after another on one worker, the longest first
-# (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own (tests/worker_netns.py).
+# (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own
+# (tests/worker_netns.py).
 # The real node's own checks (tests/test_real_node.py) and the fault matrix
 # (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in e2e-local only,
 # for CI's time. TEST_WORKERS=0 (the default) runs everything in one process, as CI does: the

@@ -31,7 +31,10 @@ for _var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDR
 
 def _own_network() -> None:
     """An xdist worker in the real-node bed takes a network namespace of its own
-    (tests/worker_netns.py), before any test module is imported or thread started."""
+    (tests/worker_netns.py), before any test module is imported or thread started. Outside
+    xdist nothing is imported here (real_node pulls in the control plane's helpers)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     import worker_netns
     from real_node import NODE_IP
 
