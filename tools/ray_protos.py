@@ -6,9 +6,9 @@ the agent calls, and the Apache License 2.0 they are under.
 Ray's wheels carry no ``.proto`` files, only the modules protoc generated from them
 (``ray/core/generated/*_pb2.py``), each embedding its file's ``FileDescriptorProto``: the
 definitions exactly as Ray compiled them, without comments. This prints each descriptor back as
-``.proto`` source, for ``autoscaler.proto`` and ``gcs_service.proto`` and every file they import,
-under their paths in Ray's tree (``src/ray/protobuf/...``), so the files protoc compiles from
-them are identical to Ray's own (``tests/test_gcs_protos.py`` compares the descriptors byte for
+``.proto`` source, for ``autoscaler.proto``, ``gcs_service.proto`` and ``node_manager.proto``
+(the raylet's ``GetResourceLoad``) and every file they import, under their paths in Ray's tree
+(``src/ray/protobuf/...``), so the files protoc compiles from them are identical to Ray's own (``tests/test_gcs_protos.py`` compares the descriptors byte for
 byte while that Ray version is installed). Ray itself is never imported: the descriptors are
 read from the module sources. The Ray version and commit are printed, for ``protos/ray/README.md``.
 The wheel's own license file says only "Apache 2.0": ``LICENSE`` is the license's text, from this
@@ -27,7 +27,11 @@ from pathlib import Path
 
 from google.protobuf import descriptor_pb2 as d
 
-ROOTS = ("src/ray/protobuf/autoscaler.proto", "src/ray/protobuf/gcs_service.proto")
+ROOTS = (
+    "src/ray/protobuf/autoscaler.proto",
+    "src/ray/protobuf/gcs_service.proto",
+    "src/ray/protobuf/node_manager.proto",
+)
 #: Files protoc ships (grpc_tools' include directory): imported, never copied.
 WELL_KNOWN = "google/protobuf/"
 
