@@ -8,7 +8,8 @@ Replacing the sample list is one reference assignment: a scrape never sees half 
 
 :class:`AgentMetrics` holds the agent's own series: shapes merged by ``--max-shapes`` (counter),
 unmapped Ray nodes in the last poll (gauge), poll errors and crashes (counters), poll duration
-(histogram).
+(histogram), polls whose task demand fell back from rule R1 to the GCS's sum (counter, by
+reason).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ POLL_ERRORS = schema.PREFIX + "agent_poll_errors_total"
 POLL_DURATION = schema.PREFIX + "agent_poll_duration_seconds"
 #: counter {cluster}: polls ended by an unexpected exception (a bug; also in poll_errors)
 POLL_CRASHES = schema.PREFIX + "agent_poll_crashes_total"
+#: counter {cluster, reason}: polls whose task demand fell back from rule R1 to the GCS's sum
+DEMAND_FALLBACKS = schema.PREFIX + "agent_demand_fallbacks_total"
 
 
 def families(samples: Iterable[schema.Sample]) -> list[Metric]:
@@ -125,6 +128,15 @@ class AgentMetrics:
             labels,
             registry=registry,
         ).labels(cluster)
+        self._fallbacks = Counter(
+            DEMAND_FALLBACKS.removesuffix("_total"),
+            "Polls whose task demand is the GCS's sum (it can count a starting task twice) "
+            "because rule R1's reads failed: reason no_head, raylet or node_loads "
+            "(agent/task_load_read.py).",
+            [*labels, "reason"],
+            registry=registry,
+        )
+        self._cluster = cluster
         self.poll_errors = Counter(
             POLL_ERRORS.removesuffix("_total"),
             "Polls of Ray that failed (snapshot_success is then 0).",
@@ -145,3 +157,7 @@ class AgentMetrics:
             registry=registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
         ).labels(cluster)
+
+    def demand_fell_back(self, reason: str) -> None:
+        """Count one poll whose task demand fell back from R1 (``reason``: a ``Fallback``)."""
+        self._fallbacks.labels(self._cluster, reason).inc()

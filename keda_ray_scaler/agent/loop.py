@@ -49,6 +49,7 @@ from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
 from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.ports import Clock, SpecView, spec_view
 from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
+from keda_ray_scaler.agent.task_load_read import Fallback
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
@@ -174,6 +175,7 @@ class AgentLoop:
         self._history = UseHistory(self._settings.use_window_s)  # polls as read
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
+        self._fallback: Fallback | None = None  # why the last poll's task demand fell back
         self._log = log.bind(cluster=spec.name)
         collector.publish(self._last)
 
@@ -201,6 +203,7 @@ class AgentLoop:
             self._collector.publish(self._last)
             self._log.warning("ray poll failed", error=str(exc))
             return self._last
+        self._note_fallback(state)
         cluster = self._specs.spec  # as the reader just mapped the nodes with
         demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
         if merged:
@@ -247,6 +250,19 @@ class AgentLoop:
                 self._publish(replace(inp, nodes=again), started)
         self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
         return self._last
+
+    def _note_fallback(self, state: RayState) -> None:
+        """Count a poll whose task demand fell back from R1; log when the reason changes."""
+        now, before = state.fallback, self._fallback
+        self._fallback = now
+        if now is not None:
+            self._metrics.demand_fell_back(now.value)
+            if now != before:
+                self._log.warning(
+                    "task demand is the GCS's sum", reason=now.value, error=state.fallback_error
+                )
+        elif before is not None:
+            self._log.info("task demand by rule R1 again")
 
     def _spec_fresh(self) -> bool:
         """Whether the worker groups can be trusted now; a change either way logged once."""

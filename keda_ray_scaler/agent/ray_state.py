@@ -2,7 +2,12 @@
 
 One RPC per poll, ``AutoscalerStateService/GetClusterStatus`` (:mod:`keda_ray_scaler.gcs.client`;
 the call behind Ray's ``GcsClient.get_cluster_status()`` and
-``ray.autoscaler.v2.sdk.get_cluster_status``), gives one consistent ``GetClusterStatusReply``.
+``ray.autoscaler.v2.sdk.get_cluster_status``), gives the snapshot S: nodes, placement groups,
+constraints and Ray's summed task demand. By default (:attr:`DemandRead.EXACT`) the task and
+actor demand is not S's sum but rule R1's, read after S: the head raylet's queue read directly
+and the other nodes' queues from the GCS (:mod:`~keda_ray_scaler.agent.task_load`, two RPCs
+more), so a task starting on a fresh node is never both pending and running; when those reads
+fail the poll keeps S's sum and says why (``RayState.fallback``).
 We read its raw ``cluster_resource_state`` instead of the SDK's parsed ``ClusterStatus``
 because the parsed form drops what a scaler needs: it reports ``idle_time_ms = 0`` unless the
 node is IDLE, merges placement-group bundles by shape (losing their order) and keeps the
@@ -33,13 +38,23 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Protocol
 
 from keda_ray_scaler.agent.ports import SpecView, spec_view
+from keda_ray_scaler.agent.task_load import QueuedShape
+from keda_ray_scaler.agent.task_load_read import (
+    HEAD_RESOURCE,
+    Fallback,
+    LoadsApi,
+    RayletRead,
+    read_task_load,
+)
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
 from keda_ray_scaler.gcs.client import GcsConnection
+from keda_ray_scaler.gcs.raylet import HeadRaylet
 from keda_ray_scaler.gcs.versions import (
     CLUSTER_METADATA_KEY,
     CLUSTER_NAMESPACE,
@@ -62,9 +77,6 @@ from keda_ray_scaler.model import (
 #: Ray's internal KV key where ``request_resources()`` writes with autoscaler v1.
 V1_REQUEST_KEY = b"autoscaler_resource_request"
 
-#: ``node:__internal_head__`` marks the head (``ray.autoscaler.v2.utils.is_head_node``).
-HEAD_RESOURCE = "node:__internal_head__"
-
 # Placement-group resources ("CPU_group_<pg>", "CPU_group_<i>_<pg>", "bundle_group_<pg>"):
 # reserved inside a placement group, never capacity a new pod could add.
 _PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
@@ -82,6 +94,13 @@ BUSY_WORKERS_ACTIVITY = "Busy workers on node."
 def is_internal_resource(name: str) -> bool:
     """``node:<ip>`` / head markers and placement-group resources: not pod capacity."""
     return name.startswith("node:") or bool(_PG_RESOURCE.match(name))
+
+
+class DemandRead(StrEnum):
+    """Where a poll's task and actor demand comes from."""
+
+    EXACT = "exact"  # rule R1: the head raylet read after the snapshot (the default)
+    GCS = "gcs"  # the snapshot's own sum, as Ray's autoscaler reads it (counts starts twice)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +123,10 @@ class RayState:
     dead: frozenset[str] = frozenset()
     #: pods whose node has resources in use and no busy worker: leases granted, workers starting
     starting: frozenset[str] = frozenset()
+    #: why the task demand is the snapshot's sum although R1 was asked (None: as asked)
+    fallback: Fallback | None = None
+    #: the failure behind ``fallback``, one line
+    fallback_error: str = ""
 
 
 def _resources(entries: Mapping[str, float]) -> Resources:
@@ -161,8 +184,12 @@ def parse_status(
     *,
     v1_requests: bytes | None = None,
     pods_by_ip: Mapping[str, PodRef] | None = None,
+    tasks: Iterable[QueuedShape] | None = None,
 ) -> RayState:
     """Demand and worker nodes from a ``GetClusterStatusReply`` (pure).
+
+    ``tasks``, when given, is the task and actor demand in place of the reply's
+    ``pending_resource_requests`` (rule R1's, :mod:`~keda_ray_scaler.agent.task_load`).
 
     Node mapping, as KubeRay sets it up: ``instance_id`` is the pod name and
     ``ray_node_type_name`` the worker group; a node lacking either is looked up by its IP in
@@ -174,14 +201,19 @@ def parse_status(
     by_ip = pods_by_ip or {}
     known = {g.name for g in cluster.worker_groups}
 
+    if tasks is None:
+        raw = [
+            (dict(rc.request.resources_bundle), rc.count) for rc in state.pending_resource_requests
+        ]
+    else:
+        raw = [(q.as_dict(), q.count) for q in tasks]
     task_pairs: list[tuple[Resources, int]] = []
     dropped = 0
-    for rc in state.pending_resource_requests:
-        bundle = dict(rc.request.resources_bundle)
+    for bundle, count in raw:
         if any(_PG_RESOURCE.match(k) for k in bundle):
             dropped += 1
             continue
-        task_pairs.append((_resources(bundle), rc.count))
+        task_pairs.append((_resources(bundle), count))
 
     pg_counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
     for gang in state.pending_gang_resource_requests:
@@ -247,8 +279,8 @@ def parse_status(
     )
 
 
-class GcsApi(Protocol):
-    """The two GCS calls a poll makes (:class:`~keda_ray_scaler.gcs.client.GcsClient`)."""
+class GcsApi(LoadsApi, Protocol):
+    """The GCS calls a poll makes (:class:`~keda_ray_scaler.gcs.client.GcsClient`)."""
 
     async def get_cluster_status(self, timeout_s: float) -> GetClusterStatusReply: ...
 
@@ -268,6 +300,9 @@ class RayReader:
     outside the supported range is passed to ``on_unsupported`` and raised as
     :class:`UnsupportedRayVersion`, and nothing is read until a supported one is known (a read
     before the head wrote its version fails).
+
+    ``demand`` chooses the task demand's source (:class:`DemandRead`); with R1 a failed raylet
+    or load read is no failed poll, it is the state's ``fallback``.
     """
 
     def __init__(
@@ -278,8 +313,12 @@ class RayReader:
         timeout_s: float = 5.0,
         pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
         on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
+        demand: DemandRead = DemandRead.EXACT,
+        raylet: RayletRead | None = None,
     ) -> None:
         self._gcs = gcs
+        self.demand = demand
+        self._raylet: RayletRead = raylet if raylet is not None else HeadRaylet()
         self._on_unsupported = on_unsupported
         #: The head's Ray version once read (only with ``on_unsupported``).
         self.ray_version: str | None = None
@@ -303,7 +342,16 @@ class RayReader:
         except RayError:
             self._gcs.reset()
             raise
-        return parse_status(reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip)
+        if self.demand is DemandRead.GCS:
+            return parse_status(reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip)
+        # R1: after S returned (never before, never beside it); no failure here fails the poll.
+        tasks = await read_task_load(client, self._raylet, reply, self._timeout_s)
+        state = parse_status(
+            reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip, tasks=tasks.queued
+        )
+        if tasks.fallback is None:
+            return state
+        return replace(state, fallback=tasks.fallback, fallback_error=tasks.error)
 
     async def read_version(self) -> str | None:
         """The head's Ray version (its cluster metadata); None while the head has written none."""

@@ -1,9 +1,13 @@
-"""The agent's client of a Ray head's GCS: three RPCs over ``grpc.aio``, no Ray library.
+"""The agent's client of a Ray head's GCS: five RPCs over ``grpc.aio``, no Ray library.
 
 - ``AutoscalerStateService/GetClusterStatus``: the call behind Ray's
   ``GcsClient.get_cluster_status()``, one consistent ``GetClusterStatusReply`` per poll;
 - ``InternalKVGcsService/InternalKVGet``: ``request_resources()``'s key under autoscaler v1;
-- ``AutoscalerStateService/DrainNode``: the call behind ``GcsClient.drain_node()``.
+- ``AutoscalerStateService/DrainNode``: the call behind ``GcsClient.drain_node()``;
+- ``NodeResourceInfoGcsService/GetAllResourceUsage``: each node's last pulled load (the queued
+  tasks of nodes other than the head, :mod:`keda_ray_scaler.agent.task_load`);
+- ``NodeInfoGcsService/GetAllNodeInfo``: the head raylet's address and port
+  (:mod:`keda_ray_scaler.gcs.raylet`).
 
 Every call has a deadline and carries Ray's token when one is configured
 (:mod:`keda_ray_scaler.gcs.auth`); every gRPC failure is a :class:`RayError` naming the RPC and
@@ -23,9 +27,13 @@ from grpc import aio
 
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs import auth
-from keda_ray_scaler.gcs._generated import autoscaler_pb2, gcs_service_pb2
+from keda_ray_scaler.gcs._generated import autoscaler_pb2, gcs_pb2, gcs_service_pb2
 from keda_ray_scaler.gcs._generated.autoscaler_pb2_grpc import AutoscalerStateServiceStub
-from keda_ray_scaler.gcs._generated.gcs_service_pb2_grpc import InternalKVGcsServiceStub
+from keda_ray_scaler.gcs._generated.gcs_service_pb2_grpc import (
+    InternalKVGcsServiceStub,
+    NodeInfoGcsServiceStub,
+    NodeResourceInfoGcsServiceStub,
+)
 
 #: Ray's ``StatusCode::NotFound`` (``src/ray/common/status.h``): the KV key does not exist.
 _RAY_NOT_FOUND: Final = 17
@@ -44,11 +52,18 @@ CHANNEL_OPTIONS: Final = (
 CLOSE_GRACE_S: Final = 30.0
 
 
-def failure(rpc: str, address: str, timeout_s: float, sent_token: bool, exc: grpc.RpcError) -> str:
-    """One line saying why ``rpc`` to ``address`` failed."""
+def failure(
+    rpc: str,
+    address: str,
+    timeout_s: float,
+    sent_token: bool,
+    exc: grpc.RpcError,
+    peer: str = "GCS",
+) -> str:
+    """One line saying why ``rpc`` to ``address`` (the ``peer``: GCS or raylet) failed."""
     code = exc.code() if isinstance(exc, aio.AioRpcError) else None
     details = exc.details() if isinstance(exc, aio.AioRpcError) else str(exc)
-    where = f"GCS {address}: {rpc}"
+    where = f"{peer} {address}: {rpc}"
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"{where}: no answer within {timeout_s:g}s (DEADLINE_EXCEEDED)"
     if code is grpc.StatusCode.UNAUTHENTICATED:
@@ -58,7 +73,7 @@ def failure(rpc: str, address: str, timeout_s: float, sent_token: bool, exc: grp
             "the token comes from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
         )
     if code is grpc.StatusCode.UNAVAILABLE:
-        return f"{where}: GCS unavailable (UNAVAILABLE: {details})"
+        return f"{where}: {peer} unavailable (UNAVAILABLE: {details})"
     name = code.name if code is not None else type(exc).__name__
     return f"{where} failed ({name}: {details})"
 
@@ -71,6 +86,8 @@ class GcsClient:
         self._channel = aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._autoscaler = AutoscalerStateServiceStub(self._channel)
         self._kv = InternalKVGcsServiceStub(self._channel)
+        self._usage = NodeResourceInfoGcsServiceStub(self._channel)
+        self._nodes = NodeInfoGcsServiceStub(self._channel)
         self._metadata = auth.metadata(token)
 
     @classmethod
@@ -112,6 +129,37 @@ class GcsClient:
                 f"{reply.status.message}"
             )
         return bytes(reply.value)
+
+    async def get_all_resource_usage(
+        self, timeout_s: float
+    ) -> gcs_service_pb2.GetAllResourceUsageReply:
+        """Every alive node's last pulled ``ResourcesData`` (``resource_usage_data.batch``)."""
+        reply: gcs_service_pb2.GetAllResourceUsageReply = await self._call(
+            "GetAllResourceUsage",
+            self._usage.GetAllResourceUsage,
+            gcs_service_pb2.GetAllResourceUsageRequest(),
+            timeout_s,
+        )
+        return reply
+
+    async def get_node_info(self, node_id: str, timeout_s: float) -> gcs_pb2.GcsNodeInfo | None:
+        """The alive node ``node_id`` (hex) as the GCS registered it; None when there is none.
+
+        Asked with a node-id selector (2.60); a GCS that does not know the selector (before
+        2.48: no filter, or another field) answers every node, and the one asked is picked.
+        """
+        try:
+            binary = bytes.fromhex(node_id)
+        except ValueError as exc:
+            raise RayError(f"GetAllNodeInfo: not a hex node id: {node_id!r}") from exc
+        selector = gcs_service_pb2.GetAllNodeInfoRequest.NodeSelector(node_id=binary)
+        request = gcs_service_pb2.GetAllNodeInfoRequest(node_selectors=[selector])
+        reply = await self._call("GetAllNodeInfo", self._nodes.GetAllNodeInfo, request, timeout_s)
+        for info in reply.node_info_list:
+            if info.node_id == binary and info.state == gcs_pb2.GcsNodeInfo.ALIVE:
+                found: gcs_pb2.GcsNodeInfo = info
+                return found
+        return None
 
     async def drain_node(
         self,
