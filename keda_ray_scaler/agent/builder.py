@@ -24,7 +24,7 @@ from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
 from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import Clock, PodSource, SpecView, spec_view
-from keda_ray_scaler.agent.ray_state import PodRef, RayReader
+from keda_ray_scaler.agent.ray_state import DemandRead, PodRef, RayReader
 from keda_ray_scaler.agent.victims import VictimController
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
@@ -43,6 +43,8 @@ class AgentSettings:
     victims: VictimSettings = field(default_factory=VictimSettings)
     joins: JoinSettings = field(default_factory=JoinSettings)
     ray_timeout_s: float = 5.0
+    #: the task demand's source: rule R1 (the head raylet read after the snapshot) or the GCS's sum
+    demand_read: DemandRead = DemandRead.EXACT
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,7 @@ def build_agent(
         timeout_s=settings.ray_timeout_s,
         pods_by_ip=(lambda: pod_ips(source)) if source is not None else None,
         on_unsupported=on_unsupported,
+        demand=settings.demand_read,
     )
     victims = joins = made = None
     if source is not None:

@@ -33,6 +33,7 @@ from keda_ray_scaler.agent.joins import (
     BackoffSettings,
 )
 from keda_ray_scaler.agent.ports import SystemClock
+from keda_ray_scaler.agent.ray_state import DemandRead
 from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.gcs.client import GcsConnection
@@ -81,6 +82,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=int,
         default=200,
         help="at most this many demand series; more are merged upward and counted (200)",
+    )
+    g.add_argument(
+        "--demand-read",
+        choices=[d.value for d in DemandRead],
+        default=DemandRead.EXACT.value,
+        help="where pending task demand comes from: 'exact' reads the head raylet's queue "
+        "(GetResourceLoad) after the cluster status, so a task starting on a new node is not "
+        "also pending; 'gcs' takes the GCS's sum as Ray's autoscaler does; exact falls back to "
+        "gcs for a poll whose raylet read fails, counted (exact)",
     )
     g.add_argument(
         "--use-window",
@@ -354,6 +364,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         victims=VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
         joins=join_settings(args),
         ray_timeout_s=args.ray_timeout,
+        demand_read=DemandRead(args.demand_read),
     )
     registry = CollectorRegistry()
     specs: ClusterSpec | RayClusterWatch = spec

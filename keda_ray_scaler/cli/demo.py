@@ -46,6 +46,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "installs packages would (0)",
     )
     p.add_argument(
+        "--demand-read",
+        choices=["exact", "gcs"],
+        default="exact",
+        help="the agent's task demand: 'exact' (rule R1, the head raylet read after the "
+        "cluster status) or 'gcs' (the GCS's sum, as before) (exact)",
+    )
+    p.add_argument(
+        "--use-window",
+        type=float,
+        default=None,
+        help="the agent's double-count window in seconds (default: the agent's)",
+    )
+    p.add_argument(
         "--idle-timeout", type=float, default=10.0, help="idleTimeoutSeconds of the group"
     )
     p.add_argument(
@@ -69,6 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; exit 0 when it went back to zero with every task done."""
+    from keda_ray_scaler.agent.ray_state import DemandRead
     from keda_ray_scaler.demo.run import DemoSettings, run_demo
 
     for name in ("tasks", "task_seconds", "long_seconds", "idle_timeout", "stall", "deadline"):
@@ -95,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         long_tasks=args.long_tasks,
         long_seconds=args.long_seconds,
         worker_start_delay_s=args.worker_start_delay,
+        demand_read=DemandRead(args.demand_read),
+        **({} if args.use_window is None else {"use_window_s": args.use_window}),
         idle_timeout_s=args.idle_timeout,
         stall_s=args.stall,
         deadline_s=args.deadline,

@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
 from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, Health, HealthProbe, max_age_s
 from keda_ray_scaler.agent.loop import LoopSettings
 from keda_ray_scaler.agent.metrics_server import HEALTH_PATH, start_metrics_server
 from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.agent.ray_state import RayReader, RayState
+from keda_ray_scaler.agent.ray_state import DemandRead, RayReader, RayState
 from keda_ray_scaler.agent.victims import VictimSettings
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.gcs.client import GcsConnection
@@ -67,13 +68,16 @@ class DemoAgent:
         pods: DemoPods,
         clock: Clock,
         settle_s: float,
+        demand_read: DemandRead = DemandRead.EXACT,
+        use_window_s: float = DEFAULT_WINDOW_S,
     ) -> None:
         self.spec = spec
         self.gcs_address = gcs_address
         self.env = dict(env)
         settings = AgentSettings(
-            loop=LoopSettings(interval_s=POLL_INTERVAL_S),
+            loop=LoopSettings(interval_s=POLL_INTERVAL_S, use_window_s=use_window_s),
             victims=VictimSettings(settle_s=settle_s, confirm_timeout_s=5.0),
+            demand_read=demand_read,
         )
         self._gcs = GcsConnection(gcs_address)
         agent = build_agent(
@@ -177,10 +181,12 @@ async def start_agent(
     pods: DemoPods,
     clock: Clock,
     settle_s: float,
+    demand_read: DemandRead = DemandRead.EXACT,
+    use_window_s: float = DEFAULT_WINDOW_S,
 ) -> DemoAgent:
     """Build the agent, serve its ``/metrics`` and ``/healthz``, wait until ``/healthz`` says
     Ray was read (``fresh``: ``starting`` also answers 200, but nothing is exported yet)."""
-    agent = DemoAgent(spec, gcs_address, env, pods, clock, settle_s)
+    agent = DemoAgent(spec, gcs_address, env, pods, clock, settle_s, demand_read, use_window_s)
     agent.serve()
     while True:
         await agent.step()

@@ -26,7 +26,9 @@ from typing import TextIO
 import grpc
 import structlog
 
+from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
 from keda_ray_scaler.agent.ports import Clock
+from keda_ray_scaler.agent.ray_state import DemandRead
 from keda_ray_scaler.demo.agent import DemoAgent, start_agent
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
 from keda_ray_scaler.demo.keda import Decision, ScaledObject
@@ -71,6 +73,8 @@ class DemoSettings:
     long_tasks: int = 0  # tasks that keep their pod busy after the others ended
     long_seconds: float = 30.0
     worker_start_delay_s: float = 0.0  # each worker process of the workload starts this late
+    demand_read: DemandRead = DemandRead.EXACT  # the agent's task demand source (--demand-read)
+    use_window_s: float = DEFAULT_WINDOW_S  # the agent's double-count window (--use-window)
     poll_interval_s: float = 1.0  # agent poll, scaler refresh and KEDA poll
     settle_s: float = 1.0  # the victim protocol's settling delay (5 s in production)
     #: HPA scaleDown.stabilizationWindowSeconds: longer than agent poll + scaler refresh, the
@@ -163,7 +167,14 @@ async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> 
             say(f"Ray head started (pid {ray.head.pid if ray.head else '?'}, {ray.gcs_address})")
             pods = DemoPods()
             agent = await start_agent(
-                settings.cluster_spec(), ray.gcs_address, ray.env, pods, clock, settings.settle_s
+                settings.cluster_spec(),
+                ray.gcs_address,
+                ray.env,
+                pods,
+                clock,
+                settings.settle_s,
+                settings.demand_read,
+                settings.use_window_s,
             )
             say(f"agent exporting {agent.metrics_url}")
             await _scale(settings, clock, say, ray, pods, agent, result, drivers)
