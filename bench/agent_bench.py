@@ -6,6 +6,10 @@ answers ``AutoscalerStateService/GetClusterStatus`` with those bytes (and
 ``NodeInfoGcsService/GetClusterId``, which Ray's own client asks first): the agent's
 ``grpc.aio`` client, and beside it Ray's ``ray._raylet.GcsClient`` (the agent's client before
 issue 15) when Ray is installed. Only this process's CPU is counted, so the server's is not.
+Rule R1's two calls more (``docs/concepts/demand.md``) are measured the same way: the GCS's
+``NodeResourceInfoGcsService/GetAllResourceUsage`` (one ``ResourcesData`` per node, a quarter
+of them with a queue of their own) and the head raylet's ``NodeManagerService/GetResourceLoad``
+(the head's queue: every task shape), served by the same stand-in, then combined.
 Printed: CPU time (``time.process_time``, one core) per step and in all, median of repeats, and
 the size of the ``/metrics`` body.
 """
@@ -25,6 +29,7 @@ NODES = 1_000
 SHAPES = 200
 PLACEMENT_GROUPS = 20
 REPEATS = 15
+HEAD_ID = b"\xff" * 28
 
 
 def synthetic_reply(nodes: int = NODES, shapes: int = SHAPES) -> bytes:
@@ -75,6 +80,45 @@ def synthetic_reply(nodes: int = NODES, shapes: int = SHAPES) -> bytes:
     return reply
 
 
+def synthetic_usage(nodes: int = NODES) -> bytes:
+    """A serialized ``GetAllResourceUsageReply``: the head and ``nodes`` workers as the GCS
+    keeps them (resources, labels-free), every fourth worker with 2 queued shapes of its own."""
+    from keda_ray_scaler.gcs._generated import gcs_service_pb2
+
+    reply = gcs_service_pb2.GetAllResourceUsageReply()
+    batch = reply.resource_usage_data.batch
+    batch.add(node_id=HEAD_ID, node_manager_address="10.255.0.1")
+    for i in range(nodes):
+        ip = f"10.{i // 65536}.{(i // 256) % 256}.{i % 256}"
+        total = {"CPU": 10.0, "memory": 34359738368.0, "object_store_memory": 10737418240.0}
+        data = batch.add(
+            node_id=i.to_bytes(28, "big"),
+            node_manager_address=ip,
+            resources_total=total,
+            resources_available=total,
+        )
+        for k in range(2 if i % 4 == 0 else 0):
+            entry = data.resource_load_by_shape.resource_demands.add(backlog_size=1 + k)
+            entry.shape.update({"CPU": 1.0 + k})
+    raw: bytes = reply.SerializeToString()
+    return raw
+
+
+def synthetic_head_load(shapes: int = SHAPES - PLACEMENT_GROUPS) -> bytes:
+    """A serialized ``GetResourceLoadReply`` of the head raylet: ``shapes`` queued shapes."""
+    from keda_ray_scaler.gcs._generated import node_manager_pb2
+
+    reply = node_manager_pb2.GetResourceLoadReply()
+    reply.resources.node_id = HEAD_ID
+    for k in range(shapes):
+        entry = reply.resources.resource_load_by_shape.resource_demands.add(
+            num_ready_requests_queued=1, backlog_size=k
+        )
+        entry.shape.update({"CPU": 1.0 + (k % 8), "memory": float(2**30 * (1 + k))})
+    raw: bytes = reply.SerializeToString()
+    return raw
+
+
 def raycluster(groups: int = 3) -> dict[str, Any]:
     """A RayCluster as the API serves it: ``groups`` worker groups, sized as the bench's."""
     specs = []
@@ -107,8 +151,9 @@ def cpu_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
-def serve_reply(raw: bytes, ports: Queue[int]) -> None:
-    """In a process of its own: a GCS stand-in on 127.0.0.1 answering ``raw`` (bytes as is)."""
+def serve_reply(raw: bytes, ports: Queue[int], usage: bytes = b"", load: bytes = b"") -> None:
+    """In a process of its own: a GCS stand-in on 127.0.0.1 answering ``raw`` (bytes as is),
+    and ``usage`` to ``GetAllResourceUsage``, ``load`` to the raylet's ``GetResourceLoad``."""
     from concurrent import futures
 
     import grpc
@@ -126,6 +171,14 @@ def serve_reply(raw: bytes, ports: Queue[int]) -> None:
             grpc.method_handlers_generic_handler(
                 "ray.rpc.NodeInfoGcsService",
                 {"GetClusterId": grpc.unary_unary_rpc_method_handler(lambda _r, _c: cluster_id)},
+            ),
+            grpc.method_handlers_generic_handler(
+                "ray.rpc.NodeResourceInfoGcsService",
+                {"GetAllResourceUsage": grpc.unary_unary_rpc_method_handler(lambda _r, _c: usage)},
+            ),
+            grpc.method_handlers_generic_handler(
+                "ray.rpc.NodeManagerService",
+                {"GetResourceLoad": grpc.unary_unary_rpc_method_handler(lambda _r, _c: load)},
             ),
         )
     )
@@ -148,6 +201,29 @@ async def _agent_calls(address: str, repeats: int) -> list[float]:
     return times
 
 
+async def _r1_calls(address: str, repeats: int) -> tuple[list[float], list[float]]:
+    """Client CPU ms of R1's two calls: ``GetAllResourceUsage`` and ``GetResourceLoad``."""
+    from keda_ray_scaler.gcs.client import GcsClient
+    from keda_ray_scaler.gcs.raylet import RayletAddress, RayletClient
+
+    gcs = GcsClient(address)
+    host, _, port = address.rpartition(":")
+    raylet = RayletClient(RayletAddress("ff" * 28, host, int(port)))
+    await gcs.get_all_resource_usage(timeout_s=10.0)  # connect outside the measure
+    await raylet.get_resource_load(timeout_s=10.0)
+    usage, load = [], []
+    for _ in range(repeats):
+        started = time.process_time()
+        await gcs.get_all_resource_usage(timeout_s=10.0)
+        usage.append((time.process_time() - started) * 1000)
+        started = time.process_time()
+        await raylet.get_resource_load(timeout_s=10.0)
+        load.append((time.process_time() - started) * 1000)
+    await gcs.close()
+    await raylet.close()
+    return usage, load
+
+
 def _ray_calls(address: str, repeats: int) -> list[float]:
     from ray._raylet import GcsClient  # the agent's client before issue 15
 
@@ -161,12 +237,15 @@ def _ray_calls(address: str, repeats: int) -> list[float]:
     return times
 
 
-def call_cpu_ms(raw: bytes, repeats: int = REPEATS) -> tuple[float, float | None]:
+def call_cpu_ms(
+    raw: bytes, usage: bytes, load: bytes, repeats: int = REPEATS
+) -> tuple[float, float | None, float, float]:
     """Median client CPU ms of one ``GetClusterStatus`` answered ``raw``: the agent's client,
-    and Ray's (None without Ray)."""
+    and Ray's (None without Ray); then of R1's ``GetAllResourceUsage`` (``usage``) and
+    ``GetResourceLoad`` (``load``) with the agent's clients."""
     context = multiprocessing.get_context("spawn")
     ports: Queue[int] = context.Queue()
-    server = context.Process(target=serve_reply, args=(raw, ports), daemon=True)
+    server = context.Process(target=serve_reply, args=(raw, ports, usage, load), daemon=True)
     server.start()
     try:
         address = f"127.0.0.1:{ports.get(timeout=60)}"
@@ -174,7 +253,8 @@ def call_cpu_ms(raw: bytes, repeats: int = REPEATS) -> tuple[float, float | None
         rays = None
         if importlib.util.find_spec("ray") is not None:
             rays = statistics.median(_ray_calls(address, repeats))
-        return ours, rays
+        t_usage, t_load = asyncio.run(_r1_calls(address, repeats))
+        return ours, rays, statistics.median(t_usage), statistics.median(t_load)
     finally:
         server.terminate()
         server.join(timeout=10)
@@ -190,7 +270,10 @@ def main() -> None:
     from keda_ray_scaler.agent.loop import complete_nodes
     from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
     from keda_ray_scaler.agent.raycluster import cluster_spec
+    from keda_ray_scaler.agent.task_load import node_load, task_load
     from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
+    from keda_ray_scaler.gcs._generated.gcs_service_pb2 import GetAllResourceUsageReply
+    from keda_ray_scaler.gcs._generated.node_manager_pb2 import GetResourceLoadReply
     from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
 
     spec = ClusterSpec(
@@ -235,7 +318,18 @@ def main() -> None:
     demand_series = len(demand.bundles) + len(demand.constraints) + len(demand.placement_groups)
     big = parse_status(wire_of(synthetic_reply(nodes=0, shapes=1_000 + PLACEMENT_GROUPS)), spec)
     t_overflow, (_, overflow_merged) = cpu_ms(lambda: bound_shapes(big.demand, SHAPES))
-    t_call, t_ray_call = call_cpu_ms(raw)
+    raw_usage, raw_load = synthetic_usage(), synthetic_head_load()
+    usage_reply = GetAllResourceUsageReply.FromString(raw_usage)
+    load_reply = GetResourceLoadReply.FromString(raw_load)
+
+    def r1_combine() -> Any:
+        cached = [node_load(r) for r in usage_reply.resource_usage_data.batch]
+        queued = task_load([node_load(load_reply.resources)], cached)
+        return parse_status(reply, spec, tasks=queued)
+
+    t_r1_wire, _ = cpu_ms(lambda: GetAllResourceUsageReply.FromString(raw_usage))
+    t_r1_parse, r1_state = cpu_ms(r1_combine)
+    t_call, t_ray_call, t_usage_call, t_load_call = call_cpu_ms(raw, raw_usage, raw_load)
     # KubeRay mode: a RayCluster version read into worker groups, once per change (the watch),
     # not per poll; the poll itself reads the latest spec (one attribute).
     rc = raycluster()
@@ -253,6 +347,24 @@ def main() -> None:
     print(f"  double count, steady {t_steady:8.2f} ms CPU")
     print(f"  encode snapshot      {t_encode:8.2f} ms CPU")
     print(f"one poll, call -> metrics: {total:.1f} ms CPU (median of {REPEATS})")
+    r1_total = t_usage_call + t_load_call + t_r1_wire + t_r1_parse - t_parse
+    print(
+        f"rule R1 (--demand-read exact), more per poll: {r1_total:.1f} ms CPU, "
+        f"{(len(raw_usage) + len(raw_load)) / 1024:.0f} KiB"
+    )
+    print(
+        f"  GetAllResourceUsage  {t_usage_call:8.2f} ms CPU  "
+        f"({len(raw_usage) / 1024:.0f} KiB, {NODES + 1} nodes)"
+    )
+    print(f"    protobuf parse     {t_r1_wire:8.2f} ms CPU")
+    print(
+        f"  head GetResourceLoad {t_load_call:8.2f} ms CPU  "
+        f"({len(raw_load) / 1024:.0f} KiB, {SHAPES - PLACEMENT_GROUPS} shapes)"
+    )
+    print(
+        f"  loads -> model       {t_r1_parse - t_parse:8.2f} ms CPU  "
+        f"({len(r1_state.demand.bundles)} task shapes)"
+    )
     print(f"one scrape, render /metrics: {t_render:.1f} ms CPU")
     print(f"/metrics body: {len(body) / 1024:.0f} KiB, {series} series")
     print(f"RayCluster change -> worker groups: {t_rc:.3f} ms CPU (per change, not per poll)")

@@ -1,10 +1,13 @@
 """Rule R1 against a real Ray 2.60: a task starting on a fresh node is never pending and running.
 
-A head with 0 CPUs (as in KubeRay) and this process its driver submits ``TASKS`` tasks of
-``{CPU: 5}`` that run for a minute; they wait at the head (nothing fits) until worker nodes of
-10 CPUs join, one at a time, and the head spills them there, where each waits for a fresh
-worker process. Meanwhile two readers poll every ~200 ms, one after the other: the agent's R1
-read (the default) and the old read of the GCS's sum alone (``DemandRead.GCS``). For each poll,
+A head with 0 CPUs (as in KubeRay) and a driver on it (the demo's workload, in its own process)
+that submits ``TASKS`` tasks of ``{CPU: 5}`` that run for a minute; they wait at the head
+(nothing fits) until worker nodes of 10 CPUs join, one at a time, and the head spills them
+there, where each waits for a fresh worker process: at once, or 30 s late (the demo's
+``--worker-start-delay``, a ``worker_process_setup_hook`` that sleeps, as a ``runtime_env``
+that installs packages would). Meanwhile two readers poll every ~200 ms, one after the other:
+the agent's R1 read (the default) and the old read of the GCS's sum alone (``DemandRead.GCS``),
+until every task has run for a while. For each poll,
 pending tasks (the demand's ``{CPU: 5}`` bundles) plus running tasks (CPUs in use on the
 workers / 5) is at most ``TASKS`` with R1; the old read's highest sum is printed (it exceeds
 ``TASKS`` when the GCS's cut of the head's load is older than a worker's usage, which depends on
@@ -14,6 +17,8 @@ the timing of the GCS's 1 s pulls: seen, not asserted).
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,9 +26,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from keda_ray_scaler.agent.ray_state import DemandRead, RayReader, RayState
+from keda_ray_scaler.demo.raylets import stop_group
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
-from tests.ray_cluster import RayCluster, client_env, ray_cluster, ray_driver
+from tests.ray_cluster import RayCluster, ray_cluster
 
 pytestmark = pytest.mark.ray
 
@@ -58,9 +64,25 @@ class Seen:
 
 @pytest.fixture
 def cluster() -> Iterator[RayCluster]:
-    """A head alone (workers join during the test), this process its driver."""
-    with ray_cluster([]) as c, client_env(c), ray_driver(c):
+    """A head alone (workers join during the test)."""
+    with ray_cluster([]) as c:
         yield c
+
+
+def start_driver(cluster: RayCluster, start_delay_s: float) -> subprocess.Popen[bytes]:
+    """The demo's workload on the head: TASKS tasks of {CPU: 5}, each a minute long."""
+    log = (cluster.root / "driver.log").open("wb")
+    env = cluster.env | {"RAY_ADDRESS": cluster.gcs_address}
+    args = [f"--tasks={TASKS}", "--seconds=60", f"--worker-start-delay={start_delay_s}"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "keda_ray_scaler.demo.workload", *args],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=cluster.root,
+    )
 
 
 def add_workers(cluster: RayCluster, count: int) -> None:
@@ -80,40 +102,50 @@ async def poll_both(
         await asyncio.sleep(POLL_S)
 
 
-async def test_r1_never_counts_a_task_both_pending_and_running(cluster: RayCluster) -> None:
-    import ray
+async def wait_for_demand(reader: RayReader) -> None:
+    """Until the driver's tasks show (its start takes a while on a busy machine)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        state = await reader.read()
+        if sum(b.count for b in state.demand.bundles if b.resources == SHAPE) >= TASKS:
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"the driver's {TASKS} tasks never showed as demand")
 
-    @ray.remote(num_cpus=5)
-    def hold() -> int:
-        time.sleep(60)
-        return 1
 
+@pytest.mark.parametrize("start_delay_s", [0.0, 30.0], ids=["start-now", "start-30s"])
+async def test_r1_never_counts_a_task_both_pending_and_running(
+    cluster: RayCluster, start_delay_s: float
+) -> None:
     gcs = GcsConnection(cluster.gcs_address)
     exact = RayReader(gcs, SPEC)
     old = RayReader(gcs, SPEC, demand=DemandRead.GCS)
     seen = {"exact": Seen(), "gcs": Seen()}
-    refs = [hold.remote() for _ in range(TASKS)]
-    started = time.monotonic()
+    driver = start_driver(cluster, start_delay_s)
     done = asyncio.Event()
-    poller = asyncio.create_task(poll_both(exact, old, seen, started, done))
+    poller: asyncio.Task[None] | None = None
     try:
+        await wait_for_demand(exact)
+        started = time.monotonic()
+        poller = asyncio.create_task(poll_both(exact, old, seen, started, done))
         await asyncio.to_thread(add_workers, cluster, WORKERS)
         while time.monotonic() - started < DEADLINE_S:
             polls = seen["exact"].polls
             if polls and polls[-1][2] == TASKS and len(polls) > 10:
                 break
             await asyncio.sleep(1.0)
-        await asyncio.sleep(3.0)  # a few polls with every task running
+        await asyncio.sleep(start_delay_s + 5.0)  # until the last workers run their tasks
     finally:
         done.set()
-        await poller
-        for ref in refs:
-            ray.cancel(ref, force=True)
+        if poller is not None:
+            await poller
+        stop_group(driver)
         await gcs.close()
     for name, s in seen.items():
         print(
-            f"\nexact-demand: {name}: {len(s.polls)} polls, peak pending+running {s.peak} of "
-            f"{TASKS}, over at {s.over(TASKS)}, fallbacks {s.fallbacks}"
+            f"\nexact-demand: start {start_delay_s:g}s: {name}: {len(s.polls)} polls, peak "
+            f"pending+running {s.peak} of {TASKS}, over (s, pending, running) at "
+            f"{s.over(TASKS)}, fallbacks {s.fallbacks}"
         )
     assert seen["exact"].polls[-1][2] == TASKS, seen["exact"].polls[-5:]
     assert seen["exact"].fallbacks == 0

@@ -37,9 +37,11 @@ import pytest_asyncio
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.ports import DrainResult
 from keda_ray_scaler.agent.ray_state import V1_REQUEST_KEY, RayReader, RayState
+from keda_ray_scaler.agent.task_load_read import Fallback
 from keda_ray_scaler.demo.raylets import stop_group
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs.client import GcsClient, GcsConnection
+from keda_ray_scaler.gcs.raylet import HeadRaylet, RayletClient
 from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 from keda_ray_scaler.model import (
     Bundle,
@@ -287,6 +289,29 @@ async def test_the_token_is_needed_where_token_auth_is_on_and_ignored_where_it_i
         await wrong.close()
     reader = RayReader(gcs, SPEC, on_unsupported=refuse)
     assert (await reader.read()).nodes
+
+
+async def test_the_head_raylet_answers_get_resource_load_so_r1_reads_without_fallback(
+    case: Case, gcs: GcsConnection
+) -> None:
+    """Rule R1 on every version: the head raylet found through GetAllNodeInfo (2.10-2.47 ignore
+    2.60's node selector and answer every node) answers GetResourceLoad, and the demand R1
+    reads is the driver's, with no fallback. With token authentication (2.60) the raylet
+    checks the token too: without it the read falls back to the GCS's sum, counted as
+    ``raylet``, and the poll still succeeds."""
+    raylet = HeadRaylet(lambda a: RayletClient(a, token=case.token))
+    reader = RayReader(gcs, SPEC, on_unsupported=refuse, raylet=raylet)
+    state = await read_until(reader, lambda s: s.demand == EXPECTED and s.fallback is None)
+    assert (state.fallback, state.fallback_error) == (None, "")
+    assert state.demand == EXPECTED
+    assert raylet.address is not None and raylet.address.host == case.cluster.head_ip
+    if case.token is None:
+        return
+    bare = RayReader(gcs, SPEC, raylet=HeadRaylet(lambda a: RayletClient(a, token=None)))
+    state = await read_until(bare, lambda s: s.demand == EXPECTED)
+    assert state.fallback is Fallback.RAYLET
+    assert "Ray token authentication failed, no token was sent" in state.fallback_error
+    assert state.demand == EXPECTED  # the GCS's sum, the poll not failed
 
 
 async def test_an_idle_worker_drain_is_accepted_and_its_node_is_dead_in_the_gcs(
