@@ -1,6 +1,6 @@
 """Rule R1 against a real Ray 2.60: a task starting on a fresh node is never pending and running.
 
-A head with 0 CPUs (as in KubeRay) and a driver on it (the demo's workload, in its own process)
+A head with 0 CPUs (as in KubeRay) and a driver on it (in its own process, as the demo's)
 that submits ``TASKS`` tasks of ``{CPU: 5}`` that run for a minute; they wait at the head
 (nothing fits) until worker nodes of 10 CPUs join, one at a time, and the head spills them
 there, where each waits for a fresh worker process: at once, or 30 s late (the demo's
@@ -69,17 +69,37 @@ def cluster() -> Iterator[RayCluster]:
         yield c
 
 
+_DRIVER = """
+import sys, time
+import ray
+from keda_ray_scaler.demo.workload import SLOW_START_HOOK, START_DELAY_ENV
+
+delay = float(sys.argv[3])
+env = {"env_vars": {START_DELAY_ENV: str(delay)}, "worker_process_setup_hook": SLOW_START_HOOK}
+ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2], log_to_driver=False,
+         runtime_env=env if delay > 0 else None)
+
+@ray.remote(num_cpus=5)
+def hold():
+    time.sleep(60)
+
+refs = [hold.remote() for _ in range(int(sys.argv[4]))]
+print("submitted", flush=True)
+sys.stdin.read()
+"""
+
+
 def start_driver(cluster: RayCluster, start_delay_s: float) -> subprocess.Popen[bytes]:
-    """The demo's workload on the head: TASKS tasks of {CPU: 5}, each a minute long."""
+    """A driver on the head (as the demo's): TASKS tasks of {CPU: 5}, each a minute long, whose
+    workers start ``start_delay_s`` late (the demo's slow-start hook)."""
     log = (cluster.root / "driver.log").open("wb")
-    env = cluster.env | {"RAY_ADDRESS": cluster.gcs_address}
-    args = [f"--tasks={TASKS}", "--seconds=60", f"--worker-start-delay={start_delay_s}"]
+    args = [cluster.gcs_address, cluster.head_ip, str(start_delay_s), str(TASKS)]
     return subprocess.Popen(
-        [sys.executable, "-m", "keda_ray_scaler.demo.workload", *args],
-        env=env,
+        [sys.executable, "-c", _DRIVER, *args],
+        env=cluster.env,
         stdout=log,
         stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         start_new_session=True,
         cwd=cluster.root,
     )

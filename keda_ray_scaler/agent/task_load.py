@@ -64,10 +64,10 @@ def queued_count(entry: ResourceDemand) -> int:
 
 def node_load(report: ResourcesData) -> NodeLoad:
     """One node's queued shapes from its ``ResourcesData``."""
-    queued = tuple(
-        QueuedShape.of(dict(e.shape), queued_count(e))
-        for e in report.resource_load_by_shape.resource_demands
-    )
+    demands = report.resource_load_by_shape.resource_demands
+    if not demands:  # most nodes: nothing queued (a thousand of them read every poll)
+        return NodeLoad(report.node_id.hex(), ())
+    queued = (QueuedShape.of(dict(e.shape), queued_count(e)) for e in demands)
     return NodeLoad(report.node_id.hex(), tuple(q for q in queued if q.count > 0))
 
 
