@@ -2,7 +2,8 @@
 
 Each poll:
 
-1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`);
+1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`; task demand by rule R1 unless
+   asked otherwise, a poll that fell back to the GCS's sum counted by reason);
 2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`);
 3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
    Ray node is already gone is added with its group's pod shape), and, when a pod cache is
@@ -88,7 +89,9 @@ class LoopSettings:
     - ``max_shapes``: bound on demand series; overflow merged conservatively and counted.
     - ``scale_down``: False runs export only: no plan, no victim protocol.
     - ``use_window_s``: how long a rise of use that pending demand does not explain is taken
-      for a double count (:mod:`~keda_ray_scaler.agent.demand_filter`); 0 exports as read.
+      for a double count (:mod:`~keda_ray_scaler.agent.demand_filter`); 0 exports as read. Rule
+      R1 (the reader's) removes the spill race this was for; the window stays for what R1 does
+      not cover (``docs/concepts/demand.md``).
     """
 
     interval_s: float = 5.0
