@@ -236,6 +236,8 @@ class AgentLoop:
             pending=current.pending.as_dict(),
             in_use=sum((u for u in current.used.values()), Resources()).as_dict(),
             starting=len(state.starting),
+            gcs_tasks=state.gcs_tasks,
+            fallback=state.fallback.value if state.fallback is not None else "",
             horizon_s=round(started - earlier[0].at_s, 1) if earlier else 0.0,
             removed=removed,
         )

@@ -127,6 +127,9 @@ class RayState:
     fallback: Fallback | None = None
     #: the failure behind ``fallback``, one line
     fallback_error: str = ""
+    #: task bundles pending in the GCS's own sum (the snapshot's), whatever the demand's source:
+    #: beside R1's count in the debug log, the double count R1 left out
+    gcs_tasks: int = 0
 
 
 def _resources(entries: Mapping[str, float]) -> Resources:
@@ -275,7 +278,13 @@ def parse_status(
     )
     alive = {n.pod for n in nodes}
     return RayState(
-        demand, tuple(nodes), unmapped, dropped, frozenset(dead - alive), frozenset(starting)
+        demand,
+        tuple(nodes),
+        unmapped,
+        dropped,
+        frozenset(dead - alive),
+        frozenset(starting),
+        gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
     )
 
 
