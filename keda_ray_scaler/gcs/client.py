@@ -18,7 +18,6 @@ makes the client lazily, in the running loop, and anew after a failure.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -34,6 +33,7 @@ from keda_ray_scaler.gcs._generated.gcs_service_pb2_grpc import (
     NodeInfoGcsServiceStub,
     NodeResourceInfoGcsServiceStub,
 )
+from keda_ray_scaler.gcs.loop_bound import LoopBound
 
 #: Ray's ``StatusCode::NotFound`` (``src/ray/common/status.h``): the KV key does not exist.
 _RAY_NOT_FOUND: Final = 17
@@ -47,9 +47,6 @@ CHANNEL_OPTIONS: Final = (
     ("grpc.initial_reconnect_backoff_ms", 500),
     ("grpc.max_reconnect_backoff_ms", 2_000),
 )
-
-#: How long a replaced channel lets calls still running on it finish before it closes.
-CLOSE_GRACE_S: Final = 30.0
 
 
 def failure(
@@ -188,51 +185,21 @@ class GcsClient:
         await self._channel.close(grace_s)
 
 
-class GcsConnection:
+class GcsConnection(LoopBound[GcsClient]):
     """The GCS client shared by the reader and the drainer, made on first use.
 
-    Made in the running event loop (a channel belongs to its loop; a call from another loop gets
-    a client of its own), so the agent starts while the GCS is still down. After a failed call
-    :meth:`reset` drops it: the next call makes a new channel and reads the token again.
+    Made in the running event loop (:class:`~keda_ray_scaler.gcs.loop_bound.LoopBound`), so the
+    agent starts while the GCS is still down. After a failed call :meth:`reset` drops it: the
+    next call makes a new channel and reads the token again.
     """
 
     def __init__(
         self, gcs_address: str, factory: Callable[[str], GcsClient] = GcsClient.from_env
     ) -> None:
+        super().__init__()
         self.address = gcs_address
         self._factory = factory
-        self._client: GcsClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closing: set[asyncio.Task[None]] = set()
 
     def get(self) -> GcsClient:
         """The client of the running loop, made now if needed; :class:`RayError` if that fails."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = self._factory(self.address)
-            self._loop = loop
-        return self._client
-
-    def reset(self) -> None:
-        """Forget the client after a failure; its channel closes after :data:`CLOSE_GRACE_S`."""
-        client, self._client = self._client, None
-        if client is None or self._loop is not _running_loop():
-            return  # another loop's channel: that loop is gone or owns it
-        task = asyncio.get_running_loop().create_task(client.close(CLOSE_GRACE_S))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-
-    async def close(self) -> None:
-        """Close the current channel and wait for the replaced ones (at the agent's exit)."""
-        client, self._client = self._client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
-            await client.close()
-        if self._closing:
-            await asyncio.gather(*self._closing, return_exceptions=True)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        return self.held() or self.hold(self._factory(self.address))

@@ -16,7 +16,6 @@ is one :class:`RayError` line naming the raylet.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -28,7 +27,8 @@ from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs import auth
 from keda_ray_scaler.gcs._generated import gcs_pb2, node_manager_pb2
 from keda_ray_scaler.gcs._generated.node_manager_pb2_grpc import NodeManagerServiceStub
-from keda_ray_scaler.gcs.client import CHANNEL_OPTIONS, CLOSE_GRACE_S, failure
+from keda_ray_scaler.gcs.client import CHANNEL_OPTIONS, failure
+from keda_ray_scaler.gcs.loop_bound import LoopBound
 
 #: A raylet's reply is small (a few KB: its resources and one entry per queued shape).
 RAYLET_CHANNEL_OPTIONS: Final = CHANNEL_OPTIONS
@@ -106,7 +106,7 @@ class RayletClient:
         await self._channel.close(grace_s)
 
 
-class HeadRaylet:
+class HeadRaylet(LoopBound[RayletClient]):
     """The head's raylet, found through the GCS once per head node and read at each poll.
 
     The address is looked up when the head's node id is new (a restarted head is a new node);
@@ -118,10 +118,8 @@ class HeadRaylet:
     def __init__(
         self, factory: Callable[[RayletAddress], RayletClient] = RayletClient.from_env
     ) -> None:
+        super().__init__()
         self._factory = factory
-        self._client: RayletClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def address(self) -> RayletAddress | None:
@@ -140,38 +138,11 @@ class HeadRaylet:
             raise
 
     async def _client_of(self, gcs: NodeInfoApi, node_id: str, timeout_s: float) -> RayletClient:
-        loop = asyncio.get_running_loop()
-        current = self._client
-        if current is not None and current.address.node_id == node_id and self._loop is loop:
+        current = self.held()
+        if current is not None and current.address.node_id == node_id:
             return current
         self.reset()
         info = await gcs.get_node_info(node_id, timeout_s)
         if info is None:
             raise RayError(f"GCS {gcs.address}: GetAllNodeInfo: no alive node {node_id}")
-        self._client = self._factory(raylet_address(info))
-        self._loop = loop
-        return self._client
-
-    def reset(self) -> None:
-        """Forget the raylet; its channel closes after :data:`CLOSE_GRACE_S`."""
-        client, self._client = self._client, None
-        if client is None or self._loop is not _running_loop():
-            return  # another loop's channel: that loop is gone or owns it
-        task = asyncio.get_running_loop().create_task(client.close(CLOSE_GRACE_S))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-
-    async def close(self) -> None:
-        """Close the current channel and wait for the replaced ones (at the agent's exit)."""
-        client, self._client = self._client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
-            await client.close()
-        if self._closing:
-            await asyncio.gather(*self._closing, return_exceptions=True)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        return self.hold(self._factory(raylet_address(info)))
