@@ -25,6 +25,10 @@ rise of use that pending demand paid for is shown at once; one it did not pay fo
 once it has lasted the window. The cost: tasks that arrive and start at once on free capacity
 (never pending) while others still wait can hide as many pending tasks for at most the window.
 Nodes are exported as read. Pure: the caller keeps the earlier polls (:class:`UseHistory`).
+
+Since rule R1 (the head raylet's load read after the node view) the spill race above is gone
+from the pending demand; the filter now covers what R1 leaves, a lease allocated before its
+owner's next backlog report (``docs/concepts/demand.md``, "What R1 still counts").
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from dataclasses import dataclass, replace
 
 from keda_ray_scaler.model import Bundle, Demand, NodeStatus, Resources, WorkerNode
 
-#: Default window: a worker start under load, with margin (2 polls at the 5 s default interval).
+#: Default window. After rule R1 (:mod:`~keda_ray_scaler.agent.task_load`) what is left to cover
+#: is an owner's backlog report, sent on the core worker's 1 s heartbeat: one poll in the demo,
+#: with a worker start of 0 s or 30 s alike (``docs/concepts/demand.md``). 10 s is that period
+#: under load, with margin (2 polls at the 5 s default interval); it no longer tracks the start.
 DEFAULT_WINDOW_S = 10.0
 
 

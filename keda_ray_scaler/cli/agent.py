@@ -97,8 +97,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=float,
         default=DEFAULT_WINDOW_S,
         help="seconds a rise of pod use that pending demand did not pay for is taken for a "
-        "task Ray counts both running and pending while its worker starts (left out of the "
-        "exported demand); 0 = as read (10)",
+        "task Ray counts both running and pending until its owner's next backlog report (left "
+        "out of the exported demand); 0 = as read (10)",
     )
     g = p.add_argument_group("metrics and health")
     g.add_argument("--host", default="0.0.0.0", help="/metrics and /healthz bind address (all)")
