@@ -250,6 +250,29 @@ def test_the_same_input_gives_the_same_plan(inp: PlanningInput) -> None:
 #: A cap that binds: demand a group could hold, left over at maxReplicas or maxWorkers.
 CAPPED = {UnplaceableReason.MAX_REPLICAS, UnplaceableReason.MAX_WORKERS}
 
+#: maxReplicas no generated demand reaches.
+_NO_MAX = 10_000
+
+
+def _uncapped(inp: PlanningInput) -> PlanningInput:
+    """``inp`` with no maxReplicas and no maxWorkers (upscalingSpeed as it is)."""
+    cluster = inp.cluster
+    groups = tuple(
+        dataclasses.replace(g, max_replicas=max(_NO_MAX, g.min_replicas))
+        for g in cluster.worker_groups
+    )
+    lifted = dataclasses.replace(cluster, worker_groups=groups, max_workers=None)
+    return dataclasses.replace(inp, cluster=lifted)
+
+
+def _a_cap_binds(inp: PlanningInput) -> bool:
+    """Whether maxReplicas or maxWorkers changes the plan: without them it asks other targets.
+    (The reason an unplaced bundle is listed under does not tell: demand left over at
+    maxReplicas can be listed as deferred by upscalingSpeed; hypothesis found it in CI,
+    2026-11-26: 8 {CPU: 5} and 19 -> 37 {CPU: 1} on 10-CPU pods, max 7, targets 7 -> 6.)"""
+    capped, free = plan(inp), plan(_uncapped(inp))
+    return any(free.groups[n].target != g.target for n, g in capped.groups.items())
+
 
 def _doubled(inp: PlanningInput, which: int) -> PlanningInput:
     i = which % len(inp.demand.bundles)
@@ -265,8 +288,9 @@ def test_doubling_a_count_never_lowers_a_target(inp: PlanningInput, which: int) 
     no cap binds (what a binding cap does: the known case below)."""
     if not inp.demand.bundles:
         return
-    before, after = plan(inp), plan(_doubled(inp, which))
-    if any(u.reason in CAPPED for u in after.unplaceable):
+    doubled = _doubled(inp, which)
+    before, after = plan(inp), plan(doubled)
+    if any(u.reason in CAPPED for u in after.unplaceable) or _a_cap_binds(doubled):
         return
     assert sum(g.target for g in after.groups.values()) >= sum(
         g.target for g in before.groups.values()
