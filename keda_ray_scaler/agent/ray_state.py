@@ -52,6 +52,7 @@ from keda_ray_scaler.agent.task_load_read import (
     read_task_load,
 )
 from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs._generated import autoscaler_pb2
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.gcs.raylet import HeadRaylet
@@ -81,8 +82,13 @@ V1_REQUEST_KEY = b"autoscaler_resource_request"
 # reserved inside a placement group, never capacity a new pod could add.
 _PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
 
-# GcsNodeInfo-independent status numbers of ray.rpc.autoscaler.NodeStatus.
-_RUNNING, _DEAD, _IDLE, _DRAINING = 1, 2, 3, 4
+# The status numbers of ray.rpc.autoscaler.NodeStatus, as the generated module names them.
+_RUNNING, _DEAD, _IDLE, _DRAINING = (
+    autoscaler_pb2.RUNNING,
+    autoscaler_pb2.DEAD,
+    autoscaler_pb2.IDLE,
+    autoscaler_pb2.DRAINING,
+)
 
 #: The ``NodeState.node_activity`` line Ray reports while a worker process runs on the node (as
 #: read from Ray 2.60: a node whose leases wait for their workers shows only its resources in

@@ -16,14 +16,13 @@ from typing import Protocol
 
 from keda_ray_scaler.agent.task_load import QueuedShape, node_load, task_load
 from keda_ray_scaler.errors import RayError
-from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
+from keda_ray_scaler.gcs._generated.autoscaler_pb2 import DEAD, GetClusterStatusReply
 from keda_ray_scaler.gcs._generated.gcs_pb2 import ResourcesData
 from keda_ray_scaler.gcs._generated.gcs_service_pb2 import GetAllResourceUsageReply
 from keda_ray_scaler.gcs.raylet import NodeInfoApi
 
 #: ``node:__internal_head__`` marks the head (``ray.autoscaler.v2.utils.is_head_node``).
 HEAD_RESOURCE = "node:__internal_head__"
-_DEAD = 2  # ray.rpc.autoscaler.NodeStatus.DEAD
 
 
 class Fallback(StrEnum):
@@ -60,7 +59,7 @@ class LoadsApi(NodeInfoApi, Protocol):
 def head_node_id(status: GetClusterStatusReply) -> str | None:
     """The alive head's node id (hex) in the snapshot, None when it has none."""
     for ns in status.cluster_resource_state.node_states:
-        if ns.status != _DEAD and HEAD_RESOURCE in ns.total_resources:
+        if ns.status != DEAD and HEAD_RESOURCE in ns.total_resources:
             node_id: str = ns.node_id.hex()
             return node_id
     return None
