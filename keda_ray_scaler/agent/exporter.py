@@ -124,7 +124,7 @@ class AgentMetrics:
         self.double_counted = Gauge(
             "ray_scaler_agent_double_counted_bundles",
             "Pending task bundles left out of the last export: Ray counted them both running "
-            "and pending while their workers started (agent/demand_filter.py).",
+            "and pending until their owner's next backlog report (agent/demand_filter.py).",
             labels,
             registry=registry,
         ).labels(cluster)
