@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from keda_ray_scaler.agent.choose import Choice, GroupView, choose
+from keda_ray_scaler.agent.choose import Choice, GroupView, choose, to_release
 from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
 from keda_ray_scaler.model import GroupPlan, NodeStatus, Resources, WorkerNode
@@ -75,3 +75,21 @@ def test_a_frozen_refused_or_waiting_group_takes_nothing(
     """Every candidate gets the group's verdict; published victims are no candidates."""
     c = choose(view(("w-1", "w-2"), victims=frozenset({"w-2"}), **kw), SETTINGS)  # type: ignore[arg-type]
     assert outcomes(c) == ([], [("w-1", outcome)])
+
+
+@pytest.mark.parametrize(
+    ("target", "current", "released"),
+    [
+        (3, 3, ("w-1", "w-2")),  # 1 kept + 2 new wanted: the target keeps both victims' slots
+        (4, 3, ("w-1", "w-2")),
+        (2, 3, ()),  # a scale-down under way takes one victim first; the other waits
+        (1, 3, ()),  # the scale-down takes both
+    ],
+)
+def test_victims_no_scale_down_takes_are_released_only_when_the_target_keeps_the_pods(
+    target: int, current: int, released: tuple[str, ...]
+) -> None:
+    """Two published victims of three pods: released when the target is not below the pods."""
+    gp = GroupPlan("cpu", target, target, 1, current, 1, target - 1)
+    assert to_release(gp, ("w-1", "w-2")) == released
+    assert to_release(gp, ()) == ()

@@ -75,6 +75,15 @@ class VersionedEmulator(kmock.KubernetesEmulator):
                         del meta["resourceVersion"]
                     else:
                         meta["resourceVersion"] = sent
+        if request.resource == PODS and request.action == kmock.action.DELETE:
+            # the API server's delete preconditions: another uid under the name answers 409
+            wanted = ((request.data or {}).get("preconditions") or {}).get("uid")
+            key = (PODS, request.namespace, request.name)
+            stored = self.objects[key].get("metadata", {}).get("uid") if key in self.objects else ""
+            if wanted and stored and stored != wanted:
+                raise kmock.KubernetesError(
+                    status=409, reason="Conflict", message="Precondition failed: UID mismatch"
+                )
         return await super()._handle(request)
 
     async def _serve_list(self, request: kmock.Request) -> Any:

@@ -252,25 +252,27 @@ def test_worker_pods_mount_no_token(cp: Any) -> None:
 
 #: (verb, resource, name or "", subresource or "") -> allowed, per example and namespace.
 Can = dict[tuple[str, str, str, str], bool]
-#: Both modes: the worker pods read, never created, deleted or exec'd; no Secret, not even Ray's.
+#: Both modes: the worker pods read, never created or exec'd; no Secret, not even Ray's.
 BOTH: Can = {
     ("list", "pods", "", ""): True,
     ("watch", "pods", "", ""): True,
     ("get", "pods", "worker-x", ""): True,
     ("create", "pods", "", ""): False,
-    ("delete", "pods", "worker-x", ""): False,
     ("create", "pods", "worker-x", "exec"): False,
     ("get", "secrets", "demo", ""): False,
     ("list", "secrets", "", ""): False,
 }
 DEPLOYMENT_MODE: Can = BOTH | {
     ("patch", "pods", "worker-x", ""): True,  # pod-deletion-cost
+    ("delete", "pods", "worker-x", ""): True,  # a victim no scale-down takes (released)
+    ("delete", "deployments.apps", "ray-demo-cpu", ""): False,
     ("patch", "deployments.apps", "ray-demo-cpu", ""): False,
     ("patch", "rayclusters.ray.io", "demo", ""): False,
 }
 RWG = "rayworkergroups.keda-ray-scaler.io"
 KUBERAY_MODE: Can = BOTH | {
     ("patch", "pods", "worker-x", ""): False,  # victims are named in the RayCluster
+    ("delete", "pods", "worker-x", ""): False,  # KubeRay deletes them
     ("get", "rayclusters.ray.io", "demo", ""): True,
     ("patch", "rayclusters.ray.io", "demo", ""): True,
     ("patch", "rayclusters.ray.io", "other", ""): False,

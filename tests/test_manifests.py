@@ -283,13 +283,13 @@ def test_worker_deployments_leave_replicas_to_the_hpa() -> None:
 # --- RBAC -----------------------------------------------------------------------------------
 
 
-def test_agent_role_grants_exactly_pods_get_list_watch_patch() -> None:
-    """The agent's only permission: get/list/watch/patch on core pods, namespaced."""
+def test_agent_role_grants_exactly_pods_get_list_watch_patch_delete() -> None:
+    """The agent's only permission: get/list/watch/patch/delete on core pods, namespaced."""
     for path in ("manifests/agent", EXAMPLE):
         objs = render(path)
         (role,) = of_kind(objs, "Role")
         assert [(r["apiGroups"], r["resources"], sorted(r["verbs"])) for r in role["rules"]] == [
-            ([""], ["pods"], ["get", "list", "patch", "watch"])
+            ([""], ["pods"], ["delete", "get", "list", "patch", "watch"])
         ]
         assert of_kind(objs, "ClusterRole") == []
         assert of_kind(objs, "ClusterRoleBinding") == []

@@ -428,6 +428,56 @@ async def test_a_rejected_drain_returns_the_pod_to_normal_cost(
     assert controller.victims() == {"w-1": "cpu"}
 
 
+# --- release ----------------------------------------------------------------------------------
+def plan_for(target: int, new: int) -> Plan:
+    """Group cpu's three pods, w-1 a published victim: ``target`` pods, ``new`` of them new."""
+    gp = GroupPlan("cpu", target, target, 2, 3, 1, new)
+    return Plan(groups={"cpu": gp})
+
+
+async def test_a_victim_no_scale_down_takes_is_deleted_by_the_agent(
+    emulator: VersionedEmulator,
+    cache: PodCache,
+    synced: None,
+    make_controller: Callable[..., VictimController],
+    registry: CollectorRegistry,
+) -> None:
+    """w-1 drained and published; then demand for one new pod of its group: the target (2 kept
+    + 1 new = 3) is the pods there are, the HPA changes nothing, so the agent deletes w-1 with
+    its uid as precondition (the ReplicaSet replaces it); the scale-down's own verdict follows."""
+    controller = make_controller()
+    await controller.step(plan("w-1"))
+    assert controller.victims() == {"w-1": "cpu"}
+    verdicts = await controller.step(plan_for(target=3, new=1))
+    assert outcomes(verdicts) == [("w-1", "released")]
+    assert "target 3 >= 3 pods" in verdicts[0].reason
+    (delete,) = requests_of(emulator, kmock.action.DELETE)
+    assert delete.name == "w-1" and delete.data["preconditions"] == {"uid": "uid-w-1"}
+    assert await cache.wait_until(lambda: cache.get_cached("w-1") is None, 10)
+    assert outcomes(await controller.step(plan_for(target=3, new=1))) == [("w-1", "deleted")]
+    assert controller.victims() == {} and controller.frozen() == frozenset()
+    labels = {"cluster": "demo", "group": "cpu", "outcome": "released"}
+    assert registry.get_sample_value(VICTIM_VERDICTS, labels) == 1.0
+
+
+async def test_a_victim_is_left_to_a_scale_down_under_way_and_another_pod_is_never_deleted(
+    emulator: VersionedEmulator,
+    cache: PodCache,
+    synced: None,
+    make_controller: Callable[..., VictimController],
+) -> None:
+    """Target 2 of 3 pods: the HPA's scale-down takes w-1, the agent deletes nothing; a pod
+    now another under the victim's name (a new uid) is not deleted either."""
+    controller = make_controller()
+    await controller.step(plan("w-1"))
+    assert outcomes(await controller.step(plan_for(target=2, new=0))) == []
+    assert requests_of(emulator, kmock.action.DELETE) == []
+    emulator.objects[PODS, NS, "w-1"].patch({"metadata": {"uid": "uid-w-1-again"}})
+    verdicts = await controller.step(plan_for(target=3, new=1))
+    assert outcomes(verdicts) == [("w-1", "pod_gone")]
+    assert (PODS, NS, "w-1") in emulator.objects
+
+
 # --- verify -----------------------------------------------------------------------------------
 async def test_a_deleted_victim_is_reported_and_leaves_the_published_set(
     emulator: VersionedEmulator,

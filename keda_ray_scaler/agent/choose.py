@@ -87,6 +87,23 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
     return Choice(tuple(chosen), tuple(verdicts))
 
 
+def to_release(plan: GroupPlan, waiting: tuple[str, ...]) -> tuple[str, ...]:
+    """The published victims a scale-down will never take, when pods go by deletion cost.
+
+    The scaler reports a group's non-victims plus the new pods it wants. With as many new pods
+    wanted as victims (or more), that target is not below the pods there are: the HPA changes
+    nothing, the ReplicaSet deletes no victim and makes no new pod, and both wait for ever (seen
+    on the real node: a start-up pod that could not be scheduled kept its group's one slot for
+    341 s while the group's new pod waited). Those victims hold no Ray state (drained, or never
+    a Ray node), so the agent deletes them and the ReplicaSet replaces them. While the target
+    is below the pods (a scale-down under way), none: a replacement, pending, would rank before
+    the victims and be the pod the scale-down takes.
+    """
+    if not waiting or plan.target < plan.current:
+        return ()
+    return waiting
+
+
 def _all(group: str, pods: list[str], outcome: Outcome, reason: str) -> Choice:
     return Choice((), tuple(Verdict(group, p, outcome, reason) for p in pods))
 

@@ -9,9 +9,12 @@
 - Every API call retries with bounded exponential backoff (tenacity) on 409, 429, 5xx and
   connection errors; failures are logged (structlog) and counted, never raised past the agent
   loop as anything but :class:`~keda_ray_scaler.errors.KubernetesError`.
+- A drained victim the scale-down will never take (``choose.to_release``) is deleted by name
+  with its uid as a precondition (:meth:`PodCache.delete`), Deployment mode only.
 - The ``kubernetes`` client is synchronous: every call runs in ``asyncio.to_thread``.
 
-RBAC: a namespaced Role with ``pods`` verbs ``get``, ``list``, ``watch``, ``patch`` only.
+RBAC: a namespaced Role with ``pods`` verbs ``get``, ``list``, ``watch``, ``patch`` and, in
+Deployment mode, ``delete``.
 """
 
 from __future__ import annotations
@@ -452,6 +455,31 @@ class PodCache(PodStore):
             return pod_info(raw, self._settings.group_label)
 
         return await self._retrying("update", attempt)
+
+    async def delete(self, name: str, uid: str) -> bool:
+        """Delete the pod ``name`` if it is still the pod ``uid`` (a precondition): True when
+        deleted, False when it is gone (404) or the name is another pod's now (409)."""
+
+        async def attempt() -> bool:
+            try:
+                await asyncio.to_thread(self._delete_blocking, name, uid)
+            except k8s.ApiException as exc:
+                if exc.status in (404, 409):
+                    return False
+                raise
+            return True
+
+        self._log.info("deleting pod", pod=name, uid=uid)
+        return await self._retrying("delete", attempt)
+
+    def _delete_blocking(self, name: str, uid: str) -> None:
+        self._api.delete_namespaced_pod(
+            name,
+            self._settings.namespace,
+            body=k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=uid)),
+            _preload_content=False,
+            _request_timeout=self._settings.request_timeout_s,
+        )
 
     # --- retries -----------------------------------------------------------------------------
     async def _call(self, operation: str, blocking: Callable[[], T]) -> T:

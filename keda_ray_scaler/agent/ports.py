@@ -101,7 +101,9 @@ class PodSource(Protocol):
       pods, re-checked on every change; its last value;
     - ``update(name, decide, fresh=)``: change one pod's annotations as ``decide(pod)`` says
       (value None deletes), never on stale data (``fresh``: the first decision on a fresh
-      read); the pod as written, None when it is gone; raises ``KubernetesError``.
+      read); the pod as written, None when it is gone; raises ``KubernetesError``;
+    - ``delete(name, uid)``: delete the pod if it is still the pod ``uid``; False when it is
+      gone or another pod now; raises ``KubernetesError``.
     """
 
     @property
@@ -120,6 +122,8 @@ class PodSource(Protocol):
         *,
         fresh: bool = False,
     ) -> PodInfo | None: ...
+
+    async def delete(self, name: str, uid: str) -> bool: ...
 
 
 @runtime_checkable

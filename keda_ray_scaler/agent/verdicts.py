@@ -24,6 +24,7 @@ class Outcome(enum.StrEnum):
     RESTORED = "restored"  # a stale victim mark was removed
     RESURRECTED = "resurrected"  # a victim's pod runs a new Ray node: unpublished, restored
     DELETED = "deleted"  # a published victim's pod is gone: the scale-down took it
+    RELEASED = "released"  # a victim no scale-down would take, deleted by the agent: replaced
     WRONG_VICTIM = "wrong_victim"  # a pod that was not a victim went: group frozen
     REFUSED = "refused"  # the applier refuses scale-down of the group (e.g. in-tree autoscaler)
 

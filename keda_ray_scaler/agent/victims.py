@@ -22,7 +22,9 @@ number of victims) only after every step below succeeded for it:
    by rules that do not depend on the controller's clock; one ReplicaSet only;
 4. **drain**: :class:`Drainer` for idle termination; a rejection restores the pod (removes both
    annotations) and the pod is not published;
-5. **publish**: :meth:`VictimController.victims`;
+5. **publish**: :meth:`VictimController.victims`; a published victim the scale-down will
+   never take (its group's target keeps its slot for a new pod, :func:`choose.to_release`) is
+   deleted by the agent, uid as precondition, and the ReplicaSet replaces it;
 6. **verify**: a pod of a group with published victims that disappears without being a victim
    is a wrong victim: counted, logged, and the group's scale-down is frozen until
    :meth:`VictimController.unfreeze` (or an agent restart). A pod that was no live Ray node at
@@ -46,7 +48,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.apply import Applier
-from keda_ray_scaler.agent.choose import GroupView, choose, removal_reasons
+from keda_ray_scaler.agent.choose import GroupView, choose, removal_reasons, to_release
 from keda_ray_scaler.agent.marks import (
     VictimSettings,
     clear_cost,
@@ -165,6 +167,7 @@ class VictimController:
         self.saw_in_ray(frozenset(n.pod for n in nodes))
         verdicts += await self._reconcile(nodes)
         for name in groups:
+            verdicts += await self._release(plan.groups[name])
             verdicts += await self._run_group(plan.groups[name], nodes)
         return self._record(verdicts)
 
@@ -257,6 +260,29 @@ class VictimController:
         except KubernetesError as exc:
             return Verdict(pod.group, pod.name, Outcome.KUBE_ERROR, f"restore failed: {exc}")
         return Verdict(pod.group, pod.name, outcome, reason)
+
+    async def _release(self, gp: GroupPlan) -> list[Verdict]:
+        """Delete the group's published victims no scale-down will take (:func:`to_release`,
+        pods going by deletion cost only); the ReplicaSet replaces them."""
+        if gp.name in self._frozen:
+            return []
+        pods = {p.name: p for p in self._pods.pods() if p.group == gp.name and p.active}
+        verdicts: list[Verdict] = []
+        for name in to_release(gp, tuple(self._published_not_gone(gp.name, pods))):
+            try:
+                deleted = await self._pods.delete(name, pods[name].uid)
+            except KubernetesError as exc:
+                verdicts.append(Verdict(gp.name, name, Outcome.KUBE_ERROR, f"release: {exc}"))
+                continue
+            if not deleted:
+                verdicts.append(Verdict(gp.name, name, Outcome.POD_GONE, "pod gone"))
+                continue
+            reason = (
+                f"target {gp.target} >= {gp.current} pods: no scale-down takes it; "
+                "deleted, the ReplicaSet replaces it"
+            )
+            verdicts.append(Verdict(gp.name, name, Outcome.RELEASED, reason))
+        return verdicts
 
     async def _run_group(self, gp: GroupPlan, nodes: Sequence[WorkerNode]) -> list[Verdict]:
         name = gp.name

@@ -100,10 +100,34 @@ class DeploymentController:
         """Set the replica count; the pods created and the deletions made."""
         self.replicas = replicas
         pods = [p for p in self._pods.pods() if p.group == self.group]
-        created: list[str] = []
+        created = self._create(replicas - len(pods))
         deleted: list[Deletion] = []
         now = self._clock.now()
-        for _ in range(replicas - len(pods)):
+        if len(pods) > replicas:
+            for pod in deletion_order(pods, now)[: len(pods) - replicas]:
+                deleted.append(Deletion(pod.name, pod.deletion_cost, now))
+                self._pods.remove(pod.name)
+            # Stopping a raylet waits for the process: in threads, all at once.
+            await asyncio.gather(
+                *(asyncio.to_thread(self._ray.stop_worker, d.pod) for d in deleted)
+            )
+        self.deletions += deleted
+        return created, deleted
+
+    async def replace_deleted(self) -> tuple[list[str], list[str]]:
+        """Pods deleted by someone else (the agent releasing a victim): their raylets stopped
+        (the kubelet), as many new pods made (the ReplicaSet); (stopped, created)."""
+        mine = {p.name for p in self._pods.pods() if p.group == self.group}
+        gone = [pod for pod in self._ray.workers if pod.startswith(f"{self.name}-")]
+        gone = [pod for pod in gone if pod not in mine]
+        await asyncio.gather(*(asyncio.to_thread(self._ray.stop_worker, pod) for pod in gone))
+        return gone, self._create(self.replicas - len(mine))
+
+    def _create(self, count: int) -> list[str]:
+        """``count`` new pods, their raylets started in the background; their names."""
+        created: list[str] = []
+        now = self._clock.now()
+        for _ in range(count):
             self._serial += 1
             name = f"{self.name}-{self._serial:05d}"
             self._pods.add(
@@ -124,13 +148,4 @@ class DeploymentController:
             task = asyncio.create_task(self._start(created))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        if len(pods) > replicas:
-            for pod in deletion_order(pods, now)[: len(pods) - replicas]:
-                deleted.append(Deletion(pod.name, pod.deletion_cost, now))
-                self._pods.delete(pod.name)
-            # Stopping a raylet waits for the process: in threads, all at once.
-            await asyncio.gather(
-                *(asyncio.to_thread(self._ray.stop_worker, d.pod) for d in deleted)
-            )
-        self.deletions += deleted
-        return created, deleted
+        return created

@@ -1,9 +1,9 @@
 """An in-memory pods API for the demo: what the agent's pod cache would see from Kubernetes.
 
 :class:`DemoPods` offers the part of :class:`keda_ray_scaler.agent.kube.PodCache` the victim
-controller uses (``synced``, ``pods``, ``get_cached``, ``wait_until``, ``update``) on a dict the
-simulated Deployment controller fills. Writes are immediately visible (the demo has no informer
-lag; the victim protocol still waits its settling delay).
+controller uses (``synced``, ``pods``, ``get_cached``, ``wait_until``, ``update``, ``delete``) on
+a dict the simulated Deployment controller fills. Writes are immediately visible (the demo has
+no informer lag; the victim protocol still waits its settling delay).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class DemoPods(PodStore):
         self._pods[pod.name] = self._bumped(pod)
         self._changed.set()
 
-    def delete(self, name: str) -> None:
+    def remove(self, name: str) -> None:
         """Remove a pod (the ReplicaSet's delete, the kubelet's termination)."""
         self._pods.pop(name, None)
         self._changed.set()
@@ -68,6 +68,14 @@ class DemoPods(PodStore):
         self._pods[name] = written
         self._changed.set()
         return written
+
+    async def delete(self, name: str, uid: str) -> bool:
+        """The agent's delete: remove the pod if it is still the pod ``uid``."""
+        pod = self._pods.get(name)
+        if pod is None or pod.uid != uid:
+            return False
+        self.remove(name)
+        return True
 
     def _bumped(self, pod: PodInfo) -> PodInfo:
         self._version += 1

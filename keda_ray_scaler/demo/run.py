@@ -263,6 +263,7 @@ async def _loop(
     try:
         while True:
             await agent.step()
+            await _replace_deleted(controller, agent, say, result)
             for pod in controller.heal(agent.registered):
                 say(f"{pod}: raylet exited before joining Ray, restarted (kubelet)")
             nodes = agent.describe_nodes()
@@ -386,6 +387,25 @@ async def _apply(
         names = ", ".join(f"{d.pod} (cost {d.cost})" for d in deleted)
         change += f", deleted {names}"
     say(change)
+
+
+async def _replace_deleted(
+    controller: DeploymentController, agent: DemoAgent, say: Timeline, result: DemoResult
+) -> None:
+    """Pods the agent deleted itself (victims the scale-down would not take): the "kubelet"
+    stops their raylets, the "ReplicaSet" replaces them."""
+    victims = set(agent.victims())
+    busy = agent.busy_pods()
+    stopped, created = await controller.replace_deleted()
+    result.created += created
+    for pod in stopped:
+        result.victim_when_deleted[pod] = pod in victims
+        result.busy_when_deleted[pod] = pod in busy
+    if stopped or created:
+        say(
+            f"Deployment {controller.name}: pods deleted by the agent {stopped}, "
+            f"replaced by {created} (ReplicaSet)"
+        )
 
 
 async def _start_driver(
