@@ -132,3 +132,47 @@ async def test_the_demo_agent_serves_healthz_beside_metrics(tmp_path: Path) -> N
         assert b"ray_scaler_" in await asyncio.to_thread(metrics)
     finally:
         await agent.stop()
+
+
+class FakeRaylets:
+    """The part of RayProcesses the controller uses: workers by pod, starts and stops recorded."""
+
+    def __init__(self) -> None:
+        self.workers: dict[str, object] = {}
+        self.stopped: list[str] = []
+
+    def stop_worker(self, pod: str) -> None:
+        """Forget the worker."""
+        self.workers.pop(pod, None)
+        self.stopped.append(pod)
+
+    def sockets(self) -> tuple[int, int]:
+        """Never changes: the start loop ends when the process is not alive."""
+        return (0, 0)
+
+    def start_worker(self, pod: str, group: str, num_cpus: int) -> object:
+        """A process that is not alive."""
+        self.workers[pod] = proc = type("Dead", (), {"alive": lambda self: False})()
+        return proc
+
+
+async def test_a_pod_the_agent_deletes_is_stopped_and_replaced_as_a_replicaset_would() -> None:
+    """The agent's delete (uid as precondition) removes the pod; the controller stops its
+    raylet and makes a new pod, replicas unchanged; another uid is not deleted."""
+    pods = DemoPods()
+    ray = FakeRaylets()
+    controller = DeploymentController("ray-demo-cpu", "cpu", 10, pods, ray, FakeClock())  # type: ignore[arg-type]
+    first = "ray-demo-cpu-00001"
+    assert (await controller.scale(2))[0] == [first, "ray-demo-cpu-00002"]
+    for _ in range(100):  # yield until the "kubelet" task started both
+        if len(ray.workers) == 2:
+            break
+        await asyncio.sleep(0)
+    assert sorted(ray.workers) == [first, "ray-demo-cpu-00002"]
+    assert await pods.delete(first, "uid-other") is False
+    assert await controller.replace_deleted() == ([], [])
+    assert await pods.delete(first, "ray-demo-cpu-uid-00001") is True
+    assert await controller.replace_deleted() == ([first], ["ray-demo-cpu-00003"])
+    await controller.aclose()
+    assert ray.stopped == [first] and controller.replicas == 2
+    assert controller.current() == ["ray-demo-cpu-00002", "ray-demo-cpu-00003"]
