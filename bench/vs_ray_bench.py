@@ -1,0 +1,139 @@
+"""Side by side with Ray's own autoscaler, on the same bed (issue 16): ``python -m bench vs_ray``.
+
+For each profile (:mod:`bench.vs_ray_profile`: production settings, then the bed's fast ones) a
+bed is started (:mod:`bench.vs_ray_bed`: control plane, KEDA, one real node, KubeRay 1.5.1's
+operator, the scaler, Prometheus); each workload (:mod:`bench.vs_ray_workloads`) runs once on a
+fresh cluster of each side (:mod:`bench.vs_ray_clusters`: ours, the agent + KEDA + the scaler
+in KubeRay mode; Ray's, Ray 2.60's autoscaler v2 as KubeRay's sidecar), the sides taking turns
+to go first. After the workload's last task the run is watched until the side's pods are gone
+(at most ``OBSERVE_AFTER_S`` beyond the timeouts that apply). One table, then one line that
+begins ``vs-ray:`` (:mod:`bench.vs_ray_table`).
+
+It needs the bed: root, inside ``e2e/netns.sh``, with ``KRS_E2E_BIN`` and ``KRS_E2E_IMAGES``
+(``make bench-vs-ray`` sets them). Elsewhere it prints one line saying why and returns. It is a
+benchmark: a side that fails is printed as an error, the run goes on, the exit status is 0.
+
+``KRS_VS_RAY_PROFILES`` (``production,fast``) and ``KRS_VS_RAY_WORKLOADS`` (``a,b,d``) narrow
+the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+from bench import vs_ray_cpu as cpu
+from bench.vs_ray_bed import Bed, bed
+from bench.vs_ray_clusters import cluster
+from bench.vs_ray_figures import Figures, figures
+from bench.vs_ray_profile import PROFILES, Profile
+from bench.vs_ray_table import Results, table, vs_ray_line
+from bench.vs_ray_workloads import RUNNERS, SPECS
+
+from real_node import skip_reason as node_skip_reason  # isort: skip
+
+PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
+WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,d").split(",")
+#: how long beyond the idle timeout, HPA window and cooldown a run is watched for its last pods
+OBSERVE_AFTER_S = 90.0
+SHIPPED = {"idle_s": 60, "down_window_s": 60, "cooldown_s": 30}
+
+
+def isolate_home() -> None:
+    """As the test suite does (tests/conftest.py): no ``~/.ray/auth_token`` or kubeconfig of
+    this machine's user reaches the drivers."""
+    os.environ.setdefault("KRS_REAL_HOME", os.environ.get("HOME", ""))
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="krs-home-")
+    for var in (
+        "RAY_AUTH_MODE",
+        "RAY_AUTH_TOKEN",
+        "RAY_AUTH_TOKEN_PATH",
+        "RAY_ADDRESS",
+        "KUBECONFIG",
+    ):
+        os.environ.pop(var, None)
+
+
+def skip_reason() -> str | None:
+    """Why the bed cannot run here, or None."""
+    if not (os.environ.get("KRS_E2E_BIN") and os.environ.get("KRS_E2E_IMAGES")):
+        return "needs KRS_E2E_BIN and KRS_E2E_IMAGES (run it as `make bench-vs-ray`)"
+    return node_skip_reason()
+
+
+def observe_s(profile: Profile, groups: tuple[str, ...]) -> float:
+    """The longest a run's last pods may take to go after its last task, on either side."""
+    idle = profile.idle_s if profile.idle_s is not None else (300 if "gpu" in groups else 60)
+    window = (
+        profile.down_window_s if profile.down_window_s is not None else SHIPPED["down_window_s"]
+    )
+    cooldown = profile.cooldown_s if profile.cooldown_s is not None else SHIPPED["cooldown_s"]
+    return idle + window + cooldown + OBSERVE_AFTER_S
+
+
+def run_side(bed: Bed, side: str, key: str) -> Figures:
+    """One side's run of workload ``key`` on a fresh cluster; its figures."""
+    spec = SPECS[key]
+    with cluster(bed, side, spec.groups) as c:
+        before = cpu.read(bed, c)
+        run = RUNNERS[key](bed, c)
+        deadline = run.last_end() + observe_s(bed.profile, spec.groups)
+        while time.time() < deadline and any(bed.pods.live_pods(g) for g in spec.groups):
+            time.sleep(0.5)
+        end = time.time()
+        after = cpu.read(bed, c)
+    events = [e for e in list(bed.pods.events) if e.group in spec.groups]
+    ours = {e.pod for e in events if e.what == "created" and e.at >= run.submitted_at}
+    return figures(side, run, [e for e in events if e.pod in ours], end, after.since(before))
+
+
+def run_profile(profile: Profile, workloads: list[str], results: Results) -> None:
+    """Start a bed at ``profile`` and run each workload on both sides, taking turns."""
+    with bed(profile) as started:
+        print(f"vs_ray: {profile.name} bed up in {started.workdir}", flush=True)
+        for n, key in enumerate(workloads):
+            sides = ("ours", "ray") if n % 2 == 0 else ("ray", "ours")
+            for side in sides:
+                t0 = time.monotonic()
+                try:
+                    result: Figures | str = run_side(started, side, key)
+                except Exception as exc:  # a benchmark prints, it does not fail
+                    traceback.print_exc()
+                    result = f"{type(exc).__name__}: {exc}"[:300]
+                results.setdefault((profile.name, key), {})[side] = result
+                print(f"vs_ray: {profile.name} {key} {side} in {time.monotonic() - t0:.0f} s: "
+                      f"{result}", flush=True)  # fmt: skip
+
+
+def main(profiles: list[str] | None = None, workloads: list[str] | None = None) -> Results:
+    """Run, print the table and the ``vs-ray:`` line; the results by (profile, workload)."""
+    reason = skip_reason()
+    if reason:
+        print(f"vs-ray: skipped: {reason}")
+        return {}
+    isolate_home()
+    results: Results = {}
+    started = time.monotonic()
+    for name in profiles or PROFILE_NAMES:
+        try:
+            run_profile(PROFILES[name], workloads or WORKLOADS, results)
+        except Exception:  # the bed itself failed: print, go on
+            traceback.print_exc()
+    print(f"\nRay 2.60.0 autoscaler v2 (KubeRay 1.5.1 sidecar) vs keda-ray-scaler, "
+          f"{time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for line in table(results):
+        print(line)
+    print(vs_ray_line(results), flush=True)
+    home = os.environ.get("HOME", "")
+    if home.startswith(tempfile.gettempdir()):
+        shutil.rmtree(home, ignore_errors=True)
+    return results
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
