@@ -13,8 +13,8 @@ It needs the bed: root, inside ``e2e/netns.sh``, with ``KRS_E2E_BIN`` and ``KRS_
 (``make bench-vs-ray`` sets them). Elsewhere it prints one line saying why and returns. It is a
 benchmark: a side that fails is printed as an error, the run goes on, the exit status is 0.
 
-``KRS_VS_RAY_PROFILES`` (``production,fast``) and ``KRS_VS_RAY_WORKLOADS`` (``a,b,d``) narrow
-the run.
+``KRS_VS_RAY_PROFILES`` (``production,fast``), ``KRS_VS_RAY_WORKLOADS`` (``a,b,d``; ``c`` is the
+mix) and ``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from real_node import skip_reason as node_skip_reason  # isort: skip
 
 PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
 WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,d").split(",")
+SIDES = os.environ.get("KRS_VS_RAY_SIDES", "ours,ray").split(",")
 #: how long beyond the idle timeout, HPA window and cooldown a run is watched for its last pods
 OBSERVE_AFTER_S = 90.0
 SHIPPED = {"idle_s": 60, "down_window_s": 60, "cooldown_s": 30}
@@ -96,7 +97,7 @@ def run_profile(profile: Profile, workloads: list[str], results: Results) -> Non
     with bed(profile) as started:
         print(f"vs_ray: {profile.name} bed up in {started.workdir}", flush=True)
         for n, key in enumerate(workloads):
-            sides = ("ours", "ray") if n % 2 == 0 else ("ray", "ours")
+            sides = SIDES if n % 2 == 0 else SIDES[::-1]
             for side in sides:
                 t0 = time.monotonic()
                 try:

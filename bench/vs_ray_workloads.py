@@ -10,6 +10,9 @@ attempt ran on, even when Ray retried it elsewhere):
   is the autoscaler's alone. The held tasks are released ``RELEASE_AFTER_S`` after the 16th short
   task is done (a fixed time, the same on both sides). Needed: 10 pods.
 - **b, burst**: 200 x ``{CPU: 1}`` of 10 s, all at once. Needed if all ran at once: 20 pods.
+- **c, mix**: a cpu and a gpu group, a STRICT_SPREAD placement group of 3 x ``{CPU: 2}`` (60 s
+  tasks), 3 x ``{GPU: 1, CPU: 1}`` of 30 s and a ``request_resources`` floor of 2 x
+  ``{CPU: 10}`` held 120 s (``bench/vs_ray_mix.py``). Needed: 3 cpu pods and 3 gpu pods.
 - **d, cycles**: the real-control-plane test's random waves (seed 20261123), 14 waves 6 s apart
   of 1-6 tasks of ``{CPU: 5}``, 1-5 s each. Needed: at most 3 pods at a time (a wave's tasks on
   10-CPU pods; waves do not overlap once pods are there).
@@ -18,7 +21,10 @@ attempt ran on, even when Ray retried it elsewhere):
 from __future__ import annotations
 
 import itertools
+import os
 import random
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +33,7 @@ from typing import Any
 from bench.vs_ray_bed import Bed
 from bench.vs_ray_clusters import Cluster
 
-from ray_on_node import SHARE_MOUNT, make_share  # isort: skip
+from ray_on_node import CLIENT_ADDRESS, GCS_ADDRESS, SHARE_MOUNT, make_share  # isort: skip
 from real_loop import RAY_TASK_RETRIES, SEED_SHORT, SEED_WAVES, Workload, submit  # isort: skip
 
 START_AFTER_S = 300.0  # the seed's short tasks begin at the latest this long after submission
@@ -93,13 +99,15 @@ def cycle_waves(seed: int = RNG_SEED, cycles: int = CYCLES) -> list[tuple[float,
     ]
 
 
+MIX_DRIVER = Path(__file__).with_name("vs_ray_mix.py")
 SEED = Spec("a", "seed: 20 x {CPU: 5}", ("cpu",), {"cpu": 10}, 20)
 BURST = Spec("b", "burst: 200 x {CPU: 1} x 10 s", ("cpu",), {"cpu": 20}, 200)
 CYCLE = Spec(
     "d", f"cycles: {CYCLES} random waves", ("cpu",), {"cpu": 3},
     sum(len(d) for _, d in cycle_waves()),
 )  # fmt: skip
-SPECS = {s.key: s for s in (SEED, BURST, CYCLE)}
+MIX = Spec("c", "mix: cpu + gpu, STRICT_SPREAD, floor", ("cpu", "gpu"), {"cpu": 3, "gpu": 3}, 6)
+SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE)}
 
 
 def _submit(
@@ -168,10 +176,41 @@ def run_burst(bed: Bed, cluster: Cluster) -> Run:
     return _finish(BURST, workload, attempts)
 
 
+def _start_mix(bed: Bed, cluster: Cluster) -> tuple[Workload, Path]:
+    """``bench/vs_ray_mix.py`` as ``real_loop.submit`` starts ``tests/ray_workload.py``."""
+    n = next(_RUNS)
+    attempts = make_share(bed.share / f"attempts-{n}")
+    out = bed.workdir / f"workload-{n}.jsonl"
+    with out.open("wb") as stdout, (bed.workdir / "logs" / f"workload-{n}.log").open("wb") as err:
+        popen = subprocess.Popen(
+            [sys.executable, str(MIX_DRIVER), CLIENT_ADDRESS, GCS_ADDRESS],
+            env={
+                **os.environ,
+                "ATTEMPT_DIR": f"{SHARE_MOUNT}/{attempts.name}",
+                "RAY_AUTH_MODE": "token",
+                "RAY_AUTH_TOKEN": cluster.ray_token,
+            },
+            stdout=stdout,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    unused = bed.share / f"unused-{n}"
+    return Workload(
+        popen, out, unused, make_share(bed.share / f"markers-{n}"), time.time()
+    ), attempts
+
+
+def run_mix(bed: Bed, cluster: Cluster) -> Run:
+    """Workload (c): see the module docstring."""
+    workload, attempts = _start_mix(bed, cluster)
+    return _finish(MIX, workload, attempts)
+
+
 def run_cycles(bed: Bed, cluster: Cluster) -> Run:
     """Workload (d): see the module docstring."""
     workload, attempts = _submit(bed, cluster, cycle_waves())
     return _finish(CYCLE, workload, attempts)
 
 
-RUNNERS = {"a": run_seed, "b": run_burst, "d": run_cycles}
+RUNNERS = {"a": run_seed, "b": run_burst, "c": run_mix, "d": run_cycles}

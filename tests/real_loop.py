@@ -794,6 +794,8 @@ def apply_overlay(
         [d for d in docs if d["kind"] != "ScaledObject"],
         [d for d in docs if d["kind"] == "ScaledObject"],
     ):
+        if not batch:  # a cluster without ScaledObjects (Ray's own autoscaler: bench/vs_ray)
+            continue
         cp.kubectl(
             "apply", *apply_flags, "-f", "-", input="\n---\n".join(yaml.safe_dump(d) for d in batch)
         )
