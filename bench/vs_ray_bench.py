@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -57,6 +58,11 @@ def isolate_home() -> None:
         "KUBECONFIG",
     ):
         os.environ.pop(var, None)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C: the bed's context managers stop what they started."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def skip_reason() -> str | None:
@@ -117,6 +123,7 @@ def main(profiles: list[str] | None = None, workloads: list[str] | None = None) 
         print(f"vs-ray: skipped: {reason}")
         return {}
     isolate_home()
+    signal.signal(signal.SIGTERM, _interrupted)
     results: Results = {}
     started = time.monotonic()
     for name in profiles or PROFILE_NAMES:
