@@ -116,19 +116,14 @@ def run_profile(profile: Profile, workloads: list[str], results: Results) -> Non
                       f"{result}", flush=True)  # fmt: skip
 
 
-def main(profiles: list[str] | None = None, workloads: list[str] | None = None) -> Results:
-    """Run, print the table and the ``vs-ray:`` line; the results by (profile, workload)."""
-    reason = skip_reason()
-    if reason:
-        print(f"vs-ray: skipped: {reason}")
-        return {}
-    isolate_home()
-    signal.signal(signal.SIGTERM, _interrupted)
+def run(profiles: list[str], workloads: list[str]) -> Results:
+    """Run ``workloads`` at each of ``profiles``, print the table and the ``vs-ray:`` line; the
+    results by (profile, workload)."""
     results: Results = {}
     started = time.monotonic()
-    for name in profiles or PROFILE_NAMES:
+    for name in profiles:
         try:
-            run_profile(PROFILES[name], workloads or WORKLOADS, results)
+            run_profile(PROFILES[name], workloads, results)
         except Exception:  # the bed itself failed: print, go on
             traceback.print_exc()
     print(f"\nRay 2.60.0 autoscaler v2 (KubeRay 1.5.1 sidecar) vs keda-ray-scaler, "
@@ -136,10 +131,21 @@ def main(profiles: list[str] | None = None, workloads: list[str] | None = None) 
     for line in table(results):
         print(line)
     print(vs_ray_line(results), flush=True)
-    home = os.environ.get("HOME", "")
-    if home.startswith(tempfile.gettempdir()):
-        shutil.rmtree(home, ignore_errors=True)
     return results
+
+
+def main() -> None:
+    """``python -m bench vs_ray``: the bed's skip line, or the run (module docstring)."""
+    reason = skip_reason()
+    if reason:
+        print(f"vs-ray: skipped: {reason}")
+        return
+    isolate_home()
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        run(PROFILE_NAMES, WORKLOADS)
+    finally:
+        shutil.rmtree(os.environ["HOME"], ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ pytestmark = [*REAL_LOOP_MARKS, pytest.mark.timeout(720)]
 def test_seed_side_by_side_with_rays_own_autoscaler(capsys: pytest.CaptureFixture[str]) -> None:
     """Both sides run the seed to its end: 20 tasks done, none failed, no busy pod deleted."""
     require_bed()
-    results = vs_ray_bench.main(profiles=["fast"], workloads=["a"])
+    results = vs_ray_bench.run(["fast"], ["a"])
     with capsys.disabled():
         print("\n" + vs_ray_line(results))
     sides = results[("fast", "a")]
