@@ -19,6 +19,8 @@ mix) and ``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
 
 from bench import vs_ray_cpu as cpu
 from bench.vs_ray_bed import Bed, bed
@@ -33,8 +36,9 @@ from bench.vs_ray_clusters import cluster
 from bench.vs_ray_figures import Figures, figures
 from bench.vs_ray_profile import PROFILES, Profile
 from bench.vs_ray_table import Results, table, vs_ray_line
-from bench.vs_ray_workloads import RUNNERS, SPECS
+from bench.vs_ray_workloads import RUNNERS, SPECS, Run
 
+from pod_watch import PodEvent  # isort: skip
 from real_node import skip_reason as node_skip_reason  # isort: skip
 
 PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
@@ -94,8 +98,35 @@ def run_side(bed: Bed, side: str, key: str) -> Figures:
         end = time.time()
         after = cpu.read(bed, c)
     events = [e for e in list(bed.pods.events) if e.group in spec.groups]
-    ours = {e.pod for e in events if e.what == "created" and e.at >= run.submitted_at}
-    return figures(side, run, [e for e in events if e.pod in ours], end, after.since(before))
+    mine = {e.pod for e in events if e.what == "created" and e.at >= run.started_at}
+    events = [e for e in events if e.pod in mine]
+    used = after.since(before)
+    save_raw(bed.profile.name, key, side, run, events, end, used)
+    return figures(side, run, events, end, used)
+
+
+def save_raw(
+    profile: str,
+    key: str,
+    side: str,
+    run: Run,
+    events: list[PodEvent],
+    end: float,
+    used: dict[str, float],
+) -> None:
+    """The run's raw record (pod events, driver events, attempts, CPU) as JSON in
+    ``KRS_VS_RAY_RAW_DIR`` when set: the figures can be made again from it."""
+    directory = os.environ.get("KRS_VS_RAY_RAW_DIR")
+    if not directory:
+        return
+    record = {
+        "profile": profile, "workload": key, "side": side, "end": end, "cpu": used,
+        "started_at": run.started_at, "events": run.events,
+        "attempts": [dataclasses.asdict(a) for a in run.attempts],
+        "pods": [dataclasses.asdict(e) for e in events],
+    }  # fmt: skip
+    path = Path(directory) / f"{profile}-{key}-{side}-{int(end)}.json"
+    path.write_text(json.dumps(record))
 
 
 def run_profile(profile: Profile, workloads: list[str], results: Results) -> None:

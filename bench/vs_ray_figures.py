@@ -7,6 +7,8 @@ was gone), the driver's events and the tasks' attempts:
 - ``all_needed_s``: submission to the first moment the pods the demand needs were all Ready at
   once (``None``: never);
 - ``peak``: the most worker pods that existed at once; ``needed``: what the demand needs;
+  ``created``: worker pods created in all (pods whose Ray node never joined and their
+  replacements show here);
 - ``pod_seconds``: the sum over worker pods of (gone, or the end of the observation) - created:
   the run's cost;
 - ``to_deletion_median_s`` / ``to_deletion_max_s``: per deleted pod, its deletion - the end of
@@ -43,6 +45,7 @@ class Figures:
     all_needed_s: float | None
     peak: int
     needed: int
+    created: int
     pod_seconds: float
     to_deletion_median_s: float | None
     to_deletion_max_s: float | None
@@ -122,13 +125,15 @@ def busy_deleted(run: Run, deleted: dict[str, float]) -> list[str]:
 
 
 def to_deletion(run: Run, deleted: dict[str, float]) -> list[float]:
-    """Per deleted pod: its deletion - the end of the last task it ran (or of the workload's
-    last task when it ran none)."""
+    """Per pod deleted after its work: its deletion - the end of the last task it ran, or of
+    the workload's last task when it ran none (a pod that ran nothing and went before the
+    workload's end, one whose Ray node never joined, is churn: counted by ``created``)."""
     last_on: dict[str, float] = {}
     for e in run.done():
         last_on[e["pod"]] = max(last_on.get(e["pod"], 0.0), float(e["end"]))
     last = run.last_end()
-    return [at - last_on.get(pod, last) for pod, at in deleted.items()]
+    waits = [at - last_on.get(pod, last) for pod, at in deleted.items()]
+    return [w for w in waits if w >= 0]
 
 
 def figures(
@@ -155,6 +160,7 @@ def figures(
         all_needed_s=needed_at - since if needed_at is not None else None,
         peak=peak_pods(events),
         needed=sum(run.spec.needed.values()),
+        created=len(created),
         pod_seconds=pod_seconds(events, end),
         to_deletion_median_s=statistics.median(waits) if waits else None,
         to_deletion_max_s=max(waits) if waits else None,

@@ -44,6 +44,7 @@ ROWS: list[tuple[str, Callable[[Figures], float | None], int]] = [
     ("all needed pods Ready (s)", lambda f: f.all_needed_s, 1),
     ("peak pods", lambda f: f.peak, 0),
     ("pods needed", lambda f: f.needed, 0),
+    ("pods created", lambda f: f.created, 0),
     ("pod-seconds", lambda f: f.pod_seconds, 0),
     ("last task -> deletion, median (s)", lambda f: f.to_deletion_median_s, 1),
     ("last task -> deletion, max (s)", lambda f: f.to_deletion_max_s, 1),
@@ -62,7 +63,7 @@ def _cell(
     if not isinstance(f, Figures):
         return "error" if f else "-"
     if row == "tasks done / failed":
-        return f"{f.done}/{f.failed}" + ("" if f.finished else " (driver unfinished)")
+        return f"{f.done}/{f.failed}" + ("" if f.finished else " !")
     return _num(reader(f), digits)
 
 
