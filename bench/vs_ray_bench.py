@@ -152,17 +152,24 @@ def run(profiles: list[str], workloads: list[str]) -> Results:
     results by (profile, workload)."""
     results: Results = {}
     started = time.monotonic()
-    for name in profiles:
-        try:
-            run_profile(PROFILES[name], workloads, results)
-        except Exception:  # the bed itself failed: print, go on
-            traceback.print_exc()
+    try:
+        for name in profiles:
+            try:
+                run_profile(PROFILES[name], workloads, results)
+            except Exception:  # the bed itself failed: print, go on
+                traceback.print_exc()
+    finally:  # interrupted too: what ran is printed
+        print_results(results, time.monotonic() - started)
+    return results
+
+
+def print_results(results: Results, took_s: float) -> None:
+    """The table and the ``vs-ray:`` line."""
     print(f"\nRay 2.60.0 autoscaler v2 (KubeRay 1.5.1 sidecar) vs keda-ray-scaler, "
-          f"{time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+          f"{took_s:.0f} s, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     for line in table(results):
         print(line)
     print(vs_ray_line(results), flush=True)
-    return results
 
 
 def main() -> None:
