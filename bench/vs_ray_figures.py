@@ -142,6 +142,7 @@ def figures(
     """The figures of one run; ``events`` are the run's pods' (since its submission), ``end``
     the end of the observation."""
     since = run.submitted_at
+    events = [e for e in events if e.at <= end]  # the cluster's own deletion is not scale-down
     deleted = deletions(events)
     waits = to_deletion(run, deleted)
     created = {e.pod for e in events if e.what == "created"}

@@ -105,8 +105,8 @@ def vs_ray_line(results: Results) -> str:
     for (profile, workload), sides in results.items():
         ours, ray = sides.get("ours"), sides.get("ray")
         if not (isinstance(ours, Figures) and isinstance(ray, Figures)):
-            which = [s for s, f in sides.items() if not isinstance(f, Figures)]
-            parts.append(f"{profile} {workload} error ({', '.join(which) or 'not run'})")
+            which = [s for s in ("ours", "ray") if not isinstance(sides.get(s), Figures)]
+            parts.append(f"{profile} {workload} error ({', '.join(which)})")
             continue
         parts.append(
             f"{profile} {workload} peak {ours.peak}/{ray.peak}"
