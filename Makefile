@@ -5,7 +5,7 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install deps-debian test test-ray-versions ray-venvs lint bench bench-quick proto lock demo e2e e2e-build e2e-local clean
+.PHONY: install deps-debian test test-ray-versions ray-venvs lint bench bench-quick bench-vs-ray proto lock demo e2e e2e-build e2e-local clean
 
 install: deps-debian $(BIN)/keda-ray-scaler ## Debian packages, then a venv with the package, Ray, bench, dev and demo extras
 
@@ -82,6 +82,13 @@ bench: install ## benchmarks: print figures against the targets
 
 bench-quick: install ## a smoke run of the benchmarks, under a minute (figures are not the reference)
 	$(BIN)/python -m bench --quick
+
+# Issue 16: the project's loop (KubeRay mode) and Ray 2.60's own autoscaler v2 (KubeRay's sidecar)
+# on the same bed, each workload on a fresh RayCluster, at production settings and at the bed's
+# fast ones (about an hour; KRS_VS_RAY_PROFILES / KRS_VS_RAY_WORKLOADS narrow it). Prints one
+# table and a line beginning "vs-ray:"; never fails on the figures.
+bench-vs-ray: install e2e-build ## side by side with Ray's own autoscaler on the real-node bed (docs/benchmarks.md)
+	$(BED) $(BIN)/python -m bench vs_ray
 
 proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/ (KEDA) and gcs/_generated from protos/ray/ (Ray)
 	$(BIN)/python -m keda_ray_scaler.rpc.protogen

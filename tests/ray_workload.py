@@ -15,7 +15,10 @@ pods take to join.
 Each task writes its pod's name to ``MARKER_DIR/<task>`` when it starts (``MARKER_DIR`` and
 ``RELEASE_FILE`` are paths as the worker pods see them: the test's share). ``TASK_RESOURCES``
 (environment, JSON, optional) adds custom resources every task asks, e.g. ``{"broken": 1}``;
-``RUNTIME_ENV`` (JSON, optional) is the job's ``runtime_env``. Tasks never retry
+``RUNTIME_ENV`` (JSON, optional) is the job's ``runtime_env``. ``TASK_CPUS`` (optional, default 5)
+is each task's ``num_cpus``; with ``ATTEMPT_DIR`` (optional, a path as the pods see it) every
+attempt of a task also writes its pod's name to ``ATTEMPT_DIR/<task>-<start ns>``, so that a task
+Ray retried still shows the pod it was on when that pod went. Tasks never retry
 (``max_retries=0``) unless ``TASK_RETRIES`` says how often Ray may, so a task whose pod is
 removed under it fails and says so. Output, one JSON object per line, on stdout:
 
@@ -44,7 +47,9 @@ START_WAIT_S = 600.0
 
 
 @ray.remote(num_cpus=5, max_retries=0)
-def hold(seconds: float, release: str, marker: str, go: str = "") -> tuple[str, float, float]:
+def hold(
+    seconds: float, release: str, marker: str, go: str = "", attempts: str = ""
+) -> tuple[str, float, float]:
     """Occupy 5 CPUs of one worker pod for ``seconds``; return the pod and the wall-clock span.
 
     At start, the pod's name is written to the file ``marker`` (the test reads which pods are
@@ -55,6 +60,10 @@ def hold(seconds: float, release: str, marker: str, go: str = "") -> tuple[str, 
     with open(marker + ".tmp", "w") as f:
         f.write(pod)
     os.replace(marker + ".tmp", marker)
+    if attempts:
+        task = os.path.basename(marker)
+        with open(os.path.join(attempts, f"{task}-{time.time_ns()}"), "w") as f:
+            f.write(pod)
     if seconds >= 0:
         while go and not os.path.exists(go) and time.time() - start < START_WAIT_S:
             time.sleep(0.2)
@@ -103,6 +112,9 @@ def main(argv: list[str]) -> int:
         options["resources"] = extra
     if retries := int(os.environ.get("TASK_RETRIES") or 0):
         options["max_retries"] = retries
+    if cpus := os.environ.get("TASK_CPUS"):
+        options["num_cpus"] = float(cpus)
+    attempts = os.environ.get("ATTEMPT_DIR", "")
     task = hold.options(**options) if options else hold
     connect(address, json.loads(os.environ.get("RUNTIME_ENV") or "null"))
     t0 = time.monotonic()
@@ -113,7 +125,7 @@ def main(argv: list[str]) -> int:
         for seconds in durations:
             n_task = len(refs)
             marker = os.path.join(markers, str(n_task))
-            refs[task.remote(seconds, release, marker, go)] = n_task
+            refs[task.remote(seconds, release, marker, go, attempts)] = n_task
         emit(event="submitted", wave=n, tasks=len(durations), at=time.time())
     pending = list(refs)
     while pending:

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,12 +384,14 @@ def submit(
     runtime_env: dict[str, Any] | None = None,
     ray_token: str,
     wait_for_start: bool = False,
+    extra_env: Mapping[str, str] | None = None,
 ) -> Workload:
     """Start driver ``n`` submitting ``waves`` to the head through Ray Client with Ray's
     ``ray_token``; its release file and markers live in ``share`` (``SHARE_MOUNT`` in the worker
     pods); every task also asks ``resources`` (custom Ray resources) when given, Ray retries
     each ``retries`` times, and the job has ``runtime_env``; with ``wait_for_start`` the tasks
-    of a positive duration wait for :meth:`Workload.start` before their seconds run."""
+    of a positive duration wait for :meth:`Workload.start` before their seconds run; ``extra_env``
+    adds to the driver's environment (``TASK_CPUS``, ``ATTEMPT_DIR``: see :mod:`ray_workload`)."""
     out = workdir / f"workload-{n}.jsonl"
     release = share / f"release-{n}"
     start = share / f"start-{n}"
@@ -415,6 +417,7 @@ def submit(
                 "RUNTIME_ENV": json.dumps(runtime_env),
                 "RAY_AUTH_MODE": "token",
                 "RAY_AUTH_TOKEN": ray_token,
+                **(extra_env or {}),
             },
             stdout=stdout,
             stderr=err,
@@ -791,6 +794,8 @@ def apply_overlay(
         [d for d in docs if d["kind"] != "ScaledObject"],
         [d for d in docs if d["kind"] == "ScaledObject"],
     ):
+        if not batch:  # a cluster without ScaledObjects (Ray's own autoscaler: bench/vs_ray)
+            continue
         cp.kubectl(
             "apply", *apply_flags, "-f", "-", input="\n---\n".join(yaml.safe_dump(d) for d in batch)
         )

@@ -1,0 +1,191 @@
+"""Side by side with Ray's own autoscaler, on the same bed (issue 16): ``python -m bench vs_ray``.
+
+For each profile (:mod:`bench.vs_ray_profile`: production settings, then the bed's fast ones) a
+bed is started (:mod:`bench.vs_ray_bed`: control plane, KEDA, one real node, KubeRay 1.5.1's
+operator, the scaler, Prometheus); each workload (:mod:`bench.vs_ray_workloads`) runs once on a
+fresh cluster of each side (:mod:`bench.vs_ray_clusters`: ours, the agent + KEDA + the scaler
+in KubeRay mode; Ray's, Ray 2.60's autoscaler v2 as KubeRay's sidecar), the sides taking turns
+to go first. After the workload's last task the run is watched until the side's pods are gone
+(at most ``OBSERVE_AFTER_S`` beyond the timeouts that apply). One table, then one line that
+begins ``vs-ray:`` (:mod:`bench.vs_ray_table`).
+
+It needs the bed: root, inside ``e2e/netns.sh``, with ``KRS_E2E_BIN`` and ``KRS_E2E_IMAGES``
+(``make bench-vs-ray`` sets them). Elsewhere it prints one line saying why and returns. It is a
+benchmark: a side that fails is printed as an error, the run goes on, the exit status is 0.
+
+``KRS_VS_RAY_PROFILES`` (``production,fast``), ``KRS_VS_RAY_WORKLOADS`` (``a,b,d``; ``c`` is the
+mix) and ``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from bench import vs_ray_cpu as cpu
+from bench.vs_ray_bed import Bed, bed
+from bench.vs_ray_clusters import cluster
+from bench.vs_ray_figures import Figures, figures
+from bench.vs_ray_profile import PROFILES, Profile
+from bench.vs_ray_table import Results, table, vs_ray_line
+from bench.vs_ray_workloads import RUNNERS, SPECS, Run
+
+from pod_watch import PodEvent  # isort: skip
+from real_node import skip_reason as node_skip_reason  # isort: skip
+
+PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
+WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,d").split(",")
+SIDES = os.environ.get("KRS_VS_RAY_SIDES", "ours,ray").split(",")
+#: how long beyond the idle timeout, HPA window and cooldown a run is watched for its last pods
+OBSERVE_AFTER_S = 90.0
+SHIPPED = {"idle_s": 60, "down_window_s": 60, "cooldown_s": 30}
+
+
+def isolate_home() -> None:
+    """As the test suite does (tests/conftest.py): no ``~/.ray/auth_token`` or kubeconfig of
+    this machine's user reaches the drivers."""
+    os.environ.setdefault("KRS_REAL_HOME", os.environ.get("HOME", ""))
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="krs-home-")
+    for var in (
+        "RAY_AUTH_MODE",
+        "RAY_AUTH_TOKEN",
+        "RAY_AUTH_TOKEN_PATH",
+        "RAY_ADDRESS",
+        "KUBECONFIG",
+    ):
+        os.environ.pop(var, None)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C: the bed's context managers stop what they started."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def skip_reason() -> str | None:
+    """Why the bed cannot run here, or None."""
+    if not (os.environ.get("KRS_E2E_BIN") and os.environ.get("KRS_E2E_IMAGES")):
+        return "needs KRS_E2E_BIN and KRS_E2E_IMAGES (run it as `make bench-vs-ray`)"
+    return node_skip_reason()
+
+
+def observe_s(profile: Profile, groups: tuple[str, ...]) -> float:
+    """The longest a run's last pods may take to go after its last task, on either side."""
+    idle = profile.idle_s if profile.idle_s is not None else (300 if "gpu" in groups else 60)
+    window = (
+        profile.down_window_s if profile.down_window_s is not None else SHIPPED["down_window_s"]
+    )
+    cooldown = profile.cooldown_s if profile.cooldown_s is not None else SHIPPED["cooldown_s"]
+    return idle + window + cooldown + OBSERVE_AFTER_S
+
+
+def run_side(bed: Bed, side: str, key: str) -> Figures:
+    """One side's run of workload ``key`` on a fresh cluster; its figures."""
+    spec = SPECS[key]
+    with cluster(bed, side, spec.groups) as c:
+        before = cpu.read(bed, c)
+        run = RUNNERS[key](bed, c)
+        deadline = run.last_end() + observe_s(bed.profile, spec.groups)
+        while time.time() < deadline and any(bed.pods.live_pods(g) for g in spec.groups):
+            time.sleep(0.5)
+        end = time.time()
+        after = cpu.read(bed, c)
+    events = [e for e in list(bed.pods.events) if e.group in spec.groups]
+    mine = {e.pod for e in events if e.what == "created" and e.at >= run.started_at}
+    events = [e for e in events if e.pod in mine]
+    used = after.since(before)
+    save_raw(bed.profile.name, key, side, run, events, end, used)
+    return figures(side, run, events, end, used)
+
+
+def save_raw(
+    profile: str,
+    key: str,
+    side: str,
+    run: Run,
+    events: list[PodEvent],
+    end: float,
+    used: dict[str, float],
+) -> None:
+    """The run's raw record (pod events, driver events, attempts, CPU) as JSON in
+    ``KRS_VS_RAY_RAW_DIR`` when set: the figures can be made again from it."""
+    directory = os.environ.get("KRS_VS_RAY_RAW_DIR")
+    if not directory:
+        return
+    record = {
+        "profile": profile, "workload": key, "side": side, "end": end, "cpu": used,
+        "started_at": run.started_at, "events": run.events,
+        "attempts": [dataclasses.asdict(a) for a in run.attempts],
+        "pods": [dataclasses.asdict(e) for e in events],
+    }  # fmt: skip
+    path = Path(directory) / f"{profile}-{key}-{side}-{int(end)}.json"
+    path.write_text(json.dumps(record))
+
+
+def run_profile(profile: Profile, workloads: list[str], results: Results) -> None:
+    """Start a bed at ``profile`` and run each workload on both sides, taking turns."""
+    with bed(profile) as started:
+        print(f"vs_ray: {profile.name} bed up in {started.workdir}", flush=True)
+        for n, key in enumerate(workloads):
+            sides = SIDES if n % 2 == 0 else SIDES[::-1]
+            for side in sides:
+                t0 = time.monotonic()
+                try:
+                    result: Figures | str = run_side(started, side, key)
+                except Exception as exc:  # a benchmark prints, it does not fail
+                    traceback.print_exc()
+                    result = f"{type(exc).__name__}: {exc}"[:300]
+                results.setdefault((profile.name, key), {})[side] = result
+                print(f"vs_ray: {profile.name} {key} {side} in {time.monotonic() - t0:.0f} s: "
+                      f"{result}", flush=True)  # fmt: skip
+
+
+def run(profiles: list[str], workloads: list[str]) -> Results:
+    """Run ``workloads`` at each of ``profiles``, print the table and the ``vs-ray:`` line; the
+    results by (profile, workload)."""
+    results: Results = {}
+    started = time.monotonic()
+    try:
+        for name in profiles:
+            try:
+                run_profile(PROFILES[name], workloads, results)
+            except Exception:  # the bed itself failed: print, go on
+                traceback.print_exc()
+    finally:  # interrupted too: what ran is printed
+        print_results(results, time.monotonic() - started)
+    return results
+
+
+def print_results(results: Results, took_s: float) -> None:
+    """The table and the ``vs-ray:`` line."""
+    print(f"\nRay 2.60.0 autoscaler v2 (KubeRay 1.5.1 sidecar) vs keda-ray-scaler, "
+          f"{took_s:.0f} s, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for line in table(results):
+        print(line)
+    print(vs_ray_line(results), flush=True)
+
+
+def main() -> None:
+    """``python -m bench vs_ray``: the bed's skip line, or the run (module docstring)."""
+    reason = skip_reason()
+    if reason:
+        print(f"vs-ray: skipped: {reason}")
+        return
+    isolate_home()
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        run(PROFILE_NAMES, WORKLOADS)
+    finally:
+        shutil.rmtree(os.environ["HOME"], ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

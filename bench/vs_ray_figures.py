@@ -1,0 +1,174 @@
+"""The figures of one side's run of one workload (issue 16, "Figures, for both, per workload").
+
+From the bed's pod watch (when each worker pod was created, became Ready, began its deletion,
+was gone), the driver's events and the tasks' attempts:
+
+- ``first_pod_s`` / ``first_ready_s``: submission to the first worker pod created / Ready;
+- ``all_needed_s``: submission to the first moment the pods the demand needs were all Ready at
+  once (``None``: never);
+- ``peak``: the most worker pods that existed at once; ``needed``: what the demand needs;
+  ``created``: worker pods created in all (pods whose Ray node never joined and their
+  replacements show here);
+- ``pod_seconds``: the sum over worker pods of (gone, or the end of the observation) - created:
+  the run's cost;
+- ``to_deletion_median_s`` / ``to_deletion_max_s``: per deleted pod, its deletion - the end of
+  the last task it ran (pods that ran nothing: - the end of the workload's last task);
+- ``to_zero_s``: the end of the workload's last task to the last pod's deletion (``None``: pods
+  still there at the end of the observation);
+- ``busy_deleted``: pods whose deletion began while an attempt of a task ran on them (an attempt
+  that never ended normally counts as running until its pod went);
+- ``failed``, ``retries``: tasks Ray gave up on; attempts beyond one a task;
+- ``cpu``: CPU seconds of each autoscaling component over the run (:mod:`bench.vs_ray_cpu`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from bench.vs_ray_workloads import Run
+
+from pod_watch import PodEvent  # isort: skip
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One side's figures for one workload (module docstring)."""
+
+    side: str
+    workload: str
+    tasks: int
+    done: int
+    finished: bool
+    first_pod_s: float | None
+    first_ready_s: float | None
+    all_needed_s: float | None
+    peak: int
+    needed: int
+    created: int
+    pod_seconds: float
+    to_deletion_median_s: float | None
+    to_deletion_max_s: float | None
+    to_zero_s: float | None
+    busy_deleted: int
+    failed: int
+    retries: int
+    cpu: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def _first(events: list[PodEvent], what: str, since: float) -> float | None:
+    times = [e.at for e in events if e.what == what]
+    return min(times) - since if times else None
+
+
+def all_needed_at(events: list[PodEvent], needed: dict[str, int]) -> float | None:
+    """The first time every group had its needed pods Ready (and not being deleted) at once."""
+    ready: dict[str, set[str]] = {g: set() for g in needed}
+    for e in sorted(events, key=lambda e: e.at):
+        if e.group not in ready:
+            continue
+        if e.what == "ready":
+            ready[e.group].add(e.pod)
+        elif e.what in ("deleted", "gone"):
+            ready[e.group].discard(e.pod)
+        if all(len(ready[g]) >= n for g, n in needed.items()):
+            return e.at
+    return None
+
+
+def peak_pods(events: list[PodEvent]) -> int:
+    """The most worker pods alive at once (deleting ones included)."""
+    alive: set[str] = set()
+    most = 0
+    for e in sorted(events, key=lambda e: e.at):
+        if e.what == "created":
+            alive.add(e.pod)
+        elif e.what == "gone":
+            alive.discard(e.pod)
+        most = max(most, len(alive))
+    return most
+
+
+def pod_seconds(events: list[PodEvent], end: float) -> float:
+    """The sum of each pod's life (created to gone, or to ``end``)."""
+    created = {e.pod: e.at for e in events if e.what == "created"}
+    gone = {e.pod: e.at for e in events if e.what == "gone"}
+    return sum(min(gone.get(pod, end), end) - at for pod, at in created.items())
+
+
+def deletions(events: list[PodEvent]) -> dict[str, float]:
+    """When each pod's deletion began."""
+    return {e.pod: e.at for e in events if e.what == "deleted"}
+
+
+def attempt_spans(run: Run) -> list[tuple[str, float, float]]:
+    """``(pod, start, end)`` of every attempt: the task's ``done`` end for its last attempt
+    when it ended there, else open (infinity: the attempt never ended normally)."""
+    done = {e["task"]: e for e in run.done()}
+    last: dict[int, float] = {}
+    for a in run.attempts:
+        last[a.task] = max(last.get(a.task, 0.0), a.start)
+    spans = []
+    for a in run.attempts:
+        event = done.get(a.task)
+        ended = event is not None and a.start == last[a.task] and event["pod"] == a.pod
+        spans.append((a.pod, a.start, float(event["end"]) if ended else float("inf")))
+    return spans
+
+
+def busy_deleted(run: Run, deleted: dict[str, float]) -> list[str]:
+    """Pods whose deletion began while an attempt ran on them."""
+    return sorted(
+        {pod for pod, start, end in attempt_spans(run) if start <= deleted.get(pod, -1.0) < end}
+    )
+
+
+def to_deletion(run: Run, deleted: dict[str, float]) -> list[float]:
+    """Per pod deleted after its work: its deletion - the end of the last task it ran, or of
+    the workload's last task when it ran none (a pod that ran nothing and went before the
+    workload's end, one whose Ray node never joined, is churn: counted by ``created``)."""
+    last_on: dict[str, float] = {}
+    for e in run.done():
+        last_on[e["pod"]] = max(last_on.get(e["pod"], 0.0), float(e["end"]))
+    last = run.last_end()
+    waits = [at - last_on.get(pod, last) for pod, at in deleted.items()]
+    return [w for w in waits if w >= 0]
+
+
+def figures(
+    side: str, run: Run, events: list[PodEvent], end: float, cpu: dict[str, float]
+) -> Figures:
+    """The figures of one run; ``events`` are the run's pods' (since its submission), ``end``
+    the end of the observation."""
+    since = run.submitted_at
+    events = [e for e in events if e.at <= end]  # the cluster's own deletion is not scale-down
+    deleted = deletions(events)
+    waits = to_deletion(run, deleted)
+    created = {e.pod for e in events if e.what == "created"}
+    gone = {e.pod for e in events if e.what == "gone"}
+    needed_at = all_needed_at(events, run.spec.needed)
+    busy = busy_deleted(run, deleted)
+    notes = tuple(f"busy pod deleted: {p}" for p in busy)
+    return Figures(
+        side=side,
+        workload=run.spec.key,
+        tasks=run.spec.tasks,
+        done=len(run.done()),
+        finished=run.finished(),
+        first_pod_s=_first(events, "created", since),
+        first_ready_s=_first(events, "ready", since),
+        all_needed_s=needed_at - since if needed_at is not None else None,
+        peak=peak_pods(events),
+        needed=sum(run.spec.needed.values()),
+        created=len(created),
+        pod_seconds=pod_seconds(events, end),
+        to_deletion_median_s=statistics.median(waits) if waits else None,
+        to_deletion_max_s=max(waits) if waits else None,
+        to_zero_s=max(deleted.values()) - run.last_end() if created <= gone and deleted else None,
+        busy_deleted=len(busy),
+        failed=run.failed(),
+        retries=max(0, len(run.attempts) - len({a.task for a in run.attempts})),
+        cpu=cpu,
+        notes=notes,
+    )

@@ -1,0 +1,35 @@
+"""The side-by-side benchmark's short form (issue 16): the seed example at the bed's fast
+settings, once with the project's loop (KubeRay mode) and once with Ray 2.60's own autoscaler v2
+as KubeRay's sidecar, each on a fresh RayCluster of the same bed (``bench/vs_ray_bench.py``).
+
+The figures are printed (one ``vs-ray:`` line); only what could really go wrong is asserted:
+both sides ran the workload to its end with every task done and no pod deleted while a task
+ran on it. Run inside ``e2e/netns.sh`` (``make test`` does).
+"""
+
+from __future__ import annotations
+
+import pytest
+from ray_on_node import require_bed
+from real_loop import REAL_LOOP_MARKS
+
+from bench import vs_ray_bench
+from bench.vs_ray_figures import Figures
+from bench.vs_ray_table import vs_ray_line
+
+pytestmark = [*REAL_LOOP_MARKS, pytest.mark.timeout(720)]
+
+
+def test_seed_side_by_side_with_rays_own_autoscaler(capsys: pytest.CaptureFixture[str]) -> None:
+    """Both sides run the seed to its end: 20 tasks done, none failed, no busy pod deleted."""
+    require_bed()
+    results = vs_ray_bench.run(["fast"], ["a"])
+    with capsys.disabled():
+        print("\n" + vs_ray_line(results))
+    sides = results[("fast", "a")]
+    for side in ("ours", "ray"):
+        figures = sides.get(side)
+        assert isinstance(figures, Figures), f"{side}: {figures}"
+        assert figures.finished and figures.done == figures.tasks, figures
+        assert figures.failed == 0, figures
+        assert figures.busy_deleted == 0, figures.notes
