@@ -40,16 +40,18 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # time, the modules that start a real node one after another on one worker, the longest first
 # (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own
 # (tests/worker_netns.py).
-# The real node's own checks (tests/test_real_node.py) and the fault matrix
-# (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in e2e-local only,
-# for CI's time. TEST_WORKERS=0 (the default) runs everything in one process, as CI does: the
+# The real node's own checks (tests/test_real_node.py), the fault matrix
+# (tests/test_real_faults.py, a real loop of its own: about 7 minutes) and the short form of the
+# side-by-side benchmark with Ray's own autoscaler (tests/test_vs_ray.py: about 10 minutes) run in
+# e2e-local only, for CI's time. TEST_WORKERS=0 (the default) runs everything in one process, as CI does: the
 # two workers were not yet proven green on a quiet machine (see docs/testing.md).
 TEST_WORKERS ?= 0
 XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
 	$(BED) $(BIN)/pytest -q --durations=25 $(XDIST) \
-	  --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py $(PYTEST_ARGS)
+	  --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py \
+	  --ignore=tests/test_vs_ray.py $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
@@ -66,10 +68,11 @@ test-ray-versions: install ## the agent's read and drain against every Ray of th
 	$(PY) tools/ray_venvs.py --all
 	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/test_ray_versions.py $(PYTEST_ARGS)
 
-e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:" and "e2e-node:" lines
+e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:", "e2e-node:" and "vs-ray:" lines
 	@log=$$(mktemp); $(BED) $(BIN)/pytest -q $(XDIST) \
-	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py tests/test_real_faults.py $(PYTEST_ARGS) | tee $$log; \
-	  status=$${PIPESTATUS[0]}; grep -E '^e2e-(faults|kuberay|local|node):' $$log | sort; rm -f $$log; exit $$status
+	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py tests/test_real_faults.py \
+	  tests/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
+	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|local|node)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench

@@ -24,7 +24,6 @@ never re-creates a running head, so each run needs a fresh cluster).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import time
@@ -57,7 +56,13 @@ from ray_on_node import (  # isort: skip
     pod_ops,
 )
 from real_kuberay import CLUSTER, EXAMPLE, RC, RWG  # isort: skip
-from real_loop import NAMESPACE, SCALER_ADDRESS, apply_overlay, wait_until  # isort: skip
+from real_loop import (  # isort: skip
+    NAMESPACE,
+    SCALER_ADDRESS,
+    apply_overlay,
+    read_ray_token,
+    wait_until,
+)
 
 OURS, RAY = "ours", "ray"
 HEAD = "/spec/headGroupSpec"
@@ -232,19 +237,7 @@ def container_running(pod: dict[str, Any] | None, name: str) -> bool:
 
 def ray_token(bed: Bed) -> str:
     """Ray's token from the Secret KubeRay made for ``authOptions``."""
-    found: list[str] = []
-
-    def read() -> bool:
-        done = bed.cp.kubectl(
-            "get", "secret", CLUSTER, f"--namespace={NAMESPACE}", "-o",
-            "jsonpath={.data.auth_token}", check=False,
-        )  # fmt: skip
-        if done.returncode == 0 and done.stdout:
-            found.append(base64.b64decode(done.stdout).decode())
-        return bool(found)
-
-    wait_until(read, timeout_s=120, what="Ray's token Secret")
-    return found[0]
+    return read_ray_token(bed.cp, CLUSTER, timeout_s=120)
 
 
 def _ours_ready(bed: Bed, groups: tuple[str, ...]) -> bool:

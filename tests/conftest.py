@@ -70,6 +70,7 @@ REAL_NODE_MODULES = frozenset(
         "test_real_kuberay.py",
         "test_real_faults.py",
         "test_real_node.py",
+        "test_vs_ray.py",
     }
 )
 

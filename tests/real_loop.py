@@ -645,23 +645,29 @@ class RealLoop:
     def ray_token(self) -> str:
         """Ray's token from the Secret the example's Ray containers read (made by the test in
         Deployment mode, by KubeRay's operator for ``authOptions`` in KubeRay mode)."""
-        found: list[str] = []
-
-        def read() -> bool:
-            done = self.cp.kubectl(
-                "get", "secret", RAY_TOKEN_SECRET, f"--namespace={NAMESPACE}", "-o",
-                "jsonpath={.data.auth_token}", check=False,
-            )  # fmt: skip
-            if done.returncode == 0 and done.stdout:
-                found.append(base64.b64decode(done.stdout).decode())
-            return bool(found)
-
-        wait_until(read, timeout_s=60, what=f"Secret {RAY_TOKEN_SECRET} with Ray's token")
-        return found[0]
+        return read_ray_token(self.cp, RAY_TOKEN_SECRET, timeout_s=60)
 
 
 AGENT_CONTAINER = "agent"
 SPEC_PATH = "/etc/keda-ray-scaler/cluster.yaml"
+
+
+def read_ray_token(cp: ControlPlane, secret: str, *, timeout_s: float) -> str:
+    """Ray's token from the Secret ``secret`` (key ``auth_token``) of the namespace, once it
+    exists."""
+    found: list[str] = []
+
+    def read() -> bool:
+        done = cp.kubectl(
+            "get", "secret", secret, f"--namespace={NAMESPACE}", "-o",
+            "jsonpath={.data.auth_token}", check=False,
+        )  # fmt: skip
+        if done.returncode == 0 and done.stdout:
+            found.append(base64.b64decode(done.stdout).decode())
+        return bool(found)
+
+    wait_until(read, timeout_s=timeout_s, what=f"Secret {secret} with Ray's token")
+    return found[0]
 
 
 def _restarts(pod: Any, container: str) -> int:

@@ -4,7 +4,8 @@ as KubeRay's sidecar, each on a fresh RayCluster of the same bed (``bench/vs_ray
 
 The figures are printed (one ``vs-ray:`` line); only what could really go wrong is asserted:
 both sides ran the workload to its end with every task done and no pod deleted while a task
-ran on it. Run inside ``e2e/netns.sh`` (``make test`` does).
+ran on it. Run inside ``e2e/netns.sh``: ``make e2e-local`` runs it, ``make test`` leaves it
+out for CI's time.
 """
 
 from __future__ import annotations
