@@ -53,26 +53,39 @@ def _own_network() -> None:
 _own_network()
 
 
-#: The longest modules (minutes each: a real node, a control plane, Ray), run first, so that the
-#: short ones fill the other pytest-xdist workers around them; a long module picked last would
-#: make the run that much longer.
-LONG_FIRST = (
+#: directories of the shared beds up now (tests/bed.py): their processes outlive every module
+SHARED_BEDS: set[str] = set()
+
+
+@pytest.fixture(scope="session")
+def bed() -> Iterator[object]:
+    """The real-node bed (tests/bed.py), started once for the session by the first module that
+    runs a Ray cluster on it, stopped at the session's end; skips outside the bed's network."""
+    from bed import bin_dir, images_json, start_bed
+    from ray_on_node import require_bed
+
+    require_bed()
+    with start_bed(bin_dir(), images_json()) as started:
+        SHARED_BEDS.add(str(started.workdir))  # its processes are no module's leftovers
+        yield started
+
+
+#: The modules that start a real node, in the order they run, one after another on one worker
+#: (tests/xdist_modules.py): those that start a node of their own first, then those on the
+#: session's shared bed (tests/bed.py, the fixture ``bed``), which stays up until the session
+#: ends: two real nodes at once would share the node IP and the kubelet's ports.
+REAL_NODE_ORDER = (
+    "test_real_node.py",
+    "test_vs_ray.py",
     "test_real_control_plane.py",
     "test_real_kuberay.py",
     "test_real_faults.py",
-    "test_real_node.py",
-    "test_e2e_local.py",
 )
-#: The modules that start a real node: one after another, on one worker (tests/xdist_modules.py).
-REAL_NODE_MODULES = frozenset(
-    {
-        "test_real_control_plane.py",
-        "test_real_kuberay.py",
-        "test_real_faults.py",
-        "test_real_node.py",
-        "test_vs_ray.py",
-    }
-)
+REAL_NODE_MODULES = frozenset(REAL_NODE_ORDER)
+#: Under pytest-xdist, the longest modules (minutes each: a real node, a control plane, Ray)
+#: run first, so that the short ones fill the other workers around them; a long module picked
+#: last would make the run that much longer.
+LONG_FIRST = (*REAL_NODE_ORDER, "test_e2e_local.py")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -87,14 +100,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the modules of :data:`LONG_FIRST` first, in that order; the others as
-    collected. In one process the order stays as collected."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
+    """Under pytest-xdist, the modules of :data:`LONG_FIRST` first, in that order; in one
+    process, the real-node modules last, in :data:`REAL_NODE_ORDER` (so the shared bed comes up
+    last and no module runs beside it); the others as collected."""
+    order = LONG_FIRST if os.environ.get("PYTEST_XDIST_WORKER") else REAL_NODE_ORDER
+    last = len(order) if os.environ.get("PYTEST_XDIST_WORKER") else -1
 
     def rank(item: pytest.Item) -> int:
         name = item.path.name
-        return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+        return order.index(name) if name in order else last
 
     items.sort(key=rank)  # stable: each module's tests keep their order
 
@@ -111,6 +125,7 @@ def _leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     before = leftovers.ticks_now()
     yield
     left = leftovers.started_since(before, exclude=frozenset({os.getpid()}))
+    left = leftovers.outside(left, frozenset(SHARED_BEDS))
     if left:
         LEFTOVERS[request.module.__name__] = [f"{p.pid} {p.cmd[:160]}" for p in left]
 

@@ -26,6 +26,7 @@ class Proc:
     pid: int
     started_ticks: int  # field 22 of /proc/PID/stat: clock ticks after boot
     cmd: str
+    ppid: int = 0  # field 4
 
 
 def processes() -> list[Proc]:
@@ -45,7 +46,7 @@ def processes() -> list[Proc]:
         fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] == "Z":  # a zombie holds no CPU
             continue
-        found.append(Proc(int(entry.name), int(fields[19]), cmd.strip()))
+        found.append(Proc(int(entry.name), int(fields[19]), cmd.strip(), int(fields[1])))
     return found
 
 
@@ -72,3 +73,20 @@ def _netns(pid: str) -> str:
         return os.readlink(_PROC / pid / "ns" / "net")
     except OSError:
         return ""
+
+
+def outside(procs: list[Proc], markers: frozenset[str]) -> list[Proc]:
+    """``procs`` but those whose command line, or an ancestor's, holds one of ``markers`` (the
+    session's shared bed's directory: its control plane, node and containers' shims name it)."""
+    if not markers:
+        return procs
+    by_pid = {p.pid: p for p in processes()}
+
+    def marked(proc: Proc | None, depth: int = 0) -> bool:
+        if proc is None or depth > 64:
+            return False
+        if any(m in proc.cmd for m in markers):
+            return True
+        return proc.ppid > 1 and marked(by_pid.get(proc.ppid), depth + 1)
+
+    return [p for p in procs if not marked(by_pid.get(p.pid, p))]

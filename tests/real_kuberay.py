@@ -4,21 +4,14 @@
 KubeRay CRDs (from the pinned operator module, ``e2e/build.sh`` ``kuberay``) and the project's
 RayWorkerGroup CRD installed.
 
-:func:`kuberay_loop` starts the whole loop of :mod:`real_loop` in KubeRay mode, inside the bed's
-network namespace:
-
-- the control plane and KEDA (:class:`control_plane.ControlPlane`), the real node
-  (:mod:`real_node`), the KubeRay CRDs and the real KubeRay operator (``kuberay-operator``,
-  leader election off, out of cluster, with its init-container and probe injection off: both
-  call the head's Service DNS name or ``wget``, which the bed and the image do not have);
-- the scaler from the Helm chart with its real image (as in :mod:`real_loop`);
-- ``manifests/kuberay/example`` applied as a user would, through an overlay: the scaler's
-  address, test timings, and what the real node needs (:mod:`ray_on_node`: local images, the
-  head on the node's network at the node IP, workers on the pod bridge joining it by address,
-  small requests with Ray's logical CPUs from ``rayStartParams``). KubeRay creates the head pod
-  (Ray's head and the agent sidecar, ``--raycluster=demo``) and the worker pods; the kubelet
-  runs them;
-- Prometheus scraping the agent.
+:func:`kuberay_loop` puts ``manifests/kuberay/example`` on the session's bed (:mod:`bed`: the
+control plane and KEDA, the real node, KubeRay's CRDs and operator, Prometheus, the scaler from
+the Helm chart), in the namespace ``ray`` made for it and deleted after it, as a user would apply
+it, through an overlay: the scaler's address, test timings, and what the real node needs
+(:mod:`ray_on_node`: local images, the head on the node's network at the node IP, workers on the
+pod bridge joining it by address, small requests with Ray's logical CPUs from
+``rayStartParams``). KubeRay creates the head pod (Ray's head and the agent sidecar,
+``--raycluster=demo``) and the worker pods; the kubelet runs them.
 """
 
 from __future__ import annotations
@@ -36,13 +29,12 @@ from typing import Any, Self
 
 import requests
 import yaml
-from control_plane import REPO, ControlPlane, Process, spawn, wait_until
+from bed import NAMESPACE, Bed, install_crds, ray_namespace, scaler_pods
+from control_plane import REPO, ControlPlane, Process, wait_until
 from kubernetes import client, config
 from pod_watch import PodWatch
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_server import PrometheusServer
 from ray_on_node import (
-    AGENT_PORT,
     AGENT_RESOURCES,
     GCS_ADDRESS,
     HEAD_RESOURCES,
@@ -54,7 +46,6 @@ from ray_on_node import (
     container_ops,
     env,
     kustomize_images,
-    load_images,
     make_share,
     patch,
     pod_ops,
@@ -62,39 +53,21 @@ from ray_on_node import (
 from real_loop import (
     AGENT_CONTAINER,
     IDLE_TIMEOUT_S,
-    NAMESPACE,
     RealLoop,
-    _client_tls_secret,
     _restarts,
-    _scaler_pki,
     agent_sample,
     apply_overlay,
-    chart_values,
-    install_scaler,
     scaled_object_ops,
-    scaler_pods,
 )
-from real_node import real_node
-
-from keda_ray_scaler.demo.raylets import free_port
 
 CLUSTER = "demo"
 GROUP = "cpu"
 WORKER_GROUP = f"ray-demo-{GROUP}"
 EXAMPLE = REPO / "manifests" / "kuberay" / "example"
-CRD = REPO / "manifests" / "kuberay" / "crd"
 RWG = ("keda-ray-scaler.io", "v1alpha1", "rayworkergroups")
 RC = ("ray.io", "v1", "rayclusters")
 #: figures of the KubeRay-mode test, printed as one ``e2e-kuberay:`` line (tests/conftest.py)
 FIGURES: dict[str, str] = {}
-
-
-def install_crds(cp: ControlPlane, bin_dir: Path) -> None:
-    """KubeRay's CRDs (server-side: RayCluster's is too large for the last-applied annotation)
-    and the RayWorkerGroup CRD, waited until established."""
-    cp.kubectl("apply", "--server-side", "-f", str((bin_dir / "kuberay-crds").resolve()))
-    cp.kubectl("apply", "-k", str(CRD))
-    cp.wait_crds_established()
 
 
 @contextlib.contextmanager
@@ -290,47 +263,19 @@ class KubeRayLoop:
         return time.monotonic() - start
 
 
-#: KubeRay's operator: no init container (``ray health-check`` on the head's Service DNS name)
-#: and no probes (``wget`` on 52365) injected: neither works on the bed (no CoreDNS; the image
-#: has no wget). A user's cluster has both.
-OPERATOR_ENV = {"ENABLE_INIT_CONTAINER_INJECTION": "false", "ENABLE_PROBES_INJECTION": "false"}
-
-
 @contextlib.contextmanager
-def kuberay_loop(bin_dir: Path, images: Path) -> Iterator[KubeRayLoop]:
-    """Start everything (module docstring); stop everything by PID on exit."""
-    workdir = Path(tempfile.mkdtemp(prefix="krs-kuberay-"))
-    refs = load_images(images)
+def kuberay_loop(bed: Bed) -> Iterator[KubeRayLoop]:
+    """``manifests/kuberay/example`` on ``bed`` (module docstring), in a namespace of its own
+    deleted on exit."""
+    workdir = Path(tempfile.mkdtemp(prefix="kuberay-", dir=bed.workdir))
+    cp = bed.cp
     with contextlib.ExitStack() as stack:
-        cp = stack.enter_context(ControlPlane.start(workdir / "cp", bin_dir, kwok=False))
-        node = stack.enter_context(real_node(cp, bin_dir, images))
-        install_crds(cp, bin_dir)
-        (workdir / "logs").mkdir()
-        operator = spawn(
-            "kuberay-operator",
-            [
-                str(bin_dir / "bin" / "kuberay-operator"),
-                f"--kubeconfig={cp.admin_kubeconfig}",
-                "--enable-leader-election=false",
-                f"--metrics-addr=127.0.0.1:{free_port()}",
-                f"--health-probe-bind-address=127.0.0.1:{free_port()}",
-                "--log-stdout-encoder=console",
-            ],
-            workdir / "logs",
-            OPERATOR_ENV,
-        )
-        stack.callback(operator.stop)
+        stack.enter_context(ray_namespace(cp))
         share = make_share(workdir / "share")
-        api = config.new_client_from_config(config_file=str(cp.admin_kubeconfig))
-        core = client.CoreV1Api(api)
-        (workdir / "prom").mkdir()
-        prometheus = stack.enter_context(
-            PrometheusServer(workdir / "prom", [f"127.0.0.1:{AGENT_PORT}"])
-        )
-        _scaler_pki(workdir)
-        install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
-        _client_tls_secret(cp, workdir)
-        overlay = _overlay(workdir, share, refs, cp.apiserver_port)
+        (workdir / "logs").mkdir()
+        core = client.CoreV1Api(bed.api)
+        custom = client.CustomObjectsApi(bed.api)
+        overlay = _overlay(workdir, share, bed.refs, cp.apiserver_port)
         apply_overlay(cp, overlay, "--server-side")
         pods = stack.enter_context(
             PodWatch(core, NAMESPACE, f"ray.io/cluster={CLUSTER},ray.io/node-type=worker")
@@ -339,22 +284,22 @@ def kuberay_loop(bin_dir: Path, images: Path) -> Iterator[KubeRayLoop]:
             workdir=workdir,
             share=share,
             cp=cp,
-            node=node,
+            node=bed.node,
             pods=pods,
-            prometheus=prometheus,
+            prometheus=bed.prometheus,
             core=core,
-            apps=client.AppsV1Api(api),
-            custom=client.CustomObjectsApi(api),
+            apps=client.AppsV1Api(bed.api),
+            custom=custom,
         )
         wait_until(
             lambda: requests.get(base.agent_url, timeout=1).ok,
             timeout_s=180,
             what="the agent's /metrics (head pod Ready)",
-            alive=[operator],
+            alive=[bed.operator],
         )
         wait_until(lambda: scaler_pods(core) == 1, timeout_s=120, what="the scaler pod Ready")
         stack.callback(pods.request_stop)  # first on the way out (see real_loop)
-        yield KubeRayLoop(base, operator, client.CustomObjectsApi(api), core)
+        yield KubeRayLoop(base, bed.operator, custom, core)
 
 
 class Periodic:

@@ -1,24 +1,18 @@
 """The whole loop for the real-control-plane test: Ray -> agent -> Prometheus -> scaler -> KEDA.
 
-:func:`real_loop` starts, in one temporary directory, inside the bed's network namespace
-(``e2e/netns.sh``; every listener is on its loopback or the node IP, nothing routes out):
+:func:`real_loop` puts the project's example Ray cluster on the session's bed (:mod:`bed`: the
+control plane and KEDA, the real node, Prometheus scraping the agent, the scaler from the Helm
+chart with its real image), in the namespace ``ray`` made for it and deleted after it:
 
-- the control plane and KEDA (:mod:`control_plane`), and **one real node** (:mod:`real_node`:
-  the kubelet, containerd and runc) that runs every pod of the loop from images built here
-  (``e2e/images.py``); one kwok node beside it for the deletion-cost race, whose pods never run;
-- the scaler installed from the Helm chart (``helm upgrade --install``) with its real image: its
-  gRPC probes, securityContext, limits and mTLS Secret enforced by the kubelet;
-- the project's example Ray cluster applied **as a user would**: ``kubectl apply -k`` of an
-  overlay of ``manifests/examples/ray-cluster`` (the agent's ServiceAccount and Role included)
-  whose patches are what a user's overlay on this node says (:mod:`ray_on_node`: local images,
+- the example applied **as a user would**: ``kubectl apply -k`` of an overlay of
+  ``manifests/examples/ray-cluster`` (the agent's ServiceAccount and Role included) whose
+  patches are what a user's overlay on this node says (:mod:`ray_on_node`: local images,
   addresses without DNS, small requests) and the test's timings: the scaler's address, a
-  shorter idle timeout and HPA windows so that a test takes minutes; KEDA's client certificate
-  in KEDA's namespace, where the chart's ClusterTriggerAuthentication reads it; Ray's token
-  (token authentication is on in the example) in the Secret ``demo`` the Ray containers read.
+  shorter idle timeout and HPA windows so that a test takes minutes; Ray's token (token
+  authentication is on in the example) in the Secret ``demo`` the Ray containers read.
   The head pod runs Ray's head and the agent as its sidecar (authenticated by the token of the
   cluster's own ServiceAccount, mounted in the agent container only: the Role is what is
-  tested); worker pods run ``ray start`` and join it; the drivers get Ray's token;
-- a real Prometheus scraping the agent.
+  tested); worker pods run ``ray start`` and join it; the drivers get Ray's token.
 
 :class:`Timeline` samples what the test asserts on in the background: every Deployment change
 (through a watch) and the agent's own /metrics (victims, busy pods, wrong-victim counter);
@@ -47,9 +41,10 @@ import chart_install
 import pytest
 import requests
 import yaml
+from bed import NAMESPACE, SCALER_ADDRESS, Bed, ray_namespace, scaler_pods
 from containers import container_file, signal_container
-from control_plane import REPO, Authority, ControlPlane, wait_until
-from kubernetes import client, config, watch
+from control_plane import REPO, ControlPlane, wait_until
+from kubernetes import client, watch
 from pod_watch import PodWatch
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_server import PrometheusServer, requires_prometheus
@@ -59,23 +54,20 @@ from ray_on_node import (
     CLIENT_ADDRESS,
     HEAD_RESOURCES,
     NODE_IP,
-    NODE_SELECTOR,
     SHARE_MOUNT,
-    TOLERATIONS,
     WORKER_RESOURCES,
     Op,
     agent_env_ops,
     container_ops,
     env,
     kustomize_images,
-    load_images,
     make_share,
     patch,
     pod_ops,
     share_ops,
     worker_args,
 )
-from real_node import RealNode, build_images, real_node
+from real_node import RealNode
 
 #: The seed example both real-loop modules run: 20 tasks of {CPU: 5} on 10-CPU pods, 16 of them
 #: SHORT_S long and the rest held until released (at most HOLD_S); exactly 10 pods needed.
@@ -100,8 +92,6 @@ REAL_LOOP_MARKS = [
     requires_prometheus,
 ]
 
-NAMESPACE = "ray"
-KEDA_NAMESPACE = "keda"  # the control plane's KEDA_CLUSTER_OBJECT_NAMESPACE
 RAY_TOKEN_SECRET = "demo"  # the example's Secret with Ray's token: named after the cluster
 CLUSTER = "demo"
 GROUP = "cpu"
@@ -677,18 +667,6 @@ def _restarts(pod: Any, container: str) -> int:
     return 0
 
 
-def scaler_pods(core: client.CoreV1Api) -> int:
-    """Ready scaler pods (none being deleted), or -1 while a deleted one still exists."""
-    pods = core.list_namespaced_pod(chart_install.NAMESPACE).items
-    if any(p.metadata.deletion_timestamp is not None for p in pods):
-        return -1
-    return sum(
-        1
-        for p in pods
-        if any(c.type == "Ready" and c.status == "True" for c in (p.status.conditions or []))
-    )
-
-
 def scaled_object_ops() -> list[Op]:
     """Both examples' ScaledObjects on the bed: the scaler's address, the test's timings."""
     return [
@@ -807,25 +785,6 @@ def apply_overlay(
         )
 
 
-def _client_tls_secret(cp: ControlPlane, workdir: Path) -> Path:
-    """The Ray namespace; the Secret with KEDA's client certificate from ``_scaler_pki`` in
-    KEDA's namespace (what the ClusterTriggerAuthentication reads: KEDA_CLUSTER_OBJECT_NAMESPACE,
-    nothing of it in the Ray namespace); the PKI directory."""
-    cp.kubectl("create", "namespace", NAMESPACE)
-    pki = workdir / "scaler-pki"
-    cp.kubectl(
-        "create",
-        "secret",
-        "generic",
-        "keda-ray-scaler-client-tls",
-        f"--namespace={KEDA_NAMESPACE}",
-        f"--from-file=ca.crt={pki / 'ca.crt'}",
-        f"--from-file=tls.crt={pki / 'client.crt'}",
-        f"--from-file=tls.key={pki / 'client.key'}",
-    )
-    return pki
-
-
 def _ray_token_secret(cp: ControlPlane) -> None:
     """Deployment mode: the Secret with Ray's token that the example's Ray containers read, as
     its head.yaml tells a user to make it (KubeRay makes its own)."""
@@ -835,125 +794,33 @@ def _ray_token_secret(cp: ControlPlane) -> None:
     )  # fmt: skip
 
 
-def _scaler_pki(workdir: Path) -> Authority:
-    """The scaler's server certificate and KEDA's client certificate, from one CA made here;
-    ``scaler-tls/`` holds the server's as its Secret's keys (tls.crt, tls.key, ca.crt). The
-    server's names: the node IP (the scaler pod is on the node's network, see SCALER_ADDRESS)
-    and loopback."""
-    pki = workdir / "scaler-pki"
-    pki.mkdir()
-    ca = Authority.create("keda-ray-scaler-e2e-scaler-ca")
-    ca.pair.write(pki, "ca")
-    server = ca.issue("keda-ray-scaler", server=True, hosts=[NODE_IP, "127.0.0.1", "localhost"])
-    server.write(pki, "server")
-    ca.issue("keda-operator", client=True).write(pki, "client")
-    tls = workdir / "scaler-tls"
-    tls.mkdir()
-    server.write(tls, "tls")
-    (tls / "ca.crt").write_bytes(ca.pair.cert)
-    return ca
-
-
-#: The scaler pod listens on the node's network: with no kube-proxy on the bed, its Service's
-#: ClusterIP does not route, and a pod IP would change with every restart of the pod. A user's
-#: ScaledObject names the Service (``keda-ray-scaler.keda-ray-scaler.svc:9090``).
-SCALER_ADDRESS = f"{NODE_IP}:9090"
-
-
-def chart_values(images: dict[str, str], prometheus_url: str) -> dict[str, str]:
-    """The chart's values on the real node: one replica of the locally built image pinned to
-    the node, a fast refresh, KEDA's ClusterTriggerAuthentication; the Ray cluster's agent RBAC
-    comes from its own kustomization."""
-    repository, _, tag = images["keda-ray-scaler"].rpartition(":")
-    return {
-        "replicas": "1",
-        "refreshIntervalSeconds": "1",
-        "image.repository": repository,
-        "image.tag": tag,
-        "image.pullPolicy": "Never",
-        "prometheus.url": prometheus_url,
-        "clusterTriggerAuthentication.create": "true",
-        **{f"nodeSelector.{_escape(k)}": v for k, v in NODE_SELECTOR.items()},
-        **{f"tolerations[0].{k}": v for k, v in TOLERATIONS[0].items()},
-    }
-
-
-def _escape(key: str) -> str:
-    """A key for ``helm --set`` (dots in label keys escaped)."""
-    return key.replace(".", "\\.")
-
-
-def install_scaler(cp: ControlPlane, workdir: Path, bin_dir: Path, values: dict[str, str]) -> None:
-    """``helm upgrade --install`` the scaler's chart with its real image; the server Secret made
-    by hand (no cert-manager here), as docs/getting-started.md says. Then the one change the
-    bed needs (no kube-proxy): the pod on the node's network (see SCALER_ADDRESS)."""
-    tls = workdir / "scaler-tls"
-    cp.kubectl("create", "namespace", chart_install.NAMESPACE)
-    cp.kubectl(
-        "create",
-        "secret",
-        "generic",
-        "keda-ray-scaler-tls",
-        f"--namespace={chart_install.NAMESPACE}",
-        *[f"--from-file={tls / name}" for name in ("tls.crt", "tls.key", "ca.crt")],
-    )
-    chart_install.install(str(bin_dir / "bin" / "helm"), cp.admin_kubeconfig, values)
-    host_network = {"spec": {"template": {"spec": {"hostNetwork": True}}}}
-    cp.kubectl(
-        "patch",
-        "deployment",
-        chart_install.RELEASE,
-        f"--namespace={chart_install.NAMESPACE}",
-        "--type=strategic",
-        f"--patch={json.dumps(host_network)}",
-    )
-
-
-def images_json() -> Path:
-    """The locally built images' index (``e2e/images.py``; ``KRS_E2E_IMAGES`` is its directory
-    when make built them)."""
-    if os.environ.get("KRS_E2E_IMAGES"):
-        return Path(os.environ["KRS_E2E_IMAGES"]) / "images.json"
-    return build_images()
-
-
 @contextlib.contextmanager
-def real_loop(
-    bin_dir: Path, images: Path, transform: Callable[[Docs], Docs] | None = None
-) -> Iterator[RealLoop]:
-    """Start everything (module docstring); stop everything by PID on exit. ``transform``
-    changes the overlay's objects before they are applied (more worker groups, agent flags)."""
-    workdir = Path(tempfile.mkdtemp(prefix="krs-cp-"))
-    refs = load_images(images)
+def real_loop(bed: Bed, transform: Callable[[Docs], Docs] | None = None) -> Iterator[RealLoop]:
+    """The example Ray cluster (Deployment mode) on ``bed`` (module docstring), in a namespace
+    of its own deleted on exit. ``transform`` changes the overlay's objects before they are
+    applied (more worker groups, agent flags)."""
+    workdir = Path(tempfile.mkdtemp(prefix="deployment-", dir=bed.workdir))
+    cp = bed.cp
     with contextlib.ExitStack() as stack:
-        cp = stack.enter_context(ControlPlane.start(workdir / "cp", bin_dir))
-        # kwok nodes only for the deletion-cost race (tests/race.py): its pods never run
-        cp.add_nodes(1, prefix="fake-node", cpu="16", memory="64Gi")
-        node = stack.enter_context(real_node(cp, bin_dir, images))
+        stack.enter_context(ray_namespace(cp))
         share = make_share(workdir / "share")
-        api = config.new_client_from_config(config_file=str(cp.admin_kubeconfig))
-        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-        (workdir / "logs").mkdir(exist_ok=True)
-        (workdir / "prom").mkdir()
-        prometheus = stack.enter_context(
-            PrometheusServer(workdir / "prom", [f"127.0.0.1:{AGENT_PORT}"])
-        )
-        _scaler_pki(workdir)
-        install_scaler(cp, workdir, bin_dir, chart_values(refs, prometheus.url))
-        _client_tls_secret(cp, workdir)
+        core, apps = client.CoreV1Api(bed.api), client.AppsV1Api(bed.api)
+        (workdir / "logs").mkdir()
         _ray_token_secret(cp)
-        apply_overlay(cp, _overlay(workdir, share, refs, cp.apiserver_port), transform=transform)
+        apply_overlay(
+            cp, _overlay(workdir, share, bed.refs, cp.apiserver_port), transform=transform
+        )
         pods = stack.enter_context(PodWatch(core, NAMESPACE, "ray.io/node-type=worker"))
         loop = RealLoop(
             workdir=workdir,
             share=share,
             cp=cp,
-            node=node,
+            node=bed.node,
             pods=pods,
-            prometheus=prometheus,
+            prometheus=bed.prometheus,
             core=core,
             apps=apps,
-            custom=client.CustomObjectsApi(api),
+            custom=client.CustomObjectsApi(bed.api),
         )
         wait_until(
             lambda: requests.get(loop.agent_url, timeout=1).ok,

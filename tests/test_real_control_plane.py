@@ -18,11 +18,10 @@ import os
 import random
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from control_plane import build_binaries, wait_until
-from ray_on_node import require_bed
+from bed import Bed
+from control_plane import wait_until
 from real_loop import (
     EXPECTED_PODS,
     FIGURES,
@@ -38,7 +37,6 @@ from real_loop import (
     SHORT_S,
     RealLoop,
     Workload,
-    images_json,
     real_loop,
 )
 
@@ -50,12 +48,10 @@ RNG_SEED = int(os.environ.get("KRS_E2E_SEED", "20261123"))
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[RealLoop]:
+def loop(bed: Bed) -> Iterator[RealLoop]:
     """The real loop on the real node, once for the module."""
-    require_bed()
-    bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
     FIGURES["node"] = "real"
-    with real_loop(bin_dir, images_json()) as started:
+    with real_loop(bed) as started:
         # each Deployment's default replica, drained and scaled in by KEDA
         started.wait_replicas(0, 180)
         yield started

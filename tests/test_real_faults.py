@@ -32,10 +32,11 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from bed import Bed
 from containers import container_id, container_pids, signal_container
-from control_plane import build_binaries, wait_until
+from control_plane import wait_until
 from prometheus_client.parser import text_string_to_metric_families
-from ray_on_node import SHARE_MOUNT, require_bed
+from ray_on_node import SHARE_MOUNT
 from real_loop import (
     GROUP,
     NAMESPACE,
@@ -43,7 +44,6 @@ from real_loop import (
     Docs,
     RealLoop,
     Workload,
-    images_json,
     real_loop,
 )
 
@@ -181,12 +181,10 @@ def agent_value(loop: RealLoop, metric: str, **labels: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[RealLoop]:
+def loop(bed: Bed) -> Iterator[RealLoop]:
     """The real loop with the fault groups, once for the module; every group at zero."""
-    require_bed()
-    bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
     FAULT_FIGURES["node"] = "real"
-    with real_loop(bin_dir, images_json(), transform=fault_groups) as started:
+    with real_loop(bed, transform=fault_groups) as started:
         for group in (GROUP, SPOT, BROKEN, SILENT):  # KEDA's fallback may give each a pod
             started.wait_replicas(0, 240, ready=False, name=_deployment(group))
             wait_until(

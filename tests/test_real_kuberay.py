@@ -10,15 +10,13 @@ Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from control_plane import build_binaries, wait_until
+from bed import Bed
+from control_plane import wait_until
 from kubernetes import client
-from ray_on_node import require_bed
 from real_kuberay import (
     CLUSTER,
     FIGURES,
@@ -42,20 +40,17 @@ from real_loop import (
     SHORT_S,
     Timeline,
     Workload,
-    images_json,
 )
 
 pytestmark = REAL_LOOP_MARKS
 
 
 @pytest.fixture(scope="module")
-def loop() -> Iterator[KubeRayLoop]:
+def loop(bed: Bed) -> Iterator[KubeRayLoop]:
     """The KubeRay loop on the real node, once for the module; the RayWorkerGroup reconciled
     at 0 pods."""
-    require_bed()
-    bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
     FIGURES["node"] = "real"
-    with kuberay_loop(bin_dir, images_json()) as started:
+    with kuberay_loop(bed) as started:
         wait_until(
             lambda: (started.worker_group().get("status") or {}).get("selector"),
             timeout_s=120,
