@@ -93,3 +93,13 @@ def test_victims_no_scale_down_takes_are_released_only_when_the_target_keeps_the
     gp = GroupPlan("cpu", target, target, 1, current, 1, target - 1)
     assert to_release(gp, ("w-1", "w-2")) == released
     assert to_release(gp, ()) == ()
+
+
+@pytest.mark.parametrize(("limit", "released"), [(None, ("w-1", "w-2")), (1, ("w-1",)), (0, ())])
+def test_a_backed_off_group_releases_at_most_its_launch_limit(
+    limit: int | None, released: tuple[str, ...]
+) -> None:
+    """Each victim released is a new pod made: a group backed off after pods that did not join
+    releases none while it waits, then one at a time (no create/delete loop at minReplicas)."""
+    gp = GroupPlan("cpu", 3, 3, 1, 3, 1, 2)
+    assert to_release(gp, ("w-1", "w-2"), limit) == released

@@ -460,6 +460,28 @@ async def test_a_victim_no_scale_down_takes_is_deleted_by_the_agent(
     assert registry.get_sample_value(VICTIM_VERDICTS, labels) == 1.0
 
 
+async def test_a_backed_off_group_releases_no_victim_while_its_back_off_runs(
+    emulator: VersionedEmulator,
+    synced: None,
+    cache: PodCache,
+    ray: FakeRay,
+    drainer: FakeDrainer,
+    clock: FakeClock,
+    registry: CollectorRegistry,
+) -> None:
+    """A launch limit of 0 (the group's back-off waits): w-1 stays a victim, nothing deleted;
+    at 1, it is released."""
+    limits: dict[str, int | None] = {"cpu": 0}
+    controller = VictimController(
+        CLUSTER, cache, ray, drainer, clock, registry, launch_limit=limits.get
+    )
+    await controller.step(plan("w-1"))
+    assert outcomes(await controller.step(plan_for(target=3, new=1))) == []
+    assert requests_of(emulator, kmock.action.DELETE) == []
+    limits["cpu"] = 1
+    assert outcomes(await controller.step(plan_for(target=3, new=1))) == [("w-1", "released")]
+
+
 async def test_a_victim_is_left_to_a_scale_down_under_way_and_another_pod_is_never_deleted(
     emulator: VersionedEmulator,
     cache: PodCache,

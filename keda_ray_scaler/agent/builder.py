@@ -124,6 +124,7 @@ def build_agent(
             registry,
             settings.victims,
             applier=made,
+            launch_limit=joins.launch_limit,
         )
         holder.append(victims)
     loop = AgentLoop(

@@ -87,7 +87,9 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
     return Choice(tuple(chosen), tuple(verdicts))
 
 
-def to_release(plan: GroupPlan, waiting: tuple[str, ...]) -> tuple[str, ...]:
+def to_release(
+    plan: GroupPlan, waiting: tuple[str, ...], launch_limit: int | None = None
+) -> tuple[str, ...]:
     """The published victims a scale-down will never take, when pods go by deletion cost.
 
     The scaler reports a group's non-victims plus the new pods it wants. With as many new pods
@@ -97,11 +99,14 @@ def to_release(plan: GroupPlan, waiting: tuple[str, ...]) -> tuple[str, ...]:
     341 s while the group's new pod waited). Those victims hold no Ray state (drained, or never
     a Ray node), so the agent deletes them and the ReplicaSet replaces them. While the target
     is below the pods (a scale-down under way), none: a replacement, pending, would rank before
-    the victims and be the pod the scale-down takes.
+    the victims and be the pod the scale-down takes. Each one released is a new pod made, so at
+    most ``launch_limit`` (the group's back-off after pods that did not join: 0 while it waits,
+    then 1; None when not backed off): a failing pod held by minReplicas is replaced once per
+    back-off period, never in a create/delete loop (kuberay#865).
     """
     if not waiting or plan.target < plan.current:
         return ()
-    return waiting
+    return waiting if launch_limit is None else waiting[: max(0, launch_limit)]
 
 
 def _all(group: str, pods: list[str], outcome: Outcome, reason: str) -> Choice:

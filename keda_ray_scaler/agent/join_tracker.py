@@ -107,6 +107,10 @@ class JoinTracker:
         """The last poll's answer."""
         return self._view
 
+    def launch_limit(self, group: str) -> int | None:
+        """The new pods ``group`` may get now, as of the last poll (None: no limit)."""
+        return dict(self._view.launch_limits).get(group)
+
     def backoff_message(self, group: str) -> str:
         """Why the group gets few or no new pods (for a RayWorkerGroup condition); "" if not."""
         b = self._backoff.get(group)

@@ -41,7 +41,7 @@ mid-protocol leaves no undrained pod marked as victim once it runs again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -75,6 +75,12 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
+
+def _no_limit(group: str) -> int | None:
+    """No back-off: every victim no scale-down takes may be released."""
+    return None
+
+
 #: counter {cluster, group, outcome}: victim protocol decisions
 VICTIM_VERDICTS = "ray_scaler_victim_verdicts_total"
 
@@ -93,7 +99,11 @@ class VictimController:
         settings: VictimSettings | None = None,
         *,
         applier: Applier | None = None,
+        launch_limit: Callable[[str], int | None] | None = None,
     ) -> None:
+        """``launch_limit(group)``: the new pods the group may get now (its back-off after pods
+        that did not join; None: no limit); bounds the victims released (:func:`to_release`)."""
+        self._launch_limit = launch_limit or _no_limit
         self._specs = spec_view(cluster)  # the groups' idle timeouts, read at each step
         self._name = self._specs.spec.name
         self._pods = pods
@@ -268,7 +278,8 @@ class VictimController:
             return []
         pods = {p.name: p for p in self._pods.pods() if p.group == gp.name and p.active}
         verdicts: list[Verdict] = []
-        for name in to_release(gp, tuple(self._published_not_gone(gp.name, pods))):
+        waiting = tuple(self._published_not_gone(gp.name, pods))
+        for name in to_release(gp, waiting, self._launch_limit(gp.name)):
             try:
                 deleted = await self._pods.delete(name, pods[name].uid)
             except KubernetesError as exc:
