@@ -178,7 +178,7 @@ def rpcs(fakes: Fakes) -> list[str]:
 
 
 async def test_r1_takes_the_head_fresh_and_the_other_nodes_from_the_gcs(served: Served) -> None:
-    """Snapshot first, then the head raylet (found once), then the GCS's node loads: the head's
+    """Snapshot first, then the GCS's node loads, then the head raylet (found once): the head's
     3 fresh tasks replace its 4 cached ones, the worker's own queue is added."""
     gcs = GcsConnection(served.gcs_address)
     reader = RayReader(gcs, SPEC, timeout_s=5)
@@ -194,12 +194,12 @@ async def test_r1_takes_the_head_fresh_and_the_other_nodes_from_the_gcs(served: 
     assert state.fallback is None and again == state
     assert rpcs(served.fakes) == [
         "GetClusterStatus",
+        "GetAllResourceUsage",
         "GetAllNodeInfo",
         "GetResourceLoad",
-        "GetAllResourceUsage",
         "GetClusterStatus",
-        "GetResourceLoad",
         "GetAllResourceUsage",
+        "GetResourceLoad",
     ]
 
 

@@ -10,9 +10,9 @@ from keda_ray_scaler.agent.task_load import (
     queued_count,
     task_load,
 )
-from keda_ray_scaler.agent.task_load_read import head_node_id
+from keda_ray_scaler.agent.task_load_read import head_node_id, read_task_load
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
-from keda_ray_scaler.gcs._generated import gcs_pb2
+from keda_ray_scaler.gcs._generated import gcs_pb2, gcs_service_pb2
 from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup
 
 SPEC = ClusterSpec("demo", (WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50),))
@@ -104,3 +104,44 @@ def test_parse_status_takes_r1s_tasks_in_place_of_the_gcs_sum() -> None:
     assert [n.pod for n in state.nodes] == ["ray-cpu-a"]
     assert parse_status(reply, SPEC).demand.bundles == (Bundle(Resources.of(CPU=5), 9),)
     assert parse_status(reply, SPEC, tasks=[]).demand.bundles == ()
+
+
+class _SpillBetweenReads:
+    """A head that spills a {CPU: 5} lease to WORKER between the agent's two reads: whichever
+    read comes second sees it moved (the head's queue without it, WORKER's entry with it)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def _spilled(self) -> bool:
+        return len(self.calls) > 1  # the second read sees the spill
+
+    async def get_all_resource_usage(
+        self, timeout_s: float
+    ) -> gcs_service_pb2.GetAllResourceUsageReply:
+        self.calls.append("gcs")
+        reply = gcs_service_pb2.GetAllResourceUsageReply()
+        entry = reply.resource_usage_data.batch.add(node_id=bytes.fromhex(WORKER))
+        if self._spilled():
+            demand = entry.resource_load_by_shape.resource_demands.add(num_ready_requests_queued=1)
+            demand.shape["CPU"] = 5.0
+        return reply
+
+    async def resource_load(
+        self, gcs: object, node_id: str, timeout_s: float
+    ) -> gcs_pb2.ResourcesData:
+        self.calls.append("head")
+        data = gcs_pb2.ResourcesData(node_id=bytes.fromhex(HEAD))
+        if not self._spilled():
+            demand = data.resource_load_by_shape.resource_demands.add(num_ready_requests_queued=1)
+            demand.shape["CPU"] = 5.0
+        return data
+
+
+async def test_destinations_are_read_before_the_source_so_a_spill_between_is_never_twice() -> None:
+    """R1 reads the GCS's node loads, then the head: a lease spilled between the two reads is
+    counted nowhere for one poll (the head had it, then WORKER), never at both."""
+    fake = _SpillBetweenReads()
+    read = await read_task_load(fake, fake, status_with_head(), 5.0)  # type: ignore[arg-type]
+    assert fake.calls == ["gcs", "head"]
+    assert read.fallback is None and read.queued == ()

@@ -1,9 +1,9 @@
-"""The reads of rule R1 after the poll's snapshot: the head raylet, then the GCS's node loads.
+"""The reads of rule R1 after the poll's snapshot: the GCS's node loads, then the head raylet.
 
 :func:`read_task_load` runs after ``GetClusterStatus`` returned (the snapshot S): it finds the
-head in S, reads the head raylet's load directly (:class:`~keda_ray_scaler.gcs.raylet.
-HeadRaylet`), then every node's last pulled load from the GCS (``GetAllResourceUsage``), and
-combines them (:func:`~keda_ray_scaler.agent.task_load.task_load`). When any of these fails the
+head in S, reads every node's last pulled load from the GCS (``GetAllResourceUsage``), then the
+head raylet's load directly (:class:`~keda_ray_scaler.gcs.raylet.HeadRaylet`), and combines
+them (:func:`~keda_ray_scaler.agent.task_load.task_load`). When any of these fails the
 poll does not: it falls back to S's own aggregate (``pending_resource_requests``, Ray's demand as
 before R1) and says why (:class:`Fallback`), for the loop to count and log.
 """
@@ -70,20 +70,25 @@ async def read_task_load(
 ) -> TaskLoadRead:
     """R1's task demand after the snapshot ``status``; a :class:`Fallback` when it cannot be read.
 
-    The head raylet is read first (the source whose freshness R1 needs), the other nodes' loads
-    after it; both calls run after ``status`` returned, which is all R1 asks of the order.
+    Both reads run after ``status`` returned, destinations before the source: the other nodes'
+    loads as the GCS last pulled them first, then the head raylet fresh. A lease the head
+    spills to a node Y between the two reads is then in neither (one poll counts it nowhere)
+    rather than in both: read the other way round, the head's read held it and Y's entry,
+    pulled after the spill, held it too (seen in CI on 2026-11-27: 9 tasks pending for 8, the
+    seed example at 11 pods). A node's entry pulled before our read cannot hold a lease the
+    head still queues at its fresh read: the head erases a lease before it spills it.
     """
     head = head_node_id(status)
     if head is None:
         return TaskLoadRead(None, Fallback.NO_HEAD, "no alive head node in GetClusterStatus")
     try:
-        fresh = await raylet.resource_load(client, head, timeout_s)
-    except RayError as exc:
-        return TaskLoadRead(None, Fallback.RAYLET, str(exc))
-    try:
         usage = await client.get_all_resource_usage(timeout_s)
     except RayError as exc:
         return TaskLoadRead(None, Fallback.NODE_LOADS, str(exc))
+    try:
+        fresh = await raylet.resource_load(client, head, timeout_s)
+    except RayError as exc:
+        return TaskLoadRead(None, Fallback.RAYLET, str(exc))
     cached = (node_load(r) for r in usage.resource_usage_data.batch)
     # The raylet names itself in its reply; the id it was asked for is the one that counts.
     return TaskLoadRead(task_load([replace(node_load(fresh), node_id=head)], cached))
