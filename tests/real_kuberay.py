@@ -270,9 +270,9 @@ def kuberay_loop(bed: Bed) -> Iterator[KubeRayLoop]:
     workdir = Path(tempfile.mkdtemp(prefix="kuberay-", dir=bed.workdir))
     cp = bed.cp
     with contextlib.ExitStack() as stack:
-        stack.enter_context(ray_namespace(cp))
-        share = make_share(workdir / "share")
         (workdir / "logs").mkdir()
+        stack.enter_context(ray_namespace(cp, workdir / "logs"))
+        share = make_share(workdir / "share")
         core = client.CoreV1Api(bed.api)
         custom = client.CustomObjectsApi(bed.api)
         overlay = _overlay(workdir, share, bed.refs, cp.apiserver_port)

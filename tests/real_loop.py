@@ -802,10 +802,10 @@ def real_loop(bed: Bed, transform: Callable[[Docs], Docs] | None = None) -> Iter
     workdir = Path(tempfile.mkdtemp(prefix="deployment-", dir=bed.workdir))
     cp = bed.cp
     with contextlib.ExitStack() as stack:
-        stack.enter_context(ray_namespace(cp))
+        (workdir / "logs").mkdir()
+        stack.enter_context(ray_namespace(cp, workdir / "logs"))
         share = make_share(workdir / "share")
         core, apps = client.CoreV1Api(bed.api), client.AppsV1Api(bed.api)
-        (workdir / "logs").mkdir()
         _ray_token_secret(cp)
         apply_overlay(
             cp, _overlay(workdir, share, bed.refs, cp.apiserver_port), transform=transform
