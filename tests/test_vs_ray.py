@@ -18,7 +18,9 @@ from bench import vs_ray_bench
 from bench.vs_ray_figures import Figures
 from bench.vs_ray_table import vs_ray_line
 
-pytestmark = [*REAL_LOOP_MARKS, pytest.mark.timeout(720)]
+#: Both sides in turn, each with its cluster's start and teardown: beside two busy loops ours took
+#: 347 s and Ray's about 520 s (2026-11-27), past the real loops' 900 s.
+pytestmark = [*(m for m in REAL_LOOP_MARKS if m.name != "timeout"), pytest.mark.timeout(1800)]
 
 
 def test_seed_side_by_side_with_rays_own_autoscaler(capsys: pytest.CaptureFixture[str]) -> None:
