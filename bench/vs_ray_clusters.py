@@ -42,15 +42,13 @@ from bench.vs_ray_profile import Profile
 from ray_on_node import (  # isort: skip
     AGENT_PORT,
     AGENT_RESOURCES,
-    GCS_ADDRESS,
     HEAD_RESOURCES,
     NODE_IP,
-    SHARE_MOUNT,
-    WORKER_RESOURCES,
     Op,
     agent_env_ops,
     container_ops,
     env,
+    kuberay_worker_ops,
     kustomize_images,
     patch,
     pod_ops,
@@ -89,23 +87,9 @@ class Cluster:
 def _group_ops(group: str, share: Path, profile: Profile) -> list[Op]:
     """A worker group on the real node (as ``real_kuberay._overlay`` has the cpu group)."""
     base = f"/spec/workerGroupSpecs/{GROUP_INDEX[group]}"
-    pod = f"{base}/template/spec"
-    worker = f"{pod}/containers/0"
-    volume = {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
     ops: list[Op] = [
-        *pod_ops(pod, host_network=False),
-        ("add", f"{base}/rayStartParams/address", GCS_ADDRESS),
-        # KubeRay runs ray start through bash -c: the variable expands there
-        ("add", f"{base}/rayStartParams/node-ip-address", "$MY_POD_IP"),
+        *kuberay_worker_ops(base, share),
         *[("add", f"{base}/rayStartParams/{k}", v) for k, v in RAY_RESOURCES[group].items()],
-        *container_ops(worker, WORKER_RESOURCES),
-        (
-            "add",
-            f"{worker}/env",
-            [env("MY_POD_IP", field="status.podIP"), env("RAY_ADDRESS", GCS_ADDRESS)],
-        ),
-        ("add", f"{pod}/volumes", [volume]),
-        ("add", f"{worker}/volumeMounts", [{"name": "krs-e2e", "mountPath": SHARE_MOUNT}]),
     ]
     if profile.idle_s is not None:
         ops.append(("replace", f"{base}/idleTimeoutSeconds", profile.idle_s))

@@ -21,7 +21,16 @@ On the real node (:mod:`real_node`) that overlay says, besides the test's timing
   example says, and need not exist physically (the gpu group's ``nvidia.com/gpu`` request goes:
   no device plugin here);
 - **the test's share**: a ``hostPath`` directory mounted at ``/krs-e2e`` in worker pods, where
-  the workload's tasks write which pod runs them and wait for their release file.
+  the workload's tasks write which pod runs them and wait for their release file;
+- **one Ray start at a time**: every worker container takes the share's ``ray-start.lock`` for
+  ``START_SPACING_S`` before its ``ray start`` (:func:`gated_command`, :func:`kuberay_worker_ops`).
+  Ray 2.60 gives a new node 30 s to register (``raylet_start_wait_time_s``, a constant in
+  ``ray/_private/node.py``), and a worker's start costs about 6.4 CPU-seconds (``ray start``, the
+  raylet, the dashboard and runtime-env agents, measured on this machine). In production each pod
+  has its own node; here ten start on one 2-CPU node at once, all ten missed the 30 s and, the
+  kubelet restarting them together (the bed's 5 s back-off cap), missed it again for four
+  minutes (CI, 2026-11-27). The gate spaces the starts as separate nodes would be; both sides of
+  the side-by-side benchmark start through it.
 
 The workload's driver (``tests/ray_workload.py``) runs on this machine and reaches the head
 through Ray Client (``ray://NODE_IP:10001``), which checks Ray's version and Python's minor
@@ -49,6 +58,10 @@ TOLERATIONS = [{**NODE_TAINT, "operator": "Equal"}]
 WORKER_RESOURCES = {"requests": {"cpu": "10m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}}
 AGENT_RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 HEAD_RESOURCES = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "4Gi"}}
+
+#: the gap between two Ray starts on the real node (see the module's docstring)
+START_SPACING_S = 3
+START_LOCK = f"{SHARE_MOUNT}/ray-start.lock"
 
 Op = tuple[str, str, Any]
 
@@ -130,6 +143,38 @@ def worker_args(*ray_resources: str) -> list[str]:
         "--node-ip-address=$(MY_POD_IP)",
         *ray_resources,
         "--block",
+    ]
+
+
+def gated_command() -> list[str]:
+    """A Deployment-mode worker's ``command``: hold :data:`START_LOCK` for
+    :data:`START_SPACING_S`, then ``exec`` the container's args (``ray start ...``, PID 1 as
+    without the gate)."""
+    return ["sh", "-c", f'flock "$0" sleep {START_SPACING_S} && exec "$@"', START_LOCK]
+
+
+def kuberay_worker_ops(group: str, share: Path) -> list[Op]:
+    """A KubeRay worker group (``group``: the JSON pointer of its ``workerGroupSpecs`` entry) on
+    the real node: pinned, joining the head at the node IP, announcing its pod IP, the share
+    mounted, and its start gated (KubeRay runs the container's own command before the ``ray
+    start`` it generates: ``<command> && ulimit -n 65536; ray start ...``, ``BuildPod``)."""
+    pod = f"{group}/template/spec"
+    worker = f"{pod}/containers/0"
+    volume = {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
+    return [
+        *pod_ops(pod, host_network=False),
+        ("add", f"{group}/rayStartParams/address", GCS_ADDRESS),
+        # KubeRay runs ray start through bash -c: the variable expands there
+        ("add", f"{group}/rayStartParams/node-ip-address", "$MY_POD_IP"),
+        *container_ops(worker, WORKER_RESOURCES),
+        ("add", f"{worker}/command", ["flock", START_LOCK, "sleep", str(START_SPACING_S)]),
+        (
+            "add",
+            f"{worker}/env",
+            [env("MY_POD_IP", field="status.podIP"), env("RAY_ADDRESS", GCS_ADDRESS)],
+        ),
+        ("add", f"{pod}/volumes", [volume]),
+        ("add", f"{worker}/volumeMounts", [{"name": "krs-e2e", "mountPath": SHARE_MOUNT}]),
     ]
 
 

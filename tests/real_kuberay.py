@@ -36,15 +36,12 @@ from pod_watch import PodWatch
 from prometheus_client.parser import text_string_to_metric_families
 from ray_on_node import (
     AGENT_RESOURCES,
-    GCS_ADDRESS,
     HEAD_RESOURCES,
     NODE_IP,
-    SHARE_MOUNT,
-    WORKER_RESOURCES,
     Op,
     agent_env_ops,
     container_ops,
-    env,
+    kuberay_worker_ops,
     kustomize_images,
     make_share,
     patch,
@@ -101,9 +98,6 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
     head_pod = f"{head}/template/spec"
     agent = f"{head_pod}/containers/1"
     cpu = "/spec/workerGroupSpecs/0"
-    cpu_pod = f"{cpu}/template/spec"
-    worker = f"{cpu_pod}/containers/0"
-    volume = {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
     rc_ops: list[Op] = [
         *pod_ops(head_pod, host_network=True),
         ("add", f"{head}/rayStartParams/node-ip-address", NODE_IP),
@@ -113,18 +107,7 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
         ("add", f"{agent}/args/-", "--interval=1"),
         ("add", f"{agent}/args/-", "--settle-delay=1"),
         ("replace", f"{cpu}/idleTimeoutSeconds", IDLE_TIMEOUT_S),
-        *pod_ops(cpu_pod, host_network=False),
-        ("add", f"{cpu}/rayStartParams/address", GCS_ADDRESS),
-        # KubeRay runs ray start through bash -c: the variable expands there
-        ("add", f"{cpu}/rayStartParams/node-ip-address", "$MY_POD_IP"),
-        *container_ops(worker, WORKER_RESOURCES),
-        (
-            "add",
-            f"{worker}/env",
-            [env("MY_POD_IP", field="status.podIP"), env("RAY_ADDRESS", GCS_ADDRESS)],
-        ),
-        ("add", f"{cpu_pod}/volumes", [volume]),
-        ("add", f"{worker}/volumeMounts", [{"name": "krs-e2e", "mountPath": SHARE_MOUNT}]),
+        *kuberay_worker_ops(cpu, share),
     ]
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

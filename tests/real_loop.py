@@ -60,6 +60,7 @@ from ray_on_node import (
     agent_env_ops,
     container_ops,
     env,
+    gated_command,
     kustomize_images,
     make_share,
     patch,
@@ -726,7 +727,8 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
             ("add", "/spec/replicas", 0),
             *pod_ops(pod, host_network=False),
             *container_ops(worker, WORKER_RESOURCES),
-            ("replace", f"{worker}/args", worker_args(*ray_resources)),
+            ("replace", f"{worker}/command", gated_command()),
+            ("replace", f"{worker}/args", ["ray", "start", *worker_args(*ray_resources)]),
             ("add", f"{worker}/env/-", env("MY_POD_IP", field="status.podIP")),
             *share_ops(pod, worker, share),
         ]
