@@ -22,6 +22,7 @@ from keda_ray_scaler.agent.joins import (
     PodEntry,
     PodJoinFacts,
     after_failures,
+    failed_launches,
     join_failure,
     launch_limit,
 )
@@ -276,8 +277,39 @@ def test_the_tracker_backs_a_group_off_once_per_new_failing_pod_and_a_join_ends_
     view = tracker.observe(205.0, [entry("c-2", created=200.0)], {"c-2"}, set(), {})
     assert "cpu" not in dict(view.launch_limits)  # c-2 joined: the back-off ended
     assert tracker.backoff_message("cpu") == ""
-    assert tracker.backoff_message("big").startswith("1 pod(s) did not join Ray (last: not_joined)")
+    assert tracker.backoff_message("big").startswith(
+        "1 failed launch(es), pods that did not join Ray (last: not_joined)"
+    )
     assert registry.get_sample_value(BACKOFF_SECONDS, {"cluster": "demo", "group": "cpu"}) == 0.0
+
+
+def test_the_pods_of_one_launch_are_one_failed_launch_a_later_pod_another() -> None:
+    """Pods made before the last counted launch belong to it; one made after is a new one; a
+    group with none counted, or a pod of unknown age, is one."""
+    counted = after_failures(Backoff(), 1, 45.0, BackoffSettings())
+    assert failed_launches(Backoff(), [0.0, 0.0, 0.0]) == 1
+    assert failed_launches(counted, [0.0, 1.0, 44.9]) == 0
+    assert failed_launches(counted, [0.0, 80.0]) == 1
+    assert failed_launches(counted, [None]) == 1
+    assert failed_launches(counted, []) == 0
+
+
+def test_ten_pods_of_one_scale_up_failing_one_by_one_back_the_group_off_once() -> None:
+    """Ten pods made together crash-loop and are found failing over several polls (CI,
+    2026-11-27: counted each, the wait reached its 600 s cap at once): one failed launch, the
+    first wait; the one pod made after the wait fails too: the second launch doubles it."""
+    tracker = JoinTracker(SPEC, CollectorRegistry(), JoinSettings(300.0, {}, BackoffSettings()))
+    crashing = [entry(f"c-{i}", container_failure="CrashLoopBackOff") for i in range(10)]
+    waits = []
+    for poll, now in enumerate((45.0, 48.0, 52.0, 55.0, 60.0)):
+        tracker.observe(now, crashing[: 2 * (poll + 1)], set(), set(), {})
+        waits.append(tracker.backoff_message("cpu"))
+    assert all(m.startswith("1 failed launch(es)") for m in waits), waits
+    assert "no new pods for 15 s" in waits[-1]  # 45 + 30 - 60
+    retry = entry("c-10", created=80.0, container_failure="CrashLoopBackOff")
+    tracker.observe(125.0, [retry], set(), set(), {})
+    assert tracker.backoff_message("cpu").startswith("2 failed launch(es)")
+    assert "no new pods for 60 s" in tracker.backoff_message("cpu")
 
 
 def test_a_dead_ray_node_fails_its_pod_without_backing_the_group_off() -> None:

@@ -287,11 +287,13 @@ def test_agent_mode_flags(argv: list[str], problem: str) -> None:
 def test_a_backed_off_group_says_why_in_its_condition(cp: ControlPlane) -> None:
     """BackedOff=True with the agent's message while the group is backed off; False after."""
     env = Env(cp, 1)
-    env.backoff["cpu"] = "1 pod(s) did not join Ray (last: container_failing); ..."
+    env.backoff["cpu"] = (
+        "1 failed launch(es), pods that did not join Ray (last: container_failing); ..."
+    )
     env.apply()
     (backed,) = [c for c in env.rwg()["status"]["conditions"] if c["type"] == "BackedOff"]
     assert (backed["status"], backed["reason"]) == ("True", "JoinFailures")
-    assert backed["message"].startswith("1 pod(s) did not join Ray")
+    assert backed["message"].startswith("1 failed launch(es)")
     env.backoff.clear()
     env.apply()
     (backed,) = [c for c in env.rwg()["status"]["conditions"] if c["type"] == "BackedOff"]

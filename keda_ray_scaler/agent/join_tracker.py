@@ -23,6 +23,7 @@ from keda_ray_scaler.agent.joins import (
     BackoffSettings,
     PodEntry,
     after_failures,
+    failed_launches,
     join_failure,
     launch_limit,
     newly_failing,
@@ -121,8 +122,8 @@ class JoinTracker:
         why = self._last_reason.get(group, JoinFailure.NOT_JOINED).value
         now = f"no new pods for {left:.0f} s" if left > 0 else f"new pods now: {limit}"
         return (
-            f"{b.failures} pod(s) did not join Ray (last: {why}); {now}, then one at a time "
-            "until a pod joins"
+            f"{b.failures} failed launch(es), pods that did not join Ray (last: {why}); {now}, "
+            "then one at a time until a pod joins"
         )
 
     def observe(
@@ -159,18 +160,20 @@ class JoinTracker:
             else:
                 failing[p.name] = why
         group_of = {p.name: p.group for p in pods}
+        created_s = {p.name: p.facts.created_s for p in pods}
         self._record_failures(failing, group_of)
         self._record_joins(in_ray)
         fresh = newly_failing(self._failing, failing)
         for name in groups:
-            count = sum(1 for pod in fresh if group_of.get(pod) == name)
+            made = [created_s.get(pod) for pod in fresh if group_of.get(pod) == name]
             before = self._backoff[name]
+            count = failed_launches(before, made)
             self._backoff[name] = after_failures(before, count, now_s, self._settings.backoff)
             if count:
                 self._log.warning(
                     "worker group backed off",
                     worker_group=name,
-                    failures=self._backoff[name].failures,
+                    failed_launches=self._backoff[name].failures,
                     wait_s=round(remaining_s(self._backoff[name], now_s), 1),
                 )
         self._failing, self._coming = failing, coming

@@ -25,18 +25,22 @@ A failing pod holds no Ray state, so it is removed without a drain (``NodeStatus
 Once failing, a pod stays so until it joins Ray or goes (the tracker keeps it: a crash-looping
 container is Running or Terminated between its waits).
 
-The back-off: each pod of a group found failing (a dead Ray node aside: that is a fault of a
-running node, not of the group's pods) doubles the group's wait, from ``initial_s`` up to
-``max_s``; while it runs the group gets no new pods; after it, one at a time (a pod coming, or a
-failing pod not yet gone, holds the next) until a pod of the group joins Ray, which ends it. So
-a group whose image is broken costs at most one pod at a time and never loops create/delete
-(kuberay#865).
+The back-off: each failed *launch* of a group doubles its wait, from ``initial_s`` up to
+``max_s``: a pod found failing (a dead Ray node aside: that is a fault of a running node, not of
+the group's pods) is a new failed launch if it was made after the group's last one was counted
+(:func:`failed_launches`); the pods of one scale-up fail together and count once, as
+cluster-autoscaler counts a failed scale-up once whatever its size (counted each, ten pods of
+one scale-up that crash-looped together on a busy node took the wait to its cap, 600 s, at once:
+CI, 2026-11-27). While the wait runs the group gets no new pods; after it, one at a time (a pod
+coming, or a failing pod not yet gone, holds the next), each its own launch, until a pod of the
+group joins Ray, which ends it. So a group whose image is broken costs at most one pod at a time
+and never loops create/delete (kuberay#865).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from keda_ray_scaler.model import JoinFailure
 
@@ -118,23 +122,33 @@ class BackoffSettings:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """One group's back-off: failures since a pod last joined, and the end of the wait."""
+    """One group's back-off: failed launches since a pod last joined, the end of the wait, and
+    when the last failed launch was counted (pods made before it belong to counted launches)."""
 
     failures: int = 0
     until_s: float = 0.0
+    counted_s: float | None = None
 
     def active(self) -> bool:
         """The group had failures no join has ended yet."""
         return self.failures > 0
 
 
+def failed_launches(b: Backoff, created_s: Iterable[float | None]) -> int:
+    """The new failed launches that a group's newly failing pods (their creation times) make:
+    one when any was made after the group's last counted launch (or none was counted yet, or
+    its creation time is unknown), else none (see the module)."""
+    last = b.counted_s
+    return int(any(c is None or last is None or c > last for c in created_s))
+
+
 def after_failures(b: Backoff, count: int, now_s: float, settings: BackoffSettings) -> Backoff:
-    """``count`` new failing pods at ``now_s``: the wait doubles for each."""
+    """``count`` new failed launches at ``now_s``: the wait doubles for each."""
     if count <= 0:
         return b
     failures = b.failures + count
     wait = min(settings.initial_s * 2 ** (failures - 1), settings.max_s)
-    return replace(b, failures=failures, until_s=max(b.until_s, now_s + wait))
+    return Backoff(failures, max(b.until_s, now_s + wait), now_s)
 
 
 def launch_limit(b: Backoff, *, now_s: float, coming: int, failing: int) -> int | None:

@@ -151,7 +151,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--backoff-initial",
         type=float,
         default=DEFAULT_BACKOFF_INITIAL_S,
-        help="seconds a group gets no new pods after one failed to join; doubles per failure (30)",
+        help="seconds a group gets no new pods after a failed launch; doubles per failed launch",
     )
     g.add_argument(
         "--backoff-max",
