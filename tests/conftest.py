@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -220,8 +221,27 @@ def pytest_testnodedown(node: object, error: object) -> None:
     _FROM_WORKERS.extend(getattr(node, "workeroutput", {}).get("krs_summary", []))
 
 
+def module_seconds(stats: dict[str, list[object]], top: int = 15) -> str:
+    """``module-seconds: a.py 512, b.py 301, ... (N modules, T s)``: setup, call and teardown
+    summed by test file (as pytest's ``--durations`` reads them), the slowest first: where the
+    suite's time goes, in every CI log."""
+    per_module: dict[str, float] = {}
+    for reports in stats.values():
+        for report in reports:
+            duration, nodeid = getattr(report, "duration", None), getattr(report, "nodeid", "")
+            if duration is not None and nodeid:
+                module = nodeid.split("::", 1)[0]
+                per_module[module] = per_module.get(module, 0.0) + float(duration)
+    slowest = sorted(per_module.items(), key=lambda kv: -kv[1])[:top]
+    parts = ", ".join(f"{Path(m).name} {s:.0f}" for m, s in slowest)
+    total = sum(per_module.values())
+    return f"module-seconds: {parts} ({len(per_module)} modules, {total:.0f} s)"
+
+
 def pytest_terminal_summary(terminalreporter: object) -> None:
     """Each real-node module's figures as one line (``e2e-local:``, ``e2e-node:`` ...), from this
-    process and from every xdist worker, then the leftover processes."""
+    process and from every xdist worker, then the leftover processes, then the seconds each test
+    module took."""
     for line in sorted(_FROM_WORKERS + _summary_lines(), key=_line_order):
         terminalreporter.write_line(line)  # type: ignore[attr-defined]
+    terminalreporter.write_line(module_seconds(terminalreporter.stats))  # type: ignore[attr-defined]

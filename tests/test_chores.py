@@ -86,3 +86,20 @@ def test_license_is_an_spdx_string_with_its_file() -> None:
 def test_make_install_includes_the_demo_extra() -> None:
     """The venv ``make install`` builds has the demo's PNG dependency (matplotlib)."""
     assert "-e '.[agent,bench,dev,demo]'" in (ROOT / "Makefile").read_text()
+
+
+def test_the_module_seconds_line_sums_each_files_phases_slowest_first() -> None:
+    """CI's log says where the suite's time goes: setup, call and teardown by test file."""
+    from types import SimpleNamespace as Report
+
+    from conftest import module_seconds
+
+    stats = {
+        "passed": [
+            Report(nodeid="tests/test_a.py::t1", duration=2.0),
+            Report(nodeid="tests/test_b.py::t[x]", duration=5.0),
+        ],
+        "": [Report(nodeid="tests/test_a.py::t1", duration=4.4)],  # a setup's report
+        "warnings": [Report(message="no duration, no nodeid")],
+    }
+    assert module_seconds(stats, top=1) == "module-seconds: test_a.py 6 (2 modules, 11 s)"
