@@ -40,6 +40,7 @@ version only: the test's venv and the image both have Ray 2.60.0 and Python 3.11
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,8 @@ HEAD_RESOURCES = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"me
 #: the gap between two Ray starts on the real node (see the module's docstring)
 START_SPACING_S = 3
 START_LOCK = f"{SHARE_MOUNT}/ray-start.lock"
+#: the gate itself, run before ``ray start`` in both modes
+START_GATE = ["flock", START_LOCK, "sleep", str(START_SPACING_S)]
 
 Op = tuple[str, str, Any]
 
@@ -127,12 +130,20 @@ def agent_env_ops(container: str, apiserver_port: int) -> list[Op]:
     ]
 
 
+SHARE_VOLUME_MOUNT = {"name": "krs-e2e", "mountPath": SHARE_MOUNT}
+
+
+def share_volume(share: Path) -> dict[str, Any]:
+    """The pod volume of the test's share (``share`` on the host)."""
+    return {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
+
+
 def share_ops(spec: str, container: str, share: Path) -> list[Op]:
-    """The test's share: ``share`` on the host at ``SHARE_MOUNT`` in the container."""
-    volume = {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
+    """The test's share: ``share`` on the host at ``SHARE_MOUNT`` in the container (appended to
+    the pod's volumes and the container's mounts)."""
     return [
-        ("add", f"{spec}/volumes/-", volume),
-        ("add", f"{container}/volumeMounts/-", {"name": "krs-e2e", "mountPath": SHARE_MOUNT}),
+        ("add", f"{spec}/volumes/-", share_volume(share)),
+        ("add", f"{container}/volumeMounts/-", SHARE_VOLUME_MOUNT),
     ]
 
 
@@ -150,7 +161,7 @@ def gated_command() -> list[str]:
     """A Deployment-mode worker's ``command``: hold :data:`START_LOCK` for
     :data:`START_SPACING_S`, then ``exec`` the container's args (``ray start ...``, PID 1 as
     without the gate)."""
-    return ["sh", "-c", f'flock "$0" sleep {START_SPACING_S} && exec "$@"', START_LOCK]
+    return ["sh", "-c", f'{shlex.join(START_GATE)} && exec "$@"', "gate"]
 
 
 def kuberay_worker_ops(group: str, share: Path) -> list[Op]:
@@ -160,21 +171,20 @@ def kuberay_worker_ops(group: str, share: Path) -> list[Op]:
     start`` it generates: ``<command> && ulimit -n 65536; ray start ...``, ``BuildPod``)."""
     pod = f"{group}/template/spec"
     worker = f"{pod}/containers/0"
-    volume = {"name": "krs-e2e", "hostPath": {"path": str(share), "type": "Directory"}}
     return [
         *pod_ops(pod, host_network=False),
         ("add", f"{group}/rayStartParams/address", GCS_ADDRESS),
         # KubeRay runs ray start through bash -c: the variable expands there
         ("add", f"{group}/rayStartParams/node-ip-address", "$MY_POD_IP"),
         *container_ops(worker, WORKER_RESOURCES),
-        ("add", f"{worker}/command", ["flock", START_LOCK, "sleep", str(START_SPACING_S)]),
+        ("add", f"{worker}/command", START_GATE),
         (
             "add",
             f"{worker}/env",
             [env("MY_POD_IP", field="status.podIP"), env("RAY_ADDRESS", GCS_ADDRESS)],
         ),
-        ("add", f"{pod}/volumes", [volume]),
-        ("add", f"{worker}/volumeMounts", [{"name": "krs-e2e", "mountPath": SHARE_MOUNT}]),
+        ("add", f"{pod}/volumes", [share_volume(share)]),
+        ("add", f"{worker}/volumeMounts", [SHARE_VOLUME_MOUNT]),
     ]
 
 
