@@ -65,6 +65,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def add_logging_flags(p: argparse.ArgumentParser) -> None:
+    """``--log-format`` and ``--log-level``, the same for every long-running command."""
+    g = p.add_argument_group("logging")
+    g.add_argument("--log-format", choices=("json", "console"), default="json")
+    g.add_argument("--log-level", default="info", help="debug, info, warning, error")
+
+
+def configure_logging_from(args: argparse.Namespace, where: str) -> None:
+    """Logging as ``--log-format`` and ``--log-level`` say; an unknown level is a ConfigError."""
+    # structlog only for the commands that log (module docstring: ``plan`` never imports it)
+    from keda_ray_scaler.telemetry import configure_logging
+
+    try:
+        configure_logging(json=args.log_format == "json", level=args.log_level)
+    except ValueError as exc:
+        raise ConfigError(where, "--log-level", str(exc)) from exc
+
+
 def command_of(argv: Sequence[str]) -> str | None:
     """The command ``argv`` names, if any: the first word that is not a flag.
 

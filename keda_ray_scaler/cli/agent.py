@@ -17,6 +17,7 @@ import contextlib
 import math
 import signal
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,18 +35,18 @@ from keda_ray_scaler.agent.joins import (
 )
 from keda_ray_scaler.agent.ports import SystemClock
 from keda_ray_scaler.agent.ray_state import DemandRead
-from keda_ray_scaler.cli import SUMMARY
+from keda_ray_scaler.cli import SUMMARY, add_logging_flags, configure_logging_from
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec
-from keda_ray_scaler.telemetry import configure_logging
 
 if TYPE_CHECKING:
     from keda_ray_scaler.agent.apply import Applier
-    from keda_ray_scaler.agent.builder import ApplierFactory
+    from keda_ray_scaler.agent.builder import AgentSettings, ApplierFactory
     from keda_ray_scaler.agent.join_tracker import JoinTracker
     from keda_ray_scaler.agent.kube import PodCache
     from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
+    from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
 _WHERE = "agent"
 log = structlog.get_logger(__name__)
@@ -58,6 +59,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help=SUMMARY["agent"],
         description="Poll one Ray cluster's GCS, serve /metrics and /healthz, run safe scale-down.",
     )
+    _ray_flags(p)
+    _metrics_flags(p)
+    _scale_down_flags(p)
+    add_logging_flags(p)
+
+
+def _ray_flags(p: argparse.ArgumentParser) -> None:
+    """Which Ray cluster, how it is read."""
     g = p.add_argument_group("ray")
     g.add_argument(
         "--cluster-spec",
@@ -100,6 +109,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "task Ray counts both running and pending until its owner's next backlog report (left "
         "out of the exported demand); 0 = as read (10)",
     )
+
+
+def _metrics_flags(p: argparse.ArgumentParser) -> None:
+    """Where /metrics and /healthz are served."""
     g = p.add_argument_group("metrics and health")
     g.add_argument("--host", default="0.0.0.0", help="/metrics and /healthz bind address (all)")
     g.add_argument("--port", type=int, default=8080, help="/metrics and /healthz port (8080)")
@@ -110,6 +123,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="/healthz answers 503 when the last successful poll of Ray is older than this "
         f"many --interval, and at least {MIN_MAX_AGE_S:g} s (one GCS hiccup is no failure) (3)",
     )
+
+
+def _scale_down_flags(p: argparse.ArgumentParser) -> None:
+    """Kubernetes access for drain-then-mark scale-down and pods that do not join."""
     g = p.add_argument_group("kubernetes (scale-down)")
     g.add_argument(
         "--no-scale-down",
@@ -159,9 +176,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=DEFAULT_BACKOFF_MAX_S,
         help="the longest back-off in seconds (600)",
     )
-    g = p.add_argument_group("logging")
-    g.add_argument("--log-format", choices=("json", "console"), default="json")
-    g.add_argument("--log-level", default="info", help="debug, info, warning, error")
 
 
 def _check(ok: bool, flag: str, problem: str) -> None:
@@ -262,10 +276,7 @@ def load_raycluster_spec(api: Any, namespace: str, name: str) -> ClusterSpec:
 
 def run(args: argparse.Namespace) -> int:
     """Build everything from flags, then poll until SIGTERM/SIGINT."""
-    try:
-        configure_logging(json=args.log_format == "json", level=args.log_level)
-    except ValueError as exc:
-        raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
+    configure_logging_from(args, _WHERE)
     validate(args)
     if args.raycluster is not None:
         api = kube_api(args.kubeconfig, args.context)
@@ -345,63 +356,31 @@ def _raycluster_watch(
 
 
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
-    from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+    from keda_ray_scaler.agent.builder import build_agent
     from keda_ray_scaler.agent.health import HealthProbe, max_age_s
-    from keda_ray_scaler.agent.loop import LoopSettings
     from keda_ray_scaler.agent.metrics_server import start_metrics_server
-    from keda_ray_scaler.agent.victims import VictimSettings
-    from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
     clock = SystemClock()
     tasks: list[asyncio.Task[None]] = []
-    settings = AgentSettings(
-        loop=LoopSettings(
-            interval_s=args.interval,
-            max_shapes=args.max_shapes,
-            scale_down=not args.no_scale_down,
-            use_window_s=args.use_window,
-        ),
-        victims=VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
-        joins=join_settings(args),
-        ray_timeout_s=args.ray_timeout,
-        demand_read=DemandRead(args.demand_read),
-    )
     registry = CollectorRegistry()
     specs: ClusterSpec | RayClusterWatch = spec
     if args.raycluster is not None:  # KubeRay mode: the RayCluster read continuously
         specs = _raycluster_watch(args, api, spec, registry)
         tasks.append(asyncio.create_task(specs.run()))
-    cache = None
+    cache = None if args.no_scale_down else _pod_cache(args, api, spec, registry)
     applier: ApplierFactory | None = None
-    if not args.no_scale_down:
-        from keda_ray_scaler.agent.kube import KubeSettings, PodCache
-
-        selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
-        kube = KubeSettings(
-            namespace=args.namespace,
-            label_selector=selector,
-            cluster=spec.name,
-            group_label=args.group_label,
-        )
-        cache = PodCache(api, kube, registry)
-        if args.raycluster is not None:  # KubeRay mode: RayWorkerGroups -> the RayCluster
-            applier = _kuberay_applier(args, api, cache, clock, registry)
-    stop = asyncio.Event()
-    refused: list[UnsupportedRayVersion] = []
-
-    def unsupported_ray(exc: UnsupportedRayVersion) -> None:
-        refused.append(exc)
-        stop.set()
-
+    if cache is not None and args.raycluster is not None:  # KubeRay mode: RWGs -> RayCluster
+        applier = _kuberay_applier(args, api, cache, clock, registry)
+    stop = _Stop(asyncio.Event())
     agent = build_agent(
         specs,
         gcs,
         clock,
-        settings,
+        _agent_settings(args),
         pods=cache,
         applier=applier,
         registry=registry,
-        on_unsupported=unsupported_ray,
+        on_unsupported=stop.unsupported_ray,
     )
     if cache is not None:
         tasks.append(asyncio.create_task(cache.run()))
@@ -417,15 +396,69 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     )
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.set)
+        running.add_signal_handler(sig, stop.event.set)
     tasks.append(asyncio.create_task(loop.run()))
-    await stop.wait()
+    await stop.event.wait()
+    await _cancel_all(tasks)
+    await gcs.close()
+    if stop.refused:  # exit 2 with one line, as a bad flag
+        raise ConfigError(_WHERE, "--gcs-address", str(stop.refused[0]))
+    log.info("agent stopped", cluster=spec.name, ray_version=agent.reader.ray_version)
+
+
+def _agent_settings(args: argparse.Namespace) -> AgentSettings:
+    """The agent's settings from its flags."""
+    from keda_ray_scaler.agent.builder import AgentSettings
+    from keda_ray_scaler.agent.loop import LoopSettings
+    from keda_ray_scaler.agent.victims import VictimSettings
+
+    return AgentSettings(
+        loop=LoopSettings(
+            interval_s=args.interval,
+            max_shapes=args.max_shapes,
+            scale_down=not args.no_scale_down,
+            use_window_s=args.use_window,
+        ),
+        victims=VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
+        joins=join_settings(args),
+        ray_timeout_s=args.ray_timeout,
+        demand_read=DemandRead(args.demand_read),
+    )
+
+
+def _pod_cache(
+    args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
+) -> PodCache:
+    """The watched cache of this cluster's worker pods (scale-down and joins read it)."""
+    from keda_ray_scaler.agent.kube import KubeSettings, PodCache
+
+    selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
+    kube = KubeSettings(
+        namespace=args.namespace,
+        label_selector=selector,
+        cluster=spec.name,
+        group_label=args.group_label,
+    )
+    return PodCache(api, kube, registry)
+
+
+@dataclass
+class _Stop:
+    """What ends the agent: a signal, or a Ray it does not support (then exit 2)."""
+
+    event: asyncio.Event
+    refused: list[UnsupportedRayVersion] = field(default_factory=list)
+
+    def unsupported_ray(self, exc: UnsupportedRayVersion) -> None:
+        """The reader's callback: keep why, and stop."""
+        self.refused.append(exc)
+        self.event.set()
+
+
+async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and wait for each to end."""
     for task in tasks:
         task.cancel()
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    await gcs.close()
-    if refused:  # exit 2 with one line, as a bad flag
-        raise ConfigError(_WHERE, "--gcs-address", str(refused[0]))
-    log.info("agent stopped", cluster=spec.name, ray_version=agent.reader.ray_version)

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import structlog
 from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.cli import SUMMARY
+from keda_ray_scaler.cli import SUMMARY, add_logging_flags, configure_logging_from
 from keda_ray_scaler.errors import BindError, ConfigError
 from keda_ray_scaler.identity import ClusterRef, NamespaceGrants
 from keda_ray_scaler.rpc.refresher import SourceFactory
@@ -31,7 +31,6 @@ from keda_ray_scaler.sources.caps import DataCaps
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
 from keda_ray_scaler.sources.transport import HttpSettings, RetrySettings, source_metrics
-from keda_ray_scaler.telemetry import configure_logging
 
 _WHERE = "serve"
 _log = structlog.get_logger(__name__)
@@ -59,6 +58,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help=SUMMARY["serve"],
         description="Answer KEDA with each Ray worker group's target replicas.",
     )
+    _listening_flags(p)
+    _source_flags(p)
+    _behaviour_flags(p)
+    _bound_flags(p)
+    _connection_flags(p)
+    add_logging_flags(p)
+
+
+def _listening_flags(p: argparse.ArgumentParser) -> None:
+    """Where and how ``serve`` listens."""
     g = p.add_argument_group("listening")
     g.add_argument("--host", default="0.0.0.0", help="address to bind (default: all)")
     g.add_argument("--port", type=int, default=9090, help="gRPC port (default: 9090)")
@@ -81,6 +90,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="CA that signs client certificates; enables mTLS (needs --tls-cert)",
     )
 
+
+def _source_flags(p: argparse.ArgumentParser) -> None:
+    """Where the Ray clusters' data comes from."""
     g = p.add_argument_group("data source")
     g.add_argument("--source", choices=("prometheus", "scrape"), default="prometheus")
     g.add_argument("--prometheus-url", help="Prometheus base URL (source prometheus)")
@@ -104,6 +116,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     g.add_argument("--query-deadline", type=float, default=2.5, help="seconds per fetch (2.5)")
     g.add_argument("--query-attempts", type=int, default=3, help="tries per fetch (3)")
 
+
+def _behaviour_flags(p: argparse.ArgumentParser) -> None:
+    """Refresh, freshness and who reads what."""
     g = p.add_argument_group("behaviour")
     g.add_argument(
         "--refresh-interval", type=float, default=5.0, help="seconds between refreshes (5)"
@@ -136,6 +151,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="seconds inactive before StreamIsActive sends false (2 x refresh interval)",
     )
 
+
+def _bound_flags(p: argparse.ArgumentParser) -> None:
+    """Caps on what others can make the scaler spend."""
     g = p.add_argument_group(
         "bounds on what others can make the scaler spend",
         "A Ray cluster whose series exceed a cap is UNAVAILABLE (naming the cap), never "
@@ -176,6 +194,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         f"which serves Check only) ({ServerSettings().max_health_watches})",
     )
 
+
+def _connection_flags(p: argparse.ArgumentParser) -> None:
+    """gRPC connection limits."""
     g = p.add_argument_group("connections")
     g.add_argument("--max-connection-age", type=float, default=300.0, help="seconds (300)")
     g.add_argument("--max-concurrent-rpcs", type=int, default=10_000, help="(10000)")
@@ -183,17 +204,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     g.add_argument("--max-message-bytes", type=int, default=1024 * 1024, help="(1 MiB)")
     g.add_argument("--grace", type=float, default=10.0, help="graceful stop, seconds (10)")
 
-    g = p.add_argument_group("logging")
-    g.add_argument("--log-format", choices=("json", "console"), default="json")
-    g.add_argument("--log-level", default="info", help="debug, info, warning, error")
-
 
 def run(args: argparse.Namespace) -> int:
     """Build everything from flags, then serve until SIGTERM/SIGINT."""
-    try:
-        configure_logging(json=args.log_format == "json", level=args.log_level)
-    except ValueError as exc:
-        raise ConfigError(_WHERE, "--log-level", str(exc)) from exc
+    configure_logging_from(args, _WHERE)
     registry = CollectorRegistry()
     grants = namespace_grants(args)
     source: Source | None = build_source(args, registry)  # validates every flag here
@@ -224,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _refresher_source(args: argparse.Namespace, registry: CollectorRegistry) -> Source:
     """The refresher process's source (called in that process): same logging, same flags."""
-    configure_logging(json=args.log_format == "json", level=args.log_level)
+    configure_logging_from(args, _WHERE)
     return build_source(args, registry)
 
 
