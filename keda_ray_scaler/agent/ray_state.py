@@ -38,7 +38,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -53,7 +53,11 @@ from keda_ray_scaler.agent.task_load_read import (
 )
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2
-from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
+from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
+    GangResourceRequest,
+    GetClusterStatusReply,
+    NodeState,
+)
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.gcs.raylet import HeadRaylet
 from keda_ray_scaler.gcs.versions import (
@@ -207,50 +211,91 @@ def parse_status(
     is never a worker. Dead nodes are left out.
     """
     state = reply.cluster_resource_state
-    by_ip = pods_by_ip or {}
-    known = {g.name for g in cluster.worker_groups}
-
     if tasks is None:
         raw = [
             (dict(rc.request.resources_bundle), rc.count) for rc in state.pending_resource_requests
         ]
     else:
         raw = [(q.as_dict(), q.count) for q in tasks]
-    task_pairs: list[tuple[Resources, int]] = []
-    dropped = 0
-    for bundle, count in raw:
-        if any(_PG_RESOURCE.match(k) for k in bundle):
-            dropped += 1
-            continue
-        task_pairs.append((_resources(bundle), count))
-
-    pg_counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
-    for gang in state.pending_gang_resource_requests:
-        bundles = tuple(_resources(r.resources_bundle) for r in gang.requests)
-        if bundles:
-            key = (parse_strategy(gang.details), bundles)
-            pg_counts[key] = pg_counts.get(key, 0) + 1
-
+    task_pairs, dropped = _task_bundles(raw)
     constraints = _merge_counts(
         (_resources(r.request.resources_bundle), r.count)
         for c in state.cluster_resource_constraints
         for r in c.resource_requests
     )
-    if not constraints:
-        constraints = parse_v1_requests(v1_requests)
+    demand = Demand(
+        bundles=_merge_counts(task_pairs),
+        placement_groups=_placement_groups(state.pending_gang_resource_requests),
+        constraints=constraints or parse_v1_requests(v1_requests),
+    )
+    read = _NodeRead.of(
+        state.node_states, pods_by_ip or {}, {g.name for g in cluster.worker_groups}
+    )
+    alive = {n.pod for n in read.nodes}
+    return RayState(
+        demand,
+        tuple(sorted(read.nodes, key=lambda n: (n.group, n.pod))),
+        read.unmapped,
+        dropped,
+        frozenset(read.dead - alive),
+        frozenset(read.starting),
+        gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
+    )
 
-    nodes: list[WorkerNode] = []
-    unmapped = 0
-    dead: set[str] = set()
-    starting: set[str] = set()
-    for ns in state.node_states:
-        if ns.status == _DEAD:
-            if ns.instance_id:  # never by IP: a new pod may have the dead one's address
-                dead.add(ns.instance_id)
+
+def _task_bundles(
+    raw: Iterable[tuple[Mapping[str, float], int]],
+) -> tuple[list[tuple[Resources, int]], int]:
+    """Task and actor shapes as resources, and how many were left out: a shape that asks for a
+    placement group's bundle resource runs in a bundle already counted as the group's."""
+    pairs: list[tuple[Resources, int]] = []
+    dropped = 0
+    for bundle, count in raw:
+        if any(_PG_RESOURCE.match(k) for k in bundle):
+            dropped += 1
             continue
-        total_raw = ns.total_resources
-        if HEAD_RESOURCE in total_raw:
-            continue
+        pairs.append((_resources(bundle), count))
+    return pairs, dropped
+
+
+def _placement_groups(gangs: Iterable[GangResourceRequest]) -> tuple[PlacementGroup, ...]:
+    """Pending placement groups, alike ones counted together."""
+    counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
+    for gang in gangs:
+        bundles = tuple(_resources(r.resources_bundle) for r in gang.requests)
+        if bundles:
+            key = (parse_strategy(gang.details), bundles)
+            counts[key] = counts.get(key, 0) + 1
+    return tuple(
+        PlacementGroup(strategy, bundles, n) for (strategy, bundles), n in sorted(counts.items())
+    )
+
+
+@dataclass
+class _NodeRead:
+    """The worker nodes of one status reply, mapped to pods and groups (``parse_status``)."""
+
+    nodes: list[WorkerNode] = field(default_factory=list)
+    unmapped: int = 0
+    dead: set[str] = field(default_factory=set)
+    starting: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(
+        cls, states: Iterable[NodeState], by_ip: Mapping[str, PodRef], known: set[str]
+    ) -> _NodeRead:
+        """Every live worker node of ``states``; dead ones only by their pod name."""
+        read = cls()
+        for ns in states:
+            if ns.status == _DEAD:
+                if ns.instance_id:  # never by IP: a new pod may have the dead one's address
+                    read.dead.add(ns.instance_id)
+            elif HEAD_RESOURCE not in ns.total_resources:
+                read.add(ns, by_ip, known)
+        return read
+
+    def add(self, ns: NodeState, by_ip: Mapping[str, PodRef], known: set[str]) -> None:
+        """One live worker node."""
         node_id = ns.node_id.hex()
         pod, group = ns.instance_id, ns.ray_node_type_name
         ref = by_ip.get(ns.node_ip_address)
@@ -258,40 +303,22 @@ def parse_status(
             pod = pod or ref.pod
             group = group or ref.group
         if not pod or not group or group not in known:
-            unmapped += 1
+            self.unmapped += 1
             group = "" if group not in known else group
             pod = pod or node_id
         node = WorkerNode(
             pod=pod,
             group=group,
-            total=_resources(total_raw),
+            total=_resources(ns.total_resources),
             available=_resources(ns.available_resources),
             idle_s=ns.idle_duration_ms / 1000.0,
             status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
             node_id=node_id,
         )
-        nodes.append(node)
+        self.nodes.append(node)
+        # resources allocated, no worker busy yet: a lease whose task is still starting
         if node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity:
-            starting.add(pod)
-    nodes.sort(key=lambda n: (n.group, n.pod))
-    demand = Demand(
-        bundles=_merge_counts(task_pairs),
-        placement_groups=tuple(
-            PlacementGroup(strategy, bundles, n)
-            for (strategy, bundles), n in sorted(pg_counts.items())
-        ),
-        constraints=constraints,
-    )
-    alive = {n.pod for n in nodes}
-    return RayState(
-        demand,
-        tuple(nodes),
-        unmapped,
-        dropped,
-        frozenset(dead - alive),
-        frozenset(starting),
-        gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
-    )
+            self.starting.add(pod)
 
 
 class GcsApi(LoadsApi, Protocol):
