@@ -138,10 +138,42 @@ class JoinTracker:
         if pods is None:
             return self._view
         self._now_s = now_s
-        failing: dict[str, JoinFailure] = {}
-        coming: set[tuple[str, str]] = set()
         groups = {g.name for g in self._specs.spec.worker_groups}
         self._follow(groups)
+        by_name = {p.name: p for p in pods}
+        failing, coming = self._classify(pods, groups, now_s, in_ray, dead, victims)
+        self._record_failures(failing, by_name)
+        self._record_joins(in_ray)
+        self._back_off(groups, newly_failing(self._failing, failing), by_name, now_s)
+        self._failing, self._coming = failing, coming
+        limits: list[tuple[str, int]] = []
+        for name in sorted(groups):
+            b = self._backoff[name]
+            self._seconds.labels(self._name, name).set(remaining_s(b, now_s))
+            limit = launch_limit(
+                b,
+                now_s=now_s,
+                coming=sum(1 for _, g in coming if g == name),
+                failing=sum(1 for pod in failing if _group(by_name, pod) == name),
+            )
+            if limit is not None:
+                limits.append((name, limit))
+        self._view = JoinView(dict(sorted(failing.items())), tuple(limits))
+        return self._view
+
+    def _classify(
+        self,
+        pods: Sequence[PodEntry],
+        groups: set[str],
+        now_s: float,
+        in_ray: set[str],
+        dead: set[str],
+        victims: Mapping[str, str],
+    ) -> tuple[dict[str, JoinFailure], set[tuple[str, str]]]:
+        """The live pods of ``groups`` not in Ray and no victim: failing (pod -> why) or
+        coming ((pod, group))."""
+        failing: dict[str, JoinFailure] = {}
+        coming: set[tuple[str, str]] = set()
         for p in pods:
             if not p.active or p.group not in groups or p.name in in_ray or p.name in victims:
                 continue
@@ -159,13 +191,18 @@ class JoinTracker:
                 coming.add((p.name, p.group))
             else:
                 failing[p.name] = why
-        group_of = {p.name: p.group for p in pods}
-        created_s = {p.name: p.facts.created_s for p in pods}
-        self._record_failures(failing, group_of)
-        self._record_joins(in_ray)
-        fresh = newly_failing(self._failing, failing)
+        return failing, coming
+
+    def _back_off(
+        self,
+        groups: set[str],
+        fresh: Mapping[str, JoinFailure],
+        by_name: Mapping[str, PodEntry],
+        now_s: float,
+    ) -> None:
+        """Each group's back-off after this poll's newly failing pods (one per failed launch)."""
         for name in groups:
-            made = [created_s.get(pod) for pod in fresh if group_of.get(pod) == name]
+            made = [by_name[pod].facts.created_s for pod in fresh if _group(by_name, pod) == name]
             before = self._backoff[name]
             count = failed_launches(before, made)
             self._backoff[name] = after_failures(before, count, now_s, self._settings.backoff)
@@ -176,29 +213,14 @@ class JoinTracker:
                     failed_launches=self._backoff[name].failures,
                     wait_s=round(remaining_s(self._backoff[name], now_s), 1),
                 )
-        self._failing, self._coming = failing, coming
-        limits: list[tuple[str, int]] = []
-        for name in sorted(groups):
-            b = self._backoff[name]
-            self._seconds.labels(self._name, name).set(remaining_s(b, now_s))
-            limit = launch_limit(
-                b,
-                now_s=now_s,
-                coming=sum(1 for _, g in coming if g == name),
-                failing=sum(1 for pod in failing if group_of.get(pod) == name),
-            )
-            if limit is not None:
-                limits.append((name, limit))
-        self._view = JoinView(dict(sorted(failing.items())), tuple(limits))
-        return self._view
 
     def _record_failures(
-        self, failing: Mapping[str, JoinFailure], group_of: Mapping[str, str]
+        self, failing: Mapping[str, JoinFailure], by_name: Mapping[str, PodEntry]
     ) -> None:
         for pod, why in sorted(failing.items()):
             if self._failing.get(pod) is why:
                 continue
-            group = group_of.get(pod, "")
+            group = _group(by_name, pod)
             self._failures.labels(self._name, group, why.value).inc()
             if why is not JoinFailure.RAY_NODE_DEAD:
                 self._last_reason[group] = why
@@ -210,3 +232,9 @@ class JoinTracker:
             if pod in in_ray and b is not None and b.active():
                 self._backoff[group] = Backoff()
                 self._log.info("worker group back-off ended", worker_group=group, joined=pod)
+
+
+def _group(by_name: Mapping[str, PodEntry], pod: str) -> str:
+    """``pod``'s group ("" for a pod not in this poll)."""
+    entry = by_name.get(pod)
+    return entry.group if entry is not None else ""
