@@ -41,6 +41,7 @@ mid-protocol leaves no undrained pod marked as victim once it runs again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
@@ -276,7 +277,7 @@ class VictimController:
         pods going by deletion cost only); the ReplicaSet replaces them."""
         if gp.name in self._frozen:
             return []
-        pods = {p.name: p for p in self._pods.pods() if p.group == gp.name and p.active}
+        pods = self._active_pods(gp.name)
         verdicts: list[Verdict] = []
         waiting = tuple(self._published_not_gone(gp.name, pods))
         for name in to_release(gp, waiting, self._launch_limit(gp.name)):
@@ -297,7 +298,7 @@ class VictimController:
 
     async def _run_group(self, gp: GroupPlan, nodes: Sequence[WorkerNode]) -> list[Verdict]:
         name = gp.name
-        pods = {p.name: p for p in self._pods.pods() if p.group == name and p.active}
+        pods = self._active_pods(name)
         spec = self._specs.spec.group(name)
         by_pod = {n.pod: n for n in nodes}
         view = GroupView(
@@ -321,6 +322,19 @@ class VictimController:
             for pod in chosen:
                 verdicts.append(await self._drain_or_publish(name, pod, by_pod, why))
             return verdicts
+        verdicts += await self._by_deletion_cost(name, chosen, pods, by_pod, why)
+        return verdicts
+
+    async def _by_deletion_cost(
+        self,
+        name: str,
+        chosen: Sequence[PodInfo],
+        pods: Mapping[str, PodInfo],
+        by_pod: Mapping[str, WorkerNode],
+        why: Mapping[str, str],
+    ) -> list[Verdict]:
+        """Deployment mode: mark ``chosen`` with the victim cost, confirm the ReplicaSet would
+        take exactly them (:meth:`_confirm`), then drain or publish each; else restore them."""
         chosen_names = {p.name for p in chosen}
         busy = [
             p
@@ -330,8 +344,7 @@ class VictimController:
             and (node := by_pod.get(p.name)) is not None
             and node.available != node.total
         ]
-        marked, mark_verdicts = await self._mark(name, chosen, busy)
-        verdicts += mark_verdicts
+        marked, verdicts = await self._mark(name, chosen, busy)
         if not marked:
             return verdicts
         problem = await self._confirm(name, marked)
@@ -403,15 +416,8 @@ class VictimController:
     async def _confirm(self, group: str, marked: Sequence[PodInfo]) -> str:
         """Empty when the ReplicaSet would take exactly ``marked``; else why not."""
         settings = self._settings
-        names = {p.name for p in marked}
-
-        def marks_seen() -> bool:
-            for name in names:
-                pod = self._pods.get_cached(name)
-                if pod is None or not has_mark(pod, settings.victim_cost, settings):
-                    return False
-            return True
-
+        names = frozenset(p.name for p in marked)
+        marks_seen = functools.partial(self._marks_seen, names)
         if not await self._pods.wait_until(marks_seen, settings.confirm_timeout_s):
             return "victim marks not seen through the watch"
         await self._clock.sleep(settings.settle_s)
@@ -428,6 +434,18 @@ class VictimController:
         present = {p.name for p in pods if p.active}
         check = check_takes_first(pods, names | (published & present), now_s=self._clock.now())
         return "" if check.ok else check.reason
+
+    def _marks_seen(self, names: frozenset[str]) -> bool:
+        """Every pod of ``names`` in the cache, with the victim cost."""
+        for name in names:
+            pod = self._pods.get_cached(name)
+            if pod is None or not has_mark(pod, self._settings.victim_cost, self._settings):
+                return False
+        return True
+
+    def _active_pods(self, group: str) -> dict[str, PodInfo]:
+        """The group's pods not being deleted, by name."""
+        return {p.name: p for p in self._pods.pods() if p.group == group and p.active}
 
     async def _drain(self, group: str, pod: PodInfo, node: WorkerNode) -> Verdict:
         deadline_s = self._settings.drain_deadline_s
