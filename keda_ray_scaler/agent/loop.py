@@ -54,6 +54,7 @@ from keda_ray_scaler.agent.task_load_read import Fallback
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
+    Demand,
     JoinFailure,
     NodeStatus,
     Plan,
@@ -208,13 +209,7 @@ class AgentLoop:
             return self._last
         self._note_fallback(state)
         cluster = self._specs.spec  # as the reader just mapped the nodes with
-        demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
-        if merged:
-            self._metrics.shapes_merged.inc(merged)
-            self._log.warning("demand shapes merged", merged=merged)
-        self._metrics.unmapped.set(state.unmapped)
-        if state.unmapped:
-            self._log.warning("unmapped ray nodes", count=state.unmapped)
+        demand = self._bounded(state)
         victims = self._victims.victims() if self._victims is not None else {}
         if self._victims is not None:
             self._victims.saw_in_ray(frozenset(n.pod for n in state.nodes))
@@ -225,6 +220,32 @@ class AgentLoop:
             in_ray = {n.pod for n in state.nodes}
             joins = self._joins.observe(started, pods, in_ray, set(state.dead), victims)
         nodes = complete_nodes(cluster, state.nodes, victims, pods, self._gone, joins.failing)
+        exported = self._without_double_count(started, state, nodes, demand)
+        inp = PlanningInput(cluster, exported, nodes, joins.launch_limits)
+        self._publish(inp, started)
+        if self._settings.scale_down and self._victims is not None and self._planner:
+            await self._scale_down(
+                self._victims, self._planner, inp, demand, state, victims, started
+            )
+        self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
+        return self._last
+
+    def _bounded(self, state: RayState) -> Demand:
+        """Ray's demand with at most ``max_shapes`` shapes (the rest merged upward, counted)."""
+        demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
+        if merged:
+            self._metrics.shapes_merged.inc(merged)
+            self._log.warning("demand shapes merged", merged=merged)
+        self._metrics.unmapped.set(state.unmapped)
+        if state.unmapped:
+            self._log.warning("unmapped ray nodes", count=state.unmapped)
+        return demand
+
+    def _without_double_count(
+        self, started: float, state: RayState, nodes: Sequence[WorkerNode], demand: Demand
+    ) -> Demand:
+        """The demand to export: tasks Ray counts both running and pending taken out
+        (:mod:`~keda_ray_scaler.agent.demand_filter`)."""
         current = poll_of(started, nodes, demand)
         earlier = self._history.earlier(started)
         excess = double_counted(earlier, current)
@@ -241,20 +262,29 @@ class AgentLoop:
             horizon_s=round(started - earlier[0].at_s, 1) if earlier else 0.0,
             removed=removed,
         )
-        inp = PlanningInput(cluster, exported, nodes, joins.launch_limits)
-        self._publish(inp, started)
-        if self._settings.scale_down and self._victims is not None and self._planner:
-            try:
-                # Victims are chosen on Ray's demand as read: the filter is for scale-up only.
-                await self._victims.step(self._planner(replace(inp, demand=demand)))
-            except (KubernetesError, RayError) as exc:  # the controller logs and counts its own
-                self._log.warning("victim step failed", error=str(exc))
-            after = self._victims.victims()
-            if after != victims:
-                again = complete_nodes_again(inp, state, after, self._gone)
-                self._publish(replace(inp, nodes=again), started)
-        self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
-        return self._last
+        return exported
+
+    async def _scale_down(
+        self,
+        controller: VictimStep,
+        planner: Callable[[PlanningInput], Plan],
+        inp: PlanningInput,
+        demand: Demand,
+        state: RayState,
+        victims: Mapping[str, str],
+        started: float,
+    ) -> None:
+        """The victims' step on this poll's plan; the snapshot published again if it changed
+        the victims."""
+        try:
+            # Victims are chosen on Ray's demand as read: the filter is for scale-up only.
+            await controller.step(planner(replace(inp, demand=demand)))
+        except (KubernetesError, RayError) as exc:  # the controller logs and counts its own
+            self._log.warning("victim step failed", error=str(exc))
+        after = controller.victims()
+        if after != victims:
+            again = complete_nodes_again(inp, state, after, self._gone)
+            self._publish(replace(inp, nodes=again), started)
 
     def _note_fallback(self, state: RayState) -> None:
         """Count a poll whose task demand fell back from R1; log when the reason changes."""
