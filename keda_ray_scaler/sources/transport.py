@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, Generic, TypeVar
 
 import requests
 import requests.auth
@@ -323,45 +323,66 @@ async def call_with_retries(
     final failure is a :class:`FetchError` (a ``DemandUnavailable``) raised from the last
     cause. ``wait`` overrides the backoff (tests pass ``tenacity.wait_none()``).
     """
-    log = structlog.get_logger(__name__).bind(source=source, what=what)
     loop = asyncio.get_running_loop()
     if deadline is None:
         deadline = loop.time() + retry.deadline_s
-    end = deadline
-
-    def before_sleep(state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        metrics.retries.labels(source).inc()
-        log.warning("source_retry", attempt=state.attempt_number, error=str(exc))
-
-    async def attempt() -> T:
-        left = end - loop.time()
-        if left <= 0:
-            raise DeadlineExceeded(f"deadline of {retry.deadline_s}s exceeded")
-        try:
-            async with asyncio.timeout(left):
-                result = await asyncio.to_thread(call, left)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                metrics.requests.labels(source, classify(exc)[0]).inc()
-            raise
-        metrics.requests.labels(source, "ok").inc()
-        return result
-
+    attempts = _Attempts(call, source, what, retry, metrics, deadline)
     retrying = tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(retry.attempts)
-        | tenacity.stop_before_delay(max(0.0, end - loop.time())),
+        | tenacity.stop_before_delay(max(0.0, deadline - loop.time())),
         wait=wait if wait is not None else retry.wait(),
         retry=tenacity.retry_if_exception(_retryable),
-        before_sleep=before_sleep,
+        before_sleep=attempts.before_sleep,
         reraise=True,
     )
     started = loop.time()
     try:
-        return await retrying(attempt)
+        return await retrying(attempts.attempt)
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
     except Exception as exc:
         raise fail(metrics, source, classify(exc)[0], f"{what}: {exc}") from exc
     finally:
         metrics.duration.labels(source).observe(loop.time() - started)
+
+
+class _Attempts(Generic[T]):
+    """The attempts of one :func:`call_with_retries`: each in a thread within what is left of
+    the deadline, counted by outcome; each retry counted and logged."""
+
+    def __init__(
+        self,
+        call: Callable[[float], T],
+        source: str,
+        what: str,
+        retry: RetrySettings,
+        metrics: SourceMetrics,
+        deadline: float,
+    ) -> None:
+        self._call = call
+        self._source = source
+        self._retry = retry
+        self._metrics = metrics
+        self._deadline = deadline
+        self._log = structlog.get_logger(__name__).bind(source=source, what=what)
+
+    def before_sleep(self, state: tenacity.RetryCallState) -> None:
+        """tenacity's hook before each wait: count and log the failed attempt."""
+        exc = state.outcome.exception() if state.outcome else None
+        self._metrics.retries.labels(self._source).inc()
+        self._log.warning("source_retry", attempt=state.attempt_number, error=str(exc))
+
+    async def attempt(self) -> T:
+        """One call, bounded by what is left of the deadline."""
+        left = self._deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            raise DeadlineExceeded(f"deadline of {self._retry.deadline_s}s exceeded")
+        try:
+            async with asyncio.timeout(left):
+                result = await asyncio.to_thread(self._call, left)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                self._metrics.requests.labels(self._source, classify(exc)[0]).inc()
+            raise
+        self._metrics.requests.labels(self._source, "ok").inc()
+        return result
