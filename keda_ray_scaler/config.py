@@ -20,6 +20,8 @@ from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import is_dns_label
 from keda_ray_scaler.model import (
     BYTE_RESOURCES,
+    DEFAULT_COST,
+    DEFAULT_IDLE_TIMEOUT_S,
     INT32_MAX,
     RESOURCE_SCALE,
     Bundle,
@@ -40,8 +42,6 @@ from keda_ray_scaler.model import (
 
 E = TypeVar("E", bound=enum.StrEnum)
 
-#: KubeRay's default ``idleTimeoutSeconds``.
-DEFAULT_IDLE_TIMEOUT_S = 60.0
 
 #: A Kubernetes quantity: a decimal number, then an exponent or a suffix (``32Gi``, ``500M``).
 _QUANTITY = re.compile(
@@ -199,7 +199,7 @@ def _group(data: object, where: str, field: str) -> WorkerGroup:
         where,
         _path(field, "idleTimeoutSeconds"),
     )
-    cost = _number(g.get("cost", 1.0), where, _path(field, "cost"))
+    cost = _number(g.get("cost", DEFAULT_COST), where, _path(field, "cost"))
     return WorkerGroup(name, resources, min_replicas, max_replicas, idle, cost)
 
 

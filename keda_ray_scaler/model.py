@@ -17,6 +17,12 @@ RESOURCE_SCALE = 10_000
 #: KubeRay's upscaling speed when ``upscalingMode`` is unset or ``Default``: no rate limit.
 DEFAULT_UPSCALING_SPEED = 1000.0
 
+#: KubeRay's default ``idleTimeoutSeconds``: a worker group's idle timeout when none is given.
+DEFAULT_IDLE_TIMEOUT_S = 60.0
+
+#: A worker group's relative price of one pod when none is given (all groups alike).
+DEFAULT_COST = 1.0
+
 #: The largest Kubernetes replica count (``replicas`` is an int32): a worker group's
 #: ``maxReplicas`` when none is given, and the bound a larger one is clamped to.
 INT32_MAX = 2**31 - 1
@@ -162,8 +168,8 @@ class WorkerGroup:
     resources: Resources  # Ray logical resources of ONE pod
     min_replicas: int = 0
     max_replicas: int = INT32_MAX
-    idle_timeout_s: float = 60.0
-    cost: float = 1.0  # relative price of one pod
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    cost: float = DEFAULT_COST  # relative price of one pod
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ from urllib.parse import quote, unquote
 from keda_ray_scaler.errors import SchemaError as SchemaError  # re-exported: decoders name it
 from keda_ray_scaler.errors import ShapeError as ShapeError  # re-exported: the agent names it
 from keda_ray_scaler.model import (
+    DEFAULT_COST,
+    DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_UPSCALING_SPEED,
     INT32_MAX,
     RESOURCE_SCALE,
@@ -366,6 +368,17 @@ def _per_group(by_name: dict[str, list[Sample]], name: str) -> dict[str, Sample]
 def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
     when = _one(by_name, SNAPSHOT_TIMESTAMP, cluster).value
     success = _one(by_name, SNAPSHOT_SUCCESS, cluster).value == 1.0
+    spec = _decode_spec(cluster, by_name)
+    known = {g.name for g in spec.worker_groups}
+    limits = _per_group(by_name, GROUP_LAUNCH_LIMIT)
+    launch = tuple((g, _count(limits[g])) for g in sorted(limits) if g in known)
+    nodes = _decode_nodes(by_name, known)
+    return ClusterSnapshot(
+        PlanningInput(spec, _decode_demand(by_name), nodes, launch), when, success
+    )
+
+
+def _decode_spec(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSpec:
     speed = by_name.get(CLUSTER_UPSCALING_SPEED, [])
     max_workers = by_name.get(CLUSTER_MAX_WORKERS, [])
     mins, maxs = _per_group(by_name, GROUP_MIN_REPLICAS), _per_group(by_name, GROUP_MAX_REPLICAS)
@@ -379,16 +392,19 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
                 resources=decode_shape(s.labels[LABEL_SHAPE]),
                 min_replicas=_count(mins[name]) if name in mins else 0,
                 max_replicas=_count(maxs[name], INT32_MAX) if name in maxs else INT32_MAX,
-                idle_timeout_s=idles[name].value if name in idles else 60.0,
-                cost=costs[name].value if name in costs else 1.0,
+                idle_timeout_s=idles[name].value if name in idles else DEFAULT_IDLE_TIMEOUT_S,
+                cost=costs[name].value if name in costs else DEFAULT_COST,
             )
         )
-    spec = ClusterSpec(
+    return ClusterSpec(
         name=cluster,
         worker_groups=tuple(groups),
         max_workers=_count(max_workers[0]) if max_workers else None,
         upscaling_speed=speed[0].value if speed else DEFAULT_UPSCALING_SPEED,
     )
+
+
+def _decode_demand(by_name: dict[str, list[Sample]]) -> Demand:
     bundles: list[Bundle] = []
     constraints: list[Bundle] = []
     pgs: list[PlacementGroup] = []
@@ -403,7 +419,14 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
         else:
             target = bundles if kind is DemandKind.TASK else constraints
             target.append(Bundle(decode_shape(s.labels[LABEL_SHAPE]), count))
-    known = {g.name for g in groups}
+    return Demand(
+        bundles=tuple(sorted(bundles, key=lambda b: b.resources)),
+        placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles))),
+        constraints=tuple(sorted(constraints, key=lambda b: b.resources)),
+    )
+
+
+def _decode_nodes(by_name: dict[str, list[Sample]], known: set[str]) -> tuple[WorkerNode, ...]:
     totals = _node_vectors(by_name.get(NODE_TOTAL, []))
     avails = _node_vectors(by_name.get(NODE_AVAILABLE, []))
     idle_s = {s.labels[LABEL_POD]: s.value for s in by_name.get(NODE_IDLE_SECONDS, [])}
@@ -424,14 +447,7 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
                 failure=_failure(s),
             )
         )
-    limits = _per_group(by_name, GROUP_LAUNCH_LIMIT)
-    launch = tuple((g, _count(limits[g])) for g in sorted(limits) if g in known)
-    demand = Demand(
-        bundles=tuple(sorted(bundles, key=lambda b: b.resources)),
-        placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles))),
-        constraints=tuple(sorted(constraints, key=lambda b: b.resources)),
-    )
-    return ClusterSnapshot(PlanningInput(spec, demand, tuple(nodes), launch), when, success)
+    return tuple(nodes)
 
 
 def _failure(s: Sample) -> JoinFailure | None:

@@ -33,9 +33,10 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_UP, InvalidOperation
 from typing import Any
 
-from keda_ray_scaler.config import DEFAULT_IDLE_TIMEOUT_S, parse_quantity
+from keda_ray_scaler.config import parse_quantity
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import (
+    DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_UPSCALING_SPEED,
     INT32_MAX,
     ClusterSpec,
