@@ -244,6 +244,30 @@ async def _scale(
         source.close()
 
 
+@dataclass
+class _Driver:
+    """The workload's driver process once submitted, and the task reading its events."""
+
+    process: asyncio.subprocess.Process
+    reader: asyncio.Task[None] | None
+
+    async def finished(self) -> bool:
+        """True once the driver exited and all its output was read."""
+        if self.process.returncode is None:
+            return False
+        if self.reader is not None:
+            await self.reader
+            self.reader = None
+        return True
+
+    async def stop_reading(self) -> None:
+        """Cancel the reader if it still runs."""
+        if self.reader is not None:
+            self.reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.reader
+
+
 async def _loop(
     settings: DemoSettings,
     clock: Clock,
@@ -254,11 +278,9 @@ async def _loop(
     result: DemoResult,
     drivers: list[asyncio.subprocess.Process],
 ) -> None:
-    driver: asyncio.subprocess.Process | None = None
-    reader: asyncio.Task[None] | None = None
+    driver: _Driver | None = None
     last: Decision | None = None
     last_nodes = ""
-    submitted = False
     progress = Progress(settings.stall_s, say.elapsed())
     try:
         while True:
@@ -270,53 +292,73 @@ async def _loop(
             if nodes != last_nodes:
                 say(nodes)
                 last_nodes = nodes
-            if not submitted and agent.ready():
-                driver = await _start_driver(settings, agent.gcs_address, agent.env)
-                drivers.append(driver)
-                reader = asyncio.create_task(_read_driver(driver, say, result))
-                submitted = True
-                say(
-                    f"driver (pid {driver.pid}) submits {settings.tasks} tasks of "
-                    f"{{CPU: {settings.task_cpus}}}"
-                    + (f", {settings.long_tasks} of them long" if settings.long_tasks else "")
-                )
-                await asyncio.sleep(settings.poll_interval_s)  # let the agent see the demand
-                await agent.step()
+            if driver is None and agent.ready():
+                driver = await _submit(settings, agent, say, result)
+                drivers.append(driver.process)
             decision = await scaled.poll(controller.replicas)
-            if submitted and result.first_metric is None and decision.metric:
-                result.first_metric = decision.metric
-            if agent.pending_bundles() == settings.tasks and decision.metric is not None:
-                # The last answer while every task is still pending (the scaler's view may
-                # lag one refresh behind the agent's, so the first one may be partial).
-                result.metric_at_full_demand = decision.metric
-            if last is None or (decision.metric, decision.active, decision.error) != (
-                last.metric,
-                last.active,
-                last.error,
-            ):
-                say(_describe(decision, agent))
+            _record(decision, last, driver is not None, settings, agent, say, result)
             last = decision
             if decision.replicas != controller.replicas:
                 await _apply(decision.replicas, controller, agent, say, result)
-            if _stalled(settings, say, agent, controller, decision, result, progress, driver):
+            process = driver.process if driver is not None else None
+            if _stalled(settings, say, agent, controller, decision, result, progress, process):
                 return
-            if submitted and driver is not None and driver.returncode is not None:
-                if reader is not None:
-                    await reader
-                    reader = None
-                if controller.replicas == 0 and not controller.current():
-                    result.final_replicas = 0
-                    result.finished = True
-                    result.waiting_for = "nothing (done)"
-                    say("back to 0 pods: done")
-                    return
+            if driver is not None and await driver.finished() and _all_gone(controller):
+                result.final_replicas = 0
+                result.finished = True
+                result.waiting_for = "nothing (done)"
+                say("back to 0 pods: done")
+                return
             await asyncio.sleep(settings.poll_interval_s)
     finally:
         result.final_replicas = controller.replicas
-        if reader is not None:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+        if driver is not None:
+            await driver.stop_reading()
+
+
+async def _submit(
+    settings: DemoSettings, agent: DemoAgent, say: Timeline, result: DemoResult
+) -> _Driver:
+    """Start the workload's driver; one agent poll later, so the agent sees the demand."""
+    process = await _start_driver(settings, agent.gcs_address, agent.env)
+    reader = asyncio.create_task(_read_driver(process, say, result))
+    say(
+        f"driver (pid {process.pid}) submits {settings.tasks} tasks of "
+        f"{{CPU: {settings.task_cpus}}}"
+        + (f", {settings.long_tasks} of them long" if settings.long_tasks else "")
+    )
+    await asyncio.sleep(settings.poll_interval_s)  # let the agent see the demand
+    await agent.step()
+    return _Driver(process, reader)
+
+
+def _record(
+    decision: Decision,
+    last: Decision | None,
+    submitted: bool,
+    settings: DemoSettings,
+    agent: DemoAgent,
+    say: Timeline,
+    result: DemoResult,
+) -> None:
+    """Note KEDA's answer in the result; say it when it changed."""
+    if submitted and result.first_metric is None and decision.metric:
+        result.first_metric = decision.metric
+    if agent.pending_bundles() == settings.tasks and decision.metric is not None:
+        # The last answer while every task is still pending (the scaler's view may
+        # lag one refresh behind the agent's, so the first one may be partial).
+        result.metric_at_full_demand = decision.metric
+    if last is None or (decision.metric, decision.active, decision.error) != (
+        last.metric,
+        last.active,
+        last.error,
+    ):
+        say(_describe(decision, agent))
+
+
+def _all_gone(controller: DeploymentController) -> bool:
+    """No replicas asked for and no pod left."""
+    return controller.replicas == 0 and not controller.current()
 
 
 def _stalled(
