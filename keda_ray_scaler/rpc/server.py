@@ -126,31 +126,11 @@ class ScalerServer:
     ) -> None:
         self.settings = settings or ServerSettings()
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.cache: TargetCache | ProcessTargetCache
         if (source is None) == (source_factory is None):
             raise ValueError("give exactly one of source and source_factory")
-        if source is not None:
-            self.metrics: ScalerMetrics = scaler_metrics(self.registry)
-            self.cache = TargetCache(
-                source,
-                clock=clock,
-                planner=planner,
-                settings=target_settings,
-                metrics=self.metrics,
-            )
-        else:
-            assert source_factory is not None
-            # the refresh side's metrics live in the child and are relayed as they are
-            self.metrics = scaler_metrics(self.registry, refresh_registry=CollectorRegistry())
-            relay = RelayCollector()
-            self.registry.register(relay)
-            self.cache = ProcessTargetCache(
-                source_factory,
-                clock=clock,
-                settings=target_settings,
-                planner=planner,
-                relay=relay,
-            )
+        self.metrics, self.cache = self._cache(
+            source, source_factory, clock, target_settings, planner
+        )
         self.servicer = ExternalScalerServicer(
             self.cache,
             metrics=self.metrics,
@@ -172,6 +152,32 @@ class ScalerServer:
         self._server: grpc.aio.Server | None = None
         self._refresh: asyncio.Task[None] | None = None
         self._http: Any = None
+
+    def _cache(
+        self,
+        source: Source | None,
+        source_factory: SourceFactory | None,
+        clock: Now,
+        target_settings: TargetSettings | None,
+        planner: Planner | None,
+    ) -> tuple[ScalerMetrics, TargetCache | ProcessTargetCache]:
+        """The metrics and the target cache: refreshed in this process from ``source``, or in
+        a child process that builds its own from ``source_factory``."""
+        if source is not None:
+            metrics = scaler_metrics(self.registry)
+            cache = TargetCache(
+                source, clock=clock, planner=planner, settings=target_settings, metrics=metrics
+            )
+            return metrics, cache
+        assert source_factory is not None
+        # the refresh side's metrics live in the child and are relayed as they are
+        metrics = scaler_metrics(self.registry, refresh_registry=CollectorRegistry())
+        relay = RelayCollector()
+        self.registry.register(relay)
+        process_cache = ProcessTargetCache(
+            source_factory, clock=clock, settings=target_settings, planner=planner, relay=relay
+        )
+        return metrics, process_cache
 
     async def start(self) -> None:
         """Bind and serve; sets :attr:`port` (and :attr:`metrics_port`) to the bound ports.
