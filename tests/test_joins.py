@@ -26,8 +26,8 @@ from keda_ray_scaler.agent.joins import (
     join_failure,
     launch_limit,
 )
-from keda_ray_scaler.agent.kube import pod_info
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.pod_info import pod_info
 from keda_ray_scaler.agent.ray_state import RayState, parse_status
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (
@@ -155,7 +155,7 @@ def test_a_container_fails_when_it_waits_for_a_failure_or_exited_with_an_error(
     statuses: dict[str, object], expected: str
 ) -> None:
     """What the kubelet reports of a container that will not start, and of ones that will."""
-    from keda_ray_scaler.agent.kube import container_failure
+    from keda_ray_scaler.agent.pod_info import container_failure
 
     assert container_failure(statuses) == expected
 

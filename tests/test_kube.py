@@ -32,8 +32,8 @@ from keda_ray_scaler.agent.kube import (
     USER_AGENT,
     KubeSettings,
     PodCache,
-    pod_info,
 )
+from keda_ray_scaler.agent.pod_info import pod_info
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.errors import KubernetesError
 

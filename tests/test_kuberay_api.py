@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry
 from real_kuberay import RC, RWG, api_server, custom_api
 from test_kuberay_spec import example
 
-from keda_ray_scaler.agent.kube import PodStore
 from keda_ray_scaler.agent.kuberay import KubeRayApplier
 from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
+from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ranking import PodInfo
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]

@@ -25,7 +25,6 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, TypeVar
 
 import structlog
@@ -35,8 +34,9 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from keda_ray_scaler.agent.joins import CRASH_LOOP_RESTARTS, FAILING_WAITING
 from keda_ray_scaler.agent.kube_retry import KUBE_ERRORS, backoff, status_of, with_retries
+from keda_ray_scaler.agent.pod_info import pod_info
+from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.errors import KubernetesError
 
@@ -108,120 +108,6 @@ def _json(response: object) -> dict[str, Any]:
     response although its annotations name the model type."""
     assert isinstance(response, urllib3.HTTPResponse), type(response)
     return dict(json.loads(response.data))
-
-
-def _parse_time(value: object) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
-def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
-    """A :class:`PodInfo` from a pod as the API serves it (a JSON dict)."""
-    meta = raw.get("metadata") or {}
-    spec = raw.get("spec") or {}
-    status = raw.get("status") or {}
-    ready_since: float | None = None
-    ready = False
-    unschedulable = False
-    for cond in status.get("conditions") or ():
-        if cond.get("type") == "Ready" and cond.get("status") == "True":
-            ready = True
-            ready_since = _parse_time(cond.get("lastTransitionTime"))
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            unschedulable = cond.get("reason") == "Unschedulable"
-    sidecars = {
-        c.get("name")
-        for c in spec.get("initContainers") or ()
-        if c.get("restartPolicy") == "Always"
-    }
-    restarts = max(
-        (int(c.get("restartCount", 0)) for c in status.get("containerStatuses") or ()), default=0
-    )
-    sidecar_restarts = max(
-        (
-            int(c.get("restartCount", 0))
-            for c in status.get("initContainerStatuses") or ()
-            if c.get("name") in sidecars
-        ),
-        default=0,
-    )
-    owner = ""
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller"):
-            owner = f"{ref.get('kind', '')}/{ref.get('name', '')}"
-    return PodInfo(
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        group=str((meta.get("labels") or {}).get(group_label, "")),
-        node_name=str(spec.get("nodeName") or ""),
-        phase=str(status.get("phase") or ""),
-        ready=ready,
-        ready_since_s=ready_since,
-        restarts=restarts,
-        sidecar_restarts=sidecar_restarts,
-        created_s=_parse_time(meta.get("creationTimestamp")),
-        deleting=bool(meta.get("deletionTimestamp")),
-        owner=owner,
-        pod_ip=str(status.get("podIP") or ""),
-        resource_version=str(meta.get("resourceVersion") or ""),
-        annotations=dict(meta.get("annotations") or {}),
-        unschedulable=unschedulable,
-        container_failure=container_failure(status),
-    )
-
-
-def container_failure(status: Mapping[str, Any]) -> str:
-    """Why a container of the pod will not start as it is, else "": a waiting reason that
-    needs a change to clear (:data:`~keda_ray_scaler.agent.joins.FAILING_WAITING`), or a crash
-    loop: waiting in ``CrashLoopBackOff`` or ended with an error, after at least
-    :data:`~keda_ray_scaler.agent.joins.CRASH_LOOP_RESTARTS` restarts.
-
-    A crash-looping container shows ``waiting: CrashLoopBackOff`` only now and then: the
-    kubelet 1.37 on the real node reported ``terminated`` (reason ``Error``) through most of
-    its back-off, so an error exit counts as well as that reason.
-    """
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for c in status.get(key) or ():
-            state = c.get("state") or {}
-            reason = str((state.get("waiting") or {}).get("reason") or "")
-            if reason in FAILING_WAITING:
-                return reason
-            restarts = int(c.get("restartCount") or 0)
-            ended = state.get("terminated") or {}
-            crashed = reason == "CrashLoopBackOff" or int(ended.get("exitCode") or 0) != 0
-            if crashed and restarts >= CRASH_LOOP_RESTARTS:
-                return f"CrashLoopBackOff ({restarts} restarts)"
-    return ""
-
-
-class PodStore:
-    """Pods by name and the reads the victim controller makes of them: the part the pod cache
-    and the demo's in-memory pods API share. Mutated on the event loop only; every change
-    sets ``_changed`` so that :meth:`wait_until` re-checks."""
-
-    def __init__(self) -> None:
-        self._pods: dict[str, PodInfo] = {}
-        self._changed = asyncio.Event()
-
-    def pods(self) -> tuple[PodInfo, ...]:
-        """Every pod (terminating ones included), sorted by name."""
-        return tuple(self._pods[name] for name in sorted(self._pods))
-
-    def get_cached(self, name: str) -> PodInfo | None:
-        """One pod, if present."""
-        return self._pods.get(name)
-
-    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait (real time, at most ``timeout_s``) until ``predicate()`` holds on the store."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                while not predicate():
-                    self._changed.clear()
-                    await self._changed.wait()
-        except TimeoutError:
-            return predicate()
-        return True
 
 
 class PodCache(PodStore):

@@ -30,8 +30,8 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
-from keda_ray_scaler.agent.kube import PodStore
 from keda_ray_scaler.agent.kuberay_api import KubeRayApi, PreconditionFailed
+from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.raycluster import (
     IN_TREE_FIX,

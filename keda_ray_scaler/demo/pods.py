@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from keda_ray_scaler.agent.kube import PodStore
+from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ranking import PodInfo
 
 
