@@ -316,17 +316,21 @@ class Periodic:
 
 class GroupRecorder(Periodic):
     """Samples the cpu group of the RayCluster every ``interval_s``: every name ever in
-    ``workersToDelete`` (with the time first seen) and the largest ``replicas``."""
+    ``workersToDelete`` (with the time first seen) and the largest ``replicas`` (with the wall
+    time it was first seen)."""
 
     def __init__(self, loop: KubeRayLoop, interval_s: float = 0.2) -> None:
         super().__init__(loop, interval_s, "group-recorder")
         self.named: dict[str, float] = {}  # pod -> time.monotonic() first seen
         self.max_replicas = 0
+        self.max_at = 0.0  # time.time() when max_replicas was first seen
 
     def tick(self) -> None:
         group = self._loop.group_spec()
         now = time.monotonic()
-        self.max_replicas = max(self.max_replicas, int(group.get("replicas", 0)))
+        replicas = int(group.get("replicas", 0))
+        if replicas > self.max_replicas:
+            self.max_replicas, self.max_at = replicas, time.time()
         for pod in (group.get("scaleStrategy") or {}).get("workersToDelete") or ():
             self.named.setdefault(pod, now)
 

@@ -229,6 +229,18 @@ class Timeline:
         last = next((s for s in reversed(list(self.agent)) if s.at <= at), None)
         return last is not None and pod in last.live
 
+    def describe_at(self, at: float) -> str:
+        """What the agent exported in its last sample at or before ``at`` (wall time): for a
+        figure that says why a pod was made or named."""
+        last = next((s for s in reversed(list(self.agent)) if s.at <= at), None)
+        if last is None:
+            return "no agent sample"
+        demand = ", ".join(f"{what} x{n:g}" for what, n in last.demand) or "none"
+        return (
+            f"demand {demand}; pods {len(last.pods)}, Ray nodes {len(last.live)}, "
+            f"busy {len(last.busy)}, failing {sorted(last.failing)}, victims {sorted(last.victims)}"
+        )
+
     def held_nothing(self, pod: str, at: float) -> bool:
         """``pod``, deleted at ``at``, was a published victim before, or had no live Ray node in
         the agent's last sample (the ReplicaSet takes a not-Ready pod first: one whose raylet

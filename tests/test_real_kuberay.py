@@ -179,13 +179,10 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
     # joined idle can be drained before Ray hands it a queued task; KubeRay then makes another:
     # seen once in three runs): the figures say which and why.
     created = {pod for pod, _ in loop.pod_watch.created_since(0.0, GROUP)}
-    early = [
-        f"{pod} at {at - seed.submitted_at:.0f} s "
-        f"({'failing' if timeline.ever_failing(pod, before=at) else 'victim'})"
-        for pod, at in deleted
-        if at < idle_at_wall
-    ]
+    early = [_early(pod, at, seed, timeline) for pod, at in deleted if at < idle_at_wall]
     FIGURES["most pods"] = str(recorder.max_replicas)
+    if recorder.max_replicas > EXPECTED_PODS:  # the export the HPA saw (scrape, refresh, sync)
+        FIGURES["at the most pods"] = timeline.describe_at(recorder.max_at - 4.0)
     FIGURES["pods created"] = str(len(created))
     FIGURES["pods gone before the scale-down"] = ", ".join(early) or "none"
     assert {pod for pod, _ in deleted} == created - busy, (sorted(created), busy, early)
@@ -202,6 +199,16 @@ def test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster(
         timeout_s=30,
         what="status.replicas = busy pods",
     )
+
+
+def _early(pod: str, at: float, seed: Workload, timeline: Timeline) -> str:
+    """A pod deleted before the scale-down: when, why, and what the agent exported when it
+    first named it (a victim) or said it would not join (failing)."""
+    if timeline.ever_failing(pod, before=at):
+        return f"{pod} at {at - seed.submitted_at:.0f} s (failing)"
+    named = timeline.first_victim(pod)
+    seen = timeline.describe_at(named) if named is not None else "never seen a victim"
+    return f"{pod} at {at - seed.submitted_at:.0f} s (victim; then: {seen})"
 
 
 def test_held_tasks_end_and_the_group_goes_to_zero(
