@@ -268,8 +268,9 @@ def main() -> None:
     from keda_ray_scaler.agent.demand_filter import double_counted, poll_of, without
     from keda_ray_scaler.agent.exporter import SnapshotCollector
     from keda_ray_scaler.agent.loop import complete_nodes
-    from keda_ray_scaler.agent.ray_state import bound_shapes, parse_status
+    from keda_ray_scaler.agent.ray_status import parse_status
     from keda_ray_scaler.agent.raycluster import cluster_spec
+    from keda_ray_scaler.agent.shapes import bound_shapes
     from keda_ray_scaler.agent.task_load import node_load, task_load
     from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
     from keda_ray_scaler.gcs._generated.gcs_service_pb2 import GetAllResourceUsageReply

@@ -23,15 +23,15 @@ from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, complete_nodes
-from keda_ray_scaler.agent.ray_state import (
+from keda_ray_scaler.agent.ray_status import (
     PodRef,
     RayState,
-    bound_shapes,
     is_internal_resource,
     parse_status,
     parse_strategy,
     parse_v1_requests,
 )
+from keda_ray_scaler.agent.shapes import bound_shapes
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from keda_ray_scaler.agent.ray_state import parse_status
+from keda_ray_scaler.agent.ray_status import parse_status
 from keda_ray_scaler.agent.task_load import (
     NodeLoad,
     QueuedShape,

@@ -4,7 +4,7 @@ Each poll:
 
 1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`; task demand by rule R1 unless
    asked otherwise, a poll that fell back to the GCS's sum counted by reason);
-2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray_state.bound_shapes`);
+2. bound demand cardinality (:func:`~keda_ray_scaler.agent.shapes.bound_shapes`);
 3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
    Ray node is already gone is added with its group's pod shape), and, when a pod cache is
    wired, active pods of a known group that have no Ray node yet are added as ``PENDING`` with
@@ -49,7 +49,8 @@ from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
 from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.ports import Clock, SpecView, spec_view
-from keda_ray_scaler.agent.ray_state import RayState, bound_shapes
+from keda_ray_scaler.agent.ray_status import RayState
+from keda_ray_scaler.agent.shapes import bound_shapes
 from keda_ray_scaler.agent.task_load_read import Fallback
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (

@@ -24,7 +24,8 @@ from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, Health, HealthProbe,
 from keda_ray_scaler.agent.loop import LoopSettings
 from keda_ray_scaler.agent.metrics_server import HEALTH_PATH, start_metrics_server
 from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.agent.ray_state import DemandRead, RayReader, RayState
+from keda_ray_scaler.agent.ray_state import DemandRead, RayReader
+from keda_ray_scaler.agent.ray_status import RayState
 from keda_ray_scaler.agent.victims import VictimSettings
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.gcs.client import GcsConnection
