@@ -1,9 +1,10 @@
 """Safe scale-down: choose, mark, confirm, drain, publish, verify; one worker group at a time.
 
 Three steps in code: :func:`~keda_ray_scaler.agent.choose.choose` (pure: which pods, with typed
-verdicts), ``_confirm`` (re-validate right before acting, as Karpenter does: marks seen through
-the watch, the ReplicaSet's ranking) and the patches and drains around them (marks in
-:mod:`~keda_ray_scaler.agent.marks`), on a :class:`~keda_ray_scaler.agent.ports.PodSource`.
+verdicts), :meth:`~keda_ray_scaler.agent.cost_marks.CostMarks.confirm` (re-validate right before
+acting, as Karpenter does: marks seen through the watch, the ReplicaSet's ranking) and the
+patches and drains around them (marks in :mod:`~keda_ray_scaler.agent.marks`), on a
+:class:`~keda_ray_scaler.agent.ports.PodSource`.
 
 The pod-deletion-cost annotation is only a hint the ReplicaSet controller reads from its cache
 (kubernetes/kubernetes#126138), and a Ray node may get work right after it was seen idle. So a
@@ -41,7 +42,6 @@ mid-protocol leaves no undrained pod marked as victim once it runs again.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
@@ -50,6 +50,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.apply import Applier
 from keda_ray_scaler.agent.choose import GroupView, choose, removal_reasons, to_release
+from keda_ray_scaler.agent.cost_marks import CostMarks
 from keda_ray_scaler.agent.marks import (
     VictimSettings,
     clear_cost,
@@ -58,7 +59,7 @@ from keda_ray_scaler.agent.marks import (
     set_cost,
 )
 from keda_ray_scaler.agent.ports import Clock, Drainer, PodSource, RayView, SpecView, spec_view
-from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo, check_takes_first
+from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.agent.verdicts import Outcome, Verdict
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import ClusterSpec, GroupPlan, NodeStatus, Plan, Why, WorkerNode
@@ -112,6 +113,7 @@ class VictimController:
         self._drainer = drainer
         self._clock = clock
         self._settings = settings or VictimSettings()
+        self._marks = CostMarks(pods, clock, self._settings)
         self._applier = applier  # None: Deployment mode (mark, confirm, then drain)
         self._victims: dict[str, tuple[str, str]] = {}  # pod -> (group, drained node id)
         self._frozen: set[str] = set()
@@ -245,7 +247,7 @@ class VictimController:
                 ):
                     del self._victims[pod.name]
                     verdicts.append(
-                        await self._restore(
+                        await self._marks.restore(
                             pod, Outcome.RESURRECTED, f"new Ray node {node.node_id}"
                         )
                     )
@@ -260,17 +262,9 @@ class VictimController:
                 )
                 continue
             verdicts.append(
-                await self._restore(pod, Outcome.RESTORED, "victim mark without a drain")
+                await self._marks.restore(pod, Outcome.RESTORED, "victim mark without a drain")
             )
         return verdicts
-
-    async def _restore(self, pod: PodInfo, outcome: Outcome, reason: str) -> Verdict:
-        try:
-            # Fresh read: a stale cache must not conclude "no mark to remove".
-            await self._pods.update(pod.name, clear_cost(self._settings), fresh=True)
-        except KubernetesError as exc:
-            return Verdict(pod.group, pod.name, Outcome.KUBE_ERROR, f"restore failed: {exc}")
-        return Verdict(pod.group, pod.name, outcome, reason)
 
     async def _release(self, gp: GroupPlan) -> list[Verdict]:
         """Delete the group's published victims no scale-down will take (:func:`to_release`,
@@ -334,7 +328,8 @@ class VictimController:
         why: Mapping[str, str],
     ) -> list[Verdict]:
         """Deployment mode: mark ``chosen`` with the victim cost, confirm the ReplicaSet would
-        take exactly them (:meth:`_confirm`), then drain or publish each; else restore them."""
+        take exactly them (:meth:`CostMarks.confirm`), then drain or publish each; else restore
+        them."""
         chosen_names = {p.name for p in chosen}
         busy = [
             p
@@ -344,13 +339,14 @@ class VictimController:
             and (node := by_pod.get(p.name)) is not None
             and node.available != node.total
         ]
-        marked, verdicts = await self._mark(name, chosen, busy)
+        marked, verdicts = await self._marks.mark(name, chosen, busy)
         if not marked:
             return verdicts
-        problem = await self._confirm(name, marked)
+        published = frozenset(p for p, (g, _) in self._victims.items() if g == name)
+        problem = await self._marks.confirm(name, marked, published)
         if problem:
             for pod in marked:
-                verdicts.append(await self._restore(pod, Outcome.NOT_CONFIRMED, problem))
+                verdicts.append(await self._marks.restore(pod, Outcome.NOT_CONFIRMED, problem))
             return verdicts
         for pod in marked:
             verdicts.append(await self._drain_or_publish(name, pod, by_pod, why))
@@ -380,69 +376,6 @@ class VictimController:
             return []
         return sorted(p for p, (g, _) in self._victims.items() if g == group and p in pods)
 
-    async def _mark(
-        self, group: str, chosen: Sequence[PodInfo], busy: Sequence[PodInfo]
-    ) -> tuple[list[PodInfo], list[Verdict]]:
-        settings = self._settings
-        marked: list[PodInfo] = []
-        verdicts: list[Verdict] = []
-        current = ""
-        try:
-            for pod in chosen:
-                current = pod.name
-                written = await self._pods.update(
-                    pod.name, set_cost(settings.victim_cost, settings)
-                )
-                if written is None:
-                    verdicts.append(Verdict(group, pod.name, Outcome.POD_GONE, "pod gone"))
-                elif not has_mark(written, settings.victim_cost, settings):
-                    cost = written.annotations.get(DELETION_COST)
-                    verdicts.append(
-                        Verdict(group, pod.name, Outcome.NOT_OWNED, f"cost {cost} set by another")
-                    )
-                else:
-                    marked.append(written)
-            if marked:
-                for pod in busy:
-                    current = pod.name
-                    await self._pods.update(pod.name, set_cost(settings.busy_cost, settings))
-        except KubernetesError as exc:
-            verdicts.append(Verdict(group, current, Outcome.KUBE_ERROR, f"mark failed: {exc}"))
-            for pod in marked:
-                verdicts.append(await self._restore(pod, Outcome.KUBE_ERROR, "rolled back"))
-            return [], verdicts
-        return marked, verdicts
-
-    async def _confirm(self, group: str, marked: Sequence[PodInfo]) -> str:
-        """Empty when the ReplicaSet would take exactly ``marked``; else why not."""
-        settings = self._settings
-        names = frozenset(p.name for p in marked)
-        marks_seen = functools.partial(self._marks_seen, names)
-        if not await self._pods.wait_until(marks_seen, settings.confirm_timeout_s):
-            return "victim marks not seen through the watch"
-        await self._clock.sleep(settings.settle_s)
-        if not self._pods.synced:
-            return "pod cache not synced"
-        if not marks_seen():
-            return "victim marks changed while settling"
-        pods = [p for p in self._pods.pods() if p.group == group]
-        owners = sorted({p.owner for p in pods if p.active})
-        if len(owners) > 1:
-            return f"pods of more than one owner {owners} (rollout in progress)"
-        # Published victims still present are deleted in the same scale-down.
-        published = {p for p, (g, _) in self._victims.items() if g == group}
-        present = {p.name for p in pods if p.active}
-        check = check_takes_first(pods, names | (published & present), now_s=self._clock.now())
-        return "" if check.ok else check.reason
-
-    def _marks_seen(self, names: frozenset[str]) -> bool:
-        """Every pod of ``names`` in the cache, with the victim cost."""
-        for name in names:
-            pod = self._pods.get_cached(name)
-            if pod is None or not has_mark(pod, self._settings.victim_cost, self._settings):
-                return False
-        return True
-
     def _active_pods(self, group: str) -> dict[str, PodInfo]:
         """The group's pods not being deleted, by name."""
         return {p.name: p for p in self._pods.pods() if p.group == group and p.active}
@@ -453,7 +386,7 @@ class VictimController:
         message = f"keda-ray-scaler: worker group {group} scales down, pod {pod.name} idle"
         result = await self._drainer.drain(node.node_id, message, deadline_ms)
         if not result.accepted:
-            return await self._restore(pod, Outcome.DRAIN_REJECTED, result.rejection)
+            return await self._marks.restore(pod, Outcome.DRAIN_REJECTED, result.rejection)
         self._victims[pod.name] = (group, node.node_id)
         return Verdict(group, pod.name, Outcome.VICTIM, f"drained node {node.node_id}")
 
