@@ -327,7 +327,19 @@ def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:
     assert "RayCluster refused" in log and "enableInTreeAutoscaling: false" in log
     work = loop.base.submit([(0.0, [5.0])])
     try:
-        time.sleep(15)  # KEDA would have asked for a pod by now
+        # KEDA asks for the pod (the RayWorkerGroup's replicas, through /scale) ...
+        wait_until(
+            lambda: (loop.worker_group().get("spec") or {}).get("replicas", 0) >= 1,
+            timeout_s=90,
+            what="KEDA asking the RayWorkerGroup for a pod",
+        )
+        # ... and the agent, polling on, never applies it to the refused RayCluster
+        polls = loop.agent_series(POLLS, "cluster")[CLUSTER]
+        wait_until(
+            lambda: loop.agent_series(POLLS, "cluster")[CLUSTER] >= polls + EDIT_POLLS,
+            timeout_s=60,
+            what=f"{EDIT_POLLS} agent polls after KEDA's ask",
+        )
         assert loop.group_spec()["replicas"] == 0
         assert loop.pods() == {}
     finally:
