@@ -224,8 +224,9 @@ class KubeRayLoop:
         return named, randomly
 
     def wait_pods(self, count: int, timeout_s: float) -> float:
-        """Wait until the group has ``count`` Ready pods, each a Ray node the agent sees; the
-        time it took."""
+        """Wait until the group has ``count`` Ready pods, each a live Ray node the agent sees
+        (a worker pod is Ready as its container runs, before ``ray start`` joins: the start
+        gate spaces the joins by seconds); the time it took."""
         start = time.monotonic()
         seen: list[tuple[int, int]] = []  # (pods, Ready pods) as they changed
 
@@ -237,7 +238,7 @@ class KubeRayLoop:
             if len(ready) != count:
                 return False
             text = requests.get(self.base.agent_url, timeout=2).text
-            return not count or ready <= agent_sample(time.time(), text).pods
+            return not count or ready <= agent_sample(time.time(), text).live
 
         try:
             wait_until(reached, timeout_s=timeout_s, what=f"{count} {GROUP} pods", interval_s=0.2)

@@ -261,12 +261,15 @@ def agent_sample(at: float, text: str) -> AgentSample:
     success = True
     failing: set[str] = set()
     live: set[str] = set()
+    in_ray: set[str] = set()  # pods with a Ray node, victims (drained) and failing ones too
     demand: list[tuple[str, float]] = []
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
             if sample.name == "ray_scaler_node_info":  # every group's
                 pods.add(labels["pod"])
+                if labels.get("node_id"):
+                    in_ray.add(labels["pod"])
                 if labels.get("state") == "victim":
                     victims.add(labels["pod"])
                 elif labels.get("state") == "failing":
@@ -288,7 +291,9 @@ def agent_sample(at: float, text: str) -> AgentSample:
                 success = sample.value == 1.0
             elif sample.name == "ray_scaler_demand_bundles" and sample.value:
                 demand.append((f"{labels.get('kind')} {labels.get('shape')}", sample.value))
-    busy = {pod for pod, cpus in total.items() if available.get(pod, cpus) < cpus}
+    # A resource fully in use has no available series (a zero amount is not exported): a pod
+    # with a Ray node and no available CPU is busy, not free.
+    busy = {pod for pod, cpus in total.items() if pod in in_ray and available.get(pod, 0.0) < cpus}
     return AgentSample(
         at,
         frozenset(victims),
