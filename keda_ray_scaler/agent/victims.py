@@ -227,7 +227,7 @@ class VictimController:
         self._wrong.labels(self._name, group).inc()
         self._frozen.add(group)
         self._frozen_gauge.labels(self._name, group).set(1)
-        victims = sorted(p for p, (g, _) in self._victims.items() if g == group)
+        victims = self._published(group)
         reason = f"pod deleted while victims {victims} were expected; scale-down frozen"
         self._log.error("wrong victim", worker_group=group, pod=pod, victims=victims)
         return Verdict(group, pod, Outcome.WRONG_VICTIM, reason)
@@ -342,8 +342,7 @@ class VictimController:
         marked, verdicts = await self._marks.mark(name, chosen, busy)
         if not marked:
             return verdicts
-        published = frozenset(p for p, (g, _) in self._victims.items() if g == name)
-        problem = await self._marks.confirm(name, marked, published)
+        problem = await self._marks.confirm(name, marked, frozenset(self._published(name)))
         if problem:
             for pod in marked:
                 verdicts.append(await self._marks.restore(pod, Outcome.NOT_CONFIRMED, problem))
@@ -374,7 +373,11 @@ class VictimController:
         """
         if self._applier is not None and self._applier.deletes_by_name:
             return []
-        return sorted(p for p, (g, _) in self._victims.items() if g == group and p in pods)
+        return [p for p in self._published(group) if p in pods]
+
+    def _published(self, group: str) -> list[str]:
+        """The group's published victims, sorted."""
+        return sorted(p for p, (g, _) in self._victims.items() if g == group)
 
     def _active_pods(self, group: str) -> dict[str, PodInfo]:
         """The group's pods not being deleted, by name."""
