@@ -7,9 +7,9 @@ gauge families, so what the scaler decodes is what the agent encoded, with no se
 Replacing the sample list is one reference assignment: a scrape never sees half a poll.
 
 :class:`AgentMetrics` holds the agent's own series: shapes merged by ``--max-shapes`` (counter),
-unmapped Ray nodes in the last poll (gauge), poll errors and crashes (counters), poll duration
-(histogram), polls whose task demand fell back from rule R1 to the GCS's sum (counter, by
-reason).
+unmapped and superseded Ray nodes in the last poll (gauges), poll errors and crashes
+(counters), poll duration (histogram), polls whose task demand fell back from rule R1 to the
+GCS's sum (counter, by reason).
 """
 
 from __future__ import annotations
@@ -118,6 +118,13 @@ class AgentMetrics:
         self.unmapped = Gauge(
             schema.NODES_UNMAPPED,
             "Ray worker nodes in the last poll that map to no pod or group (group='').",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.superseded = Gauge(
+            "ray_scaler_agent_superseded_ray_nodes",
+            "Ray nodes the GCS lists alive for a pod that has a newer node (a restarted "
+            "raylet's predecessor) in the last poll: no capacity, never drained.",
             labels,
             registry=registry,
         ).labels(cluster)

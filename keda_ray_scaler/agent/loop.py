@@ -178,6 +178,7 @@ class AgentLoop:
             PlanningInput(spec), snapshot_time_s=0.0, success=False
         )
         self._history = UseHistory(self._settings.use_window_s)  # polls as read
+        self._superseded: tuple[str, ...] = ()  # the last poll's, logged when it changes
         self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
         self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
         self._fallback: Fallback | None = None  # why the last poll's task demand fell back
@@ -240,6 +241,10 @@ class AgentLoop:
         self._metrics.unmapped.set(state.unmapped)
         if state.unmapped:
             self._log.warning("unmapped ray nodes", count=state.unmapped)
+        self._metrics.superseded.set(len(state.superseded))
+        if state.superseded and state.superseded != self._superseded:
+            self._log.info("superseded ray nodes left out", node_ids=list(state.superseded))
+        self._superseded = state.superseded
         return demand
 
     def _without_double_count(

@@ -24,6 +24,7 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Protocol
 
+from keda_ray_scaler.agent.node_ages import NodeAges
 from keda_ray_scaler.agent.ports import SpecView, spec_view
 from keda_ray_scaler.agent.ray_status import V1_REQUEST_KEY, PodRef, RayState, parse_status
 from keda_ray_scaler.agent.task_load_read import (
@@ -104,6 +105,7 @@ class RayReader:
         self._timeout_s = timeout_s
         # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
         self._pods_by_ip = pods_by_ip
+        self._ages = NodeAges()  # which of a pod's live nodes is its own (a restarted raylet's)
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
@@ -120,12 +122,22 @@ class RayReader:
         except RayError:
             self._gcs.reset()
             raise
+        seen = self._ages.observe(
+            ns.node_id.hex() for ns in reply.cluster_resource_state.node_states
+        )
         if self.demand is DemandRead.GCS:
-            return parse_status(reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip)
+            return parse_status(
+                reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip, first_seen=seen
+            )
         # R1: after S returned (never before, never beside it); no failure here fails the poll.
         tasks = await read_task_load(client, self._raylet, reply, self._timeout_s)
         state = parse_status(
-            reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip, tasks=tasks.queued
+            reply,
+            self._specs.spec,
+            v1_requests=v1,
+            pods_by_ip=by_ip,
+            tasks=tasks.queued,
+            first_seen=seen,
         )
         if tasks.fallback is None:
             return state

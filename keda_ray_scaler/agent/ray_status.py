@@ -103,6 +103,9 @@ class RayState:
     #: task bundles pending in the GCS's own sum (the snapshot's), whatever the demand's source:
     #: beside R1's count in the debug log, the double count R1 left out
     gcs_tasks: int = 0
+    #: node ids the GCS lists alive for a pod that has a newer node (a restarted raylet's
+    #: predecessor, :mod:`~keda_ray_scaler.agent.node_ages`): left out of ``nodes``
+    superseded: tuple[str, ...] = ()
 
 
 def _resources(entries: Mapping[str, float]) -> Resources:
@@ -161,6 +164,7 @@ def parse_status(
     v1_requests: bytes | None = None,
     pods_by_ip: Mapping[str, PodRef] | None = None,
     tasks: Iterable[QueuedShape] | None = None,
+    first_seen: Mapping[str, int] | None = None,
 ) -> RayState:
     """Demand and worker nodes from a ``GetClusterStatusReply`` (pure).
 
@@ -171,7 +175,9 @@ def parse_status(
     ``ray_node_type_name`` the worker group; a node lacking either is looked up by its IP in
     ``pods_by_ip`` (the pod IPs Kubernetes reports). A node still without both is exported with
     group ``""`` (pod = its node id when no name is known) and counted in ``unmapped``. The head
-    is never a worker. Dead nodes are left out.
+    is never a worker. Dead nodes are left out. A pod that lists two live nodes keeps the one
+    ``first_seen`` (node id -> the poll it was first seen in,
+    :mod:`~keda_ray_scaler.agent.node_ages`) saw last; the others are ``superseded``.
     """
     state = reply.cluster_resource_state
     if tasks is None:
@@ -192,7 +198,10 @@ def parse_status(
         constraints=constraints or parse_v1_requests(v1_requests),
     )
     read = _NodeRead.of(
-        state.node_states, pods_by_ip or {}, {g.name for g in cluster.worker_groups}
+        state.node_states,
+        pods_by_ip or {},
+        {g.name for g in cluster.worker_groups},
+        first_seen or {},
     )
     alive = {n.pod for n in read.nodes}
     return RayState(
@@ -203,6 +212,7 @@ def parse_status(
         frozenset(read.dead - alive),
         frozenset(read.starting),
         gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
+        superseded=tuple(sorted(n.node_id for n in read.superseded)),
     )
 
 
@@ -242,12 +252,20 @@ class _NodeRead:
     unmapped: int = 0
     dead: set[str] = field(default_factory=set)
     starting: set[str] = field(default_factory=set)
+    #: live nodes of a pod that lists a newer one (its restarted raylet's)
+    superseded: list[WorkerNode] = field(default_factory=list)
+    _starting_nodes: set[str] = field(default_factory=set)
 
     @classmethod
     def of(
-        cls, states: Iterable[NodeState], by_ip: Mapping[str, PodRef], known: set[str]
+        cls,
+        states: Iterable[NodeState],
+        by_ip: Mapping[str, PodRef],
+        known: set[str],
+        first_seen: Mapping[str, int],
     ) -> _NodeRead:
-        """Every live worker node of ``states``; dead ones only by their pod name."""
+        """Every live worker node of ``states``, one per pod (the one ``first_seen`` saw last,
+        :mod:`~keda_ray_scaler.agent.node_ages`); dead ones only by their pod name."""
         read = cls()
         for ns in states:
             if ns.status == _DEAD:
@@ -255,7 +273,22 @@ class _NodeRead:
                     read.dead.add(ns.instance_id)
             elif HEAD_RESOURCE not in ns.total_resources:
                 read.add(ns, by_ip, known)
+        read.keep_newest(first_seen)
         return read
+
+    def keep_newest(self, first_seen: Mapping[str, int]) -> None:
+        """Of each pod's live nodes, keep the one first seen last; the others are superseded."""
+        newest: dict[str, WorkerNode] = {}
+        for node in self.nodes:
+            held = newest.get(node.pod)
+            if held is None or _age_key(node, first_seen) > _age_key(held, first_seen):
+                newest[node.pod] = node
+        if len(newest) == len(self.nodes):
+            return
+        kept = {id(n) for n in newest.values()}
+        self.superseded = [n for n in self.nodes if id(n) not in kept]
+        self.nodes = [n for n in self.nodes if id(n) in kept]
+        self.starting = {p for p in self.starting if newest[p].node_id in self._starting_nodes}
 
     def add(self, ns: NodeState, by_ip: Mapping[str, PodRef], known: set[str]) -> None:
         """One live worker node."""
@@ -282,3 +315,9 @@ class _NodeRead:
         # resources allocated, no worker busy yet: a lease whose task is still starting
         if node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity:
             self.starting.add(pod)
+            self._starting_nodes.add(node_id)
+
+
+def _age_key(node: WorkerNode, first_seen: Mapping[str, int]) -> tuple[int, str]:
+    """Newer sorts higher: first seen later, then (seen in the same poll) the larger node id."""
+    return first_seen.get(node.node_id, 0), node.node_id

@@ -1,0 +1,32 @@
+"""The order in which the agent first saw each Ray node: which of a pod's nodes is its own now.
+
+A pod lists two live Ray nodes when its raylet died and the kubelet restarted the container
+before the GCS called the old node dead: the new raylet registers a new node for the same pod
+(same instance id, same IP) while the GCS keeps the old one alive. On the test bed's real node
+the GCS listed a SIGKILLed raylet's node as alive for 293 s beside its successor (fault (c),
+``docs/testing.md``). Ray's ``NodeState`` carries no start time, so the agent remembers when it
+first saw each node id (the poll's number): of a pod's live nodes, the one seen last is the
+pod's node; the others are superseded (no capacity, no drain, no "new node" for a victim).
+
+Nodes first seen in the same poll (an agent that starts while a pod lists two) are equally
+new; :func:`~keda_ray_scaler.agent.ray_status.parse_status` then keeps the one with the larger
+node id, an arbitrary but stable choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+
+class NodeAges:
+    """The poll number in which each listed node id was first seen (forgets unlisted ids)."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, int] = {}
+        self._polls = 0
+
+    def observe(self, node_ids: Iterable[str]) -> Mapping[str, int]:
+        """Record one poll's node ids; returns every listed id's first poll."""
+        self._polls += 1
+        self._first = {nid: self._first.get(nid, self._polls) for nid in node_ids}
+        return dict(self._first)
