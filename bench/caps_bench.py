@@ -2,7 +2,7 @@
 
 The review's heavy forgery: one cluster's series carrying 5,000 demand shapes, each asking its
 own custom resource. The refresher's path for one fetched cluster is: series -> (caps) ->
-``schema.decode`` -> ``planner.plan``. Each case runs in a fresh ``spawn`` child, so its peak
+``decoding.decode`` -> ``planner.plan``. Each case runs in a fresh ``spawn`` child, so its peak
 RSS (``ru_maxrss``) is its own; printed: wall time of the path, peak RSS, and RSS after the
 imports (the baseline every refresher has). Wall and CPU time both: on a loaded machine the
 wall time is mostly waiting for a core.
@@ -38,6 +38,7 @@ def _demand(shape: str, kind: str = "task", strategy: str = "") -> Any:
 def _groups(n: int) -> list[Any]:
     from keda_ray_scaler import schema
     from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
+    from keda_ray_scaler.schema import encoding
 
     groups = tuple(
         WorkerGroup(f"g{i}", Resources.of(CPU=16, GPU=i % 2, memory=64e9), max_replicas=1000)
@@ -45,7 +46,7 @@ def _groups(n: int) -> list[Any]:
     )
     spec = ClusterSpec("forged", groups)
     snapshot = schema.ClusterSnapshot(PlanningInput(spec), NOW_S, True)
-    return schema.encode(snapshot)
+    return encoding.encode(snapshot)
 
 
 def forged(shapes: int = FORGED_SHAPES) -> list[Any]:
@@ -74,8 +75,8 @@ def _case(conn: Connection, build: str, capped: bool) -> None:
     """One child: build the series, then caps (or not), decode and plan; send the figures."""
     import resource
 
-    from keda_ray_scaler import schema
     from keda_ray_scaler.planner import plan
+    from keda_ray_scaler.schema import decoding
     from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
 
     baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -85,7 +86,7 @@ def _case(conn: Connection, build: str, capped: bool) -> None:
     try:
         if capped:
             check_caps(samples, DataCaps())
-        snapshots = schema.decode(samples)
+        snapshots = decoding.decode(samples)
         plan(snapshots["forged"].input)
     except CapExceeded as exc:
         outcome = f"refused ({exc.cap.value})"

@@ -48,7 +48,7 @@ from keda_ray_scaler.model import (
     WorkerNode,
     total_count,
 )
-from keda_ray_scaler.schema import ShapeError
+from keda_ray_scaler.schema import ShapeError, decoding, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50, idle_timeout_s=60)
 #: Resource names Ray 2.60 accepts that a label value must survive (the last: 5,000 characters).
@@ -370,21 +370,21 @@ def scrape(registry: CollectorRegistry) -> list[schema.Sample]:
 
 
 def test_the_collector_serves_exactly_the_schema_encoding() -> None:
-    """A scrape yields schema.encode(snapshot), sample for sample (grouped by family)."""
+    """A scrape yields encoding.encode(snapshot), sample for sample (grouped by family)."""
     registry = CollectorRegistry()
     SnapshotCollector(registry).publish(snapshot())
 
     def key(s: schema.Sample) -> tuple[str, list[tuple[str, str]], float]:
         return (s.name, sorted(s.labels.items()), s.value)
 
-    assert sorted(scrape(registry), key=key) == sorted(schema.encode(snapshot()), key=key)
+    assert sorted(scrape(registry), key=key) == sorted(encoding.encode(snapshot()), key=key)
 
 
 def test_the_scraped_text_decodes_back_to_the_snapshot() -> None:
     """Round trip through the /metrics text format: what the scaler reads is what was seen."""
     registry = CollectorRegistry()
     SnapshotCollector(registry).publish(snapshot())
-    assert schema.decode(scrape(registry)) == {"demo": snapshot()}
+    assert decoding.decode(scrape(registry)) == {"demo": snapshot()}
 
 
 def test_the_seed_demand_line_is_exact() -> None:
@@ -655,7 +655,7 @@ async def test_a_poll_whose_export_raises_is_counted_and_the_loop_goes_on(
     reader = FakeReader(ray_state(Bundle(r(CPU=5), 20)), ray_state(Bundle(r(CPU=5), 20)))
     clock = StopAfter(sleeps=2)
     loop, registry = make_loop(reader, scale_down=False, clock=clock)
-    real_encode = schema.encode
+    real_encode = encoding.encode
     calls: list[int] = []
 
     def encode_once_broken(snapshot: schema.ClusterSnapshot) -> list[schema.Sample]:
@@ -664,7 +664,7 @@ async def test_a_poll_whose_export_raises_is_counted_and_the_loop_goes_on(
             raise ShapeError("cannot encode")
         return real_encode(snapshot)
 
-    monkeypatch.setattr(schema, "encode", encode_once_broken)
+    monkeypatch.setattr(encoding, "encode", encode_once_broken)
     with capture_logs() as logs, pytest.raises(asyncio.CancelledError):
         await loop.run()
     assert [e["event"] for e in logs if e["log_level"] == "error"] == ["poll crashed"]
@@ -683,7 +683,7 @@ async def test_between_the_crash_and_the_next_poll_the_old_data_says_not_fresh(
     reader = FakeReader(ray_state(Bundle(r(CPU=5), 20)), ray_state(Bundle(r(CPU=5), 20)))
     loop, registry = make_loop(reader, scale_down=False, clock=StopAfter(sleeps=2))
     await loop.poll_once()
-    monkeypatch.setattr(schema, "encode", broken_encode)
+    monkeypatch.setattr(encoding, "encode", broken_encode)
     with capture_logs(), pytest.raises(asyncio.CancelledError):
         await loop.run()
     assert (
@@ -697,7 +697,7 @@ async def test_between_the_crash_and_the_next_poll_the_old_data_says_not_fresh(
 
 
 def broken_encode(snapshot: schema.ClusterSnapshot) -> list[schema.Sample]:
-    """schema.encode with a bug."""
+    """encoding.encode with a bug."""
     raise ShapeError("cannot encode")
 
 
@@ -712,7 +712,7 @@ async def test_tasks_asking_hostile_resource_names_never_stop_the_export() -> No
     assert [e for e in logs if e["log_level"] == "error"] == []
     assert value(registry, "ray_scaler_agent_poll_errors_total") == 0.0
     assert value(registry, schema.SNAPSHOT_SUCCESS) == 1.0
-    assert schema.decode(scrape(registry))["demo"].input.demand.bundles == (seed,)
+    assert decoding.decode(scrape(registry))["demo"].input.demand.bundles == (seed,)
 
 
 async def test_hostile_names_reach_the_scaler_whole_and_the_long_one_as_its_stand_in() -> None:
@@ -721,7 +721,7 @@ async def test_hostile_names_reach_the_scaler_whole_and_the_long_one_as_its_stan
     seed = Bundle(r(CPU=5), 20)
     loop, registry = make_loop(FakeReader(ray_state(seed, *hostile)), scale_down=False)
     await loop.poll_once()
-    decoded = schema.decode(scrape(registry))["demo"].input.demand.bundles
+    decoded = decoding.decode(scrape(registry))["demo"].input.demand.bundles
     names = {n for b in decoded for n, _ in b.resources}
     long_name = HOSTILE_NAMES[-1]
     assert names == {"CPU", *HOSTILE_NAMES[:-1], schema.stand_in(long_name)}

@@ -40,6 +40,7 @@ from keda_ray_scaler.model import (
     total_count,
 )
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.schema import decoding
 from tests.ray_cluster import RayCluster, client_env, free_port, ray_cluster, ray_driver
 
 pytestmark = pytest.mark.ray
@@ -205,7 +206,7 @@ def scrape_url(url: str) -> schema.ClusterSnapshot:
         for s in family.samples
         if s.name.startswith(schema.PREFIX)
     ]
-    return schema.decode(samples)["demo"]
+    return decoding.decode(samples)["demo"]
 
 
 async def snapshot_until(

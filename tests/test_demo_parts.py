@@ -110,7 +110,7 @@ async def test_the_demo_agent_serves_healthz_beside_metrics(tmp_path: Path) -> N
     import urllib.request
 
     from keda_ray_scaler.demo.agent import DemoAgent
-    from keda_ray_scaler.demo.run import DemoSettings
+    from keda_ray_scaler.demo.settings import DemoSettings
 
     settings = DemoSettings(workdir=tmp_path, ray_bin=tmp_path, python=tmp_path, base_env={})
     clock = StepClock()

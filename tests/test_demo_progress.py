@@ -9,7 +9,7 @@ import pytest
 
 from keda_ray_scaler.cli.demo import verdict
 from keda_ray_scaler.demo.progress import DemoState, Progress, Sample, waiting_for
-from keda_ray_scaler.demo.run import DemoResult
+from keda_ray_scaler.demo.record import DemoResult
 
 DONE = DemoState(
     agent_ready=True,

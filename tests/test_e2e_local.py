@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.demo.run import DemoResult, DemoSettings, run_demo
+from keda_ray_scaler.demo.record import DemoResult
+from keda_ray_scaler.demo.run import run_demo
+from keda_ray_scaler.demo.settings import DemoSettings
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(420)]
 

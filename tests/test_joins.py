@@ -44,6 +44,7 @@ from keda_ray_scaler.model import (
     WorkerNode,
 )
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.schema import decoding, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=10)
 BIG = WorkerGroup("big", Resources.of(CPU=20), max_replicas=10, cost=3.0)
@@ -393,7 +394,7 @@ def test_failing_pods_and_launch_limits_survive_the_export() -> None:
         launch_limits=(("cpu", 1),),
     )
     snap = schema.ClusterSnapshot(inp, 1700000000.0, True)
-    back = schema.decode(schema.encode(snap))["demo"]
+    back = decoding.decode(encoding.encode(snap))["demo"]
     assert back.input.nodes == inp.nodes
     assert back.input.launch_limits == (("cpu", 1),)
 

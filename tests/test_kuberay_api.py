@@ -276,7 +276,7 @@ def test_agent_cli_reads_the_worker_groups_from_the_raycluster(cp: ControlPlane)
 def test_agent_mode_flags(argv: list[str], problem: str) -> None:
     """Exactly one of --cluster-spec and --raycluster; --raycluster needs --namespace."""
     from keda_ray_scaler.cli import build_parser
-    from keda_ray_scaler.cli.agent import validate
+    from keda_ray_scaler.cli.agent_flags import validate
     from keda_ray_scaler.errors import ConfigError
 
     args = build_parser().parse_args(["agent", *argv])
@@ -310,8 +310,9 @@ def test_the_example_agents_role_watches_its_raycluster_and_follows_an_edit(
     from kubernetes import client, config
     from real_kuberay import EXAMPLE
 
+    from keda_ray_scaler.agent.object_watch import WatchSettings
     from keda_ray_scaler.agent.raycluster import cluster_spec
-    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch, WatchSettings
+    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
 
     env = Env(cp, 0)
     rbac = list(yaml.safe_load_all((EXAMPLE / "agent-rbac.yaml").read_text()))

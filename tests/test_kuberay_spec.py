@@ -296,8 +296,11 @@ def test_scaled_objects_bounds_equal_the_rayclusters_groups(rendered: list[dict[
         group = spec.group(rwg["groupName"])
         assert group is not None and rwg["rayCluster"] == spec.name
         assert bounds_problem(so, group.min_replicas, group.max_replicas) == ""
-        trigger = so["spec"]["triggers"][0]["metadata"]
-        assert (trigger["rayCluster"], trigger["workerGroup"]) == (spec.name, group.name)
+        (trigger,) = so["spec"]["triggers"]
+        # push: KEDA's activation from zero at the scaler's refresh, not its next poll
+        assert trigger["type"] == "external-push"
+        meta = trigger["metadata"]
+        assert (meta["rayCluster"], meta["workerGroup"]) == (spec.name, group.name)
 
 
 def test_bounds_problem_names_both_fields() -> None:

@@ -182,7 +182,7 @@ def test_triggers_carry_only_metadata_the_scaler_accepts() -> None:
     seen = set()
     for so in of_kind(render(EXAMPLE), "ScaledObject"):
         (trigger,) = so["spec"]["triggers"]
-        assert trigger["type"] == "external"
+        assert trigger["type"] == "external"  # the KubeRay example pushes: test_kuberay_*
         assert trigger["metricType"] == "AverageValue"
         config = TriggerConfig.from_metadata(trigger["metadata"])
         assert config.cluster == spec["cluster"]

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import ConfigError, Refusal, UntrustedData
+from keda_ray_scaler.errors import ConfigError, Refusal, SchemaError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import Sample, SchemaError
+from keda_ray_scaler.schema import Sample, decoding, encoding
 from keda_ray_scaler.sources import promql
 
 SEED = schema.ClusterSnapshot(
@@ -108,8 +108,8 @@ def test_quote_refuses_other_control_characters() -> None:
 
 def test_a_vector_round_trips_to_the_same_snapshot() -> None:
     """encode -> Prometheus vector (with job/instance) -> samples -> decode gives the input back."""
-    vector = as_vector(schema.encode(SEED), job="agent", instance="10.0.0.1:9500")
-    decoded = schema.decode(promql.samples_from_result(vector))
+    vector = as_vector(encoding.encode(SEED), job="agent", instance="10.0.0.1:9500")
+    decoded = decoding.decode(promql.samples_from_result(vector))
     assert decoded == {"demo": SEED}
 
 
@@ -168,8 +168,8 @@ def test_malformed_answers_are_rejected(result: object, problem: str) -> None:
 def test_two_origins_for_one_cluster_are_refused_never_newest_wins() -> None:
     """A forged exporter with a newer time beside the agent: both refused, both named."""
     forged = schema.ClusterSnapshot(SEED.input, snapshot_time_s=2e9, success=True)
-    vector = as_vector(schema.encode(SEED), job="agents", instance="10.0.0.5:9500") + as_vector(
-        schema.encode(forged), job="agents", instance="10.0.9.9:9500"
+    vector = as_vector(encoding.encode(SEED), job="agents", instance="10.0.0.5:9500") + as_vector(
+        encoding.encode(forged), job="agents", instance="10.0.9.9:9500"
     )
     with pytest.raises(UntrustedData) as info:
         promql.samples_from_result(vector)
@@ -183,8 +183,8 @@ def test_two_origins_for_one_cluster_are_refused_never_newest_wins() -> None:
 
 def test_one_agent_scraped_by_two_jobs_is_two_origins() -> None:
     """The same instance under two jobs cannot be told from two exporters: refused."""
-    vector = as_vector(schema.encode(SEED), job="a", instance="x:1") + as_vector(
-        schema.encode(SEED), job="b", instance="x:1"
+    vector = as_vector(encoding.encode(SEED), job="a", instance="x:1") + as_vector(
+        encoding.encode(SEED), job="b", instance="x:1"
     )
     with pytest.raises(UntrustedData, match="2 origins"):
         promql.samples_from_result(vector)

@@ -31,13 +31,13 @@ from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.join_tracker import BACKOFF_SECONDS, JoinSettings, JoinTracker
 from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.object_watch import WatchSettings
 from keda_ray_scaler.agent.ports import SpecView
 from keda_ray_scaler.agent.raycluster import cluster_spec
 from keda_ray_scaler.agent.raycluster_watch import (
     SPEC_CHANGES,
     SPEC_FRESH,
     RayClusterWatch,
-    WatchSettings,
     group_changes,
 )
 from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup

@@ -18,7 +18,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rpc_builders import meta
 
-from keda_ray_scaler.cli import serve
+from keda_ray_scaler.cli import serve, serve_flags
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
@@ -35,7 +35,7 @@ sys.exit(main(sys.argv[1:]))
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    serve.add_parser(parser.add_subparsers(dest="command"))
+    serve_flags.add_parser(parser.add_subparsers(dest="command"))
     return parser.parse_args(["serve", *argv])
 
 
@@ -94,7 +94,7 @@ def test_bad_source_flags_name_the_flag(argv: list[str], flag: str, problem: str
 def test_bad_server_flags_name_the_flag(argv: list[str], flag: str) -> None:
     """Listening and TLS flags are validated with the flag in the error."""
     with pytest.raises(ConfigError) as info:
-        serve.server_settings(parse(*argv))
+        serve_flags.server_settings(parse(*argv))
     assert info.value.field == flag
 
 
@@ -111,29 +111,29 @@ def test_agent_urls_are_keyed_by_namespace_and_cluster() -> None:
 def test_bad_cross_namespace_grants_name_the_flag(value: str) -> None:
     """--allow-cross-namespace takes READER_NS=CLUSTER_NS, both namespace names."""
     with pytest.raises(ConfigError, match="READER_NS=CLUSTER_NS") as info:
-        serve.namespace_grants(parse("--allow-cross-namespace", value))
+        serve_flags.namespace_grants(parse("--allow-cross-namespace", value))
     assert info.value.field == "--allow-cross-namespace"
 
 
 def test_by_default_no_namespace_reads_another() -> None:
     """No flag: only same-namespace reads; a flag grants exactly its pair."""
-    assert serve.namespace_grants(parse()).pairs == frozenset()
-    grants = serve.namespace_grants(parse("--allow-cross-namespace", "ops=ray"))
+    assert serve_flags.namespace_grants(parse()).pairs == frozenset()
+    grants = serve_flags.namespace_grants(parse("--allow-cross-namespace", "ops=ray"))
     assert (grants.allows("ops", "ray"), grants.allows("ray", "ops")) == (True, False)
 
 
 def test_a_negative_clock_skew_is_refused() -> None:
     """--max-clock-skew below 0 would refuse every snapshot: a flag error."""
     with pytest.raises(ConfigError) as info:
-        serve.target_settings(parse("--max-clock-skew", "-1"))
+        serve_flags.target_settings(parse("--max-clock-skew", "-1"))
     assert info.value.field == "--max-clock-skew"
-    assert serve.target_settings(parse()).max_clock_skew_s == 5.0
+    assert serve_flags.target_settings(parse()).max_clock_skew_s == 5.0
 
 
 def test_max_age_must_exceed_the_refresh_interval() -> None:
     """--max-age 5 with --refresh-interval 5 is refused."""
     with pytest.raises(ConfigError) as info:
-        serve.target_settings(parse("--max-age", "5", "--refresh-interval", "5"))
+        serve_flags.target_settings(parse("--max-age", "5", "--refresh-interval", "5"))
     assert info.value.field == "--max-age"
 
 

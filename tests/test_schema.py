@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.errors import SchemaError
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -21,6 +22,7 @@ from keda_ray_scaler.model import (
     WorkerGroup,
     WorkerNode,
 )
+from keda_ray_scaler.schema import decoding, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10, memory=32 * 2**30), 1, 50, 60.0, 1.0)
 GPU = WorkerGroup("gpu", Resources.of({"CPU": 8, "GPU": 1, "accelerator_type:A100": 1}), 0, 8)
@@ -64,12 +66,12 @@ def snapshot(**kw: object) -> schema.ClusterSnapshot:
 def test_round_trip_gives_back_the_same_snapshot() -> None:
     """decode(encode(s)) == s for a snapshot with every kind of demand and node."""
     snap = snapshot()
-    assert schema.decode(schema.encode(snap)) == {"demo": snap}
+    assert decoding.decode(encoding.encode(snap)) == {"demo": snap}
 
 
 def test_twenty_tasks_of_five_cpus_are_one_series_with_value_twenty() -> None:
     """Demand is exported as one series per shape, its value the count."""
-    demand = [s for s in schema.encode(snapshot()) if s.name == schema.DEMAND_BUNDLES]
+    demand = [s for s in encoding.encode(snapshot()) if s.name == schema.DEMAND_BUNDLES]
     task = [s for s in demand if s.labels["kind"] == "task" and s.labels["shape"] == "CPU=5"]
     assert [(s.value, s.labels["strategy"]) for s in task] == [(20.0, "")]
     pg = [s for s in demand if s.labels["kind"] == "placement_group"]
@@ -83,23 +85,23 @@ def test_nan_infinite_negative_and_absurd_values_are_rejected(value: float) -> N
     """A corrupt value never decodes into a number the planner would trust."""
     samples = [
         s if s.name != schema.DEMAND_BUNDLES else schema.Sample(s.name, s.labels, value)
-        for s in schema.encode(snapshot())
+        for s in encoding.encode(snapshot())
     ]
-    with pytest.raises(schema.SchemaError, match="demand_bundles"):
-        schema.decode(samples)
+    with pytest.raises(SchemaError, match="demand_bundles"):
+        decoding.decode(samples)
 
 
 def test_a_cluster_without_snapshot_time_is_an_error_not_an_empty_cluster() -> None:
     """Missing freshness series make the snapshot undecodable."""
-    samples = [s for s in schema.encode(snapshot()) if s.name != schema.SNAPSHOT_TIMESTAMP]
-    with pytest.raises(schema.SchemaError, match="snapshot_timestamp_seconds"):
-        schema.decode(samples)
+    samples = [s for s in encoding.encode(snapshot()) if s.name != schema.SNAPSHOT_TIMESTAMP]
+    with pytest.raises(SchemaError, match="snapshot_timestamp_seconds"):
+        decoding.decode(samples)
 
 
 def test_nodes_of_unknown_groups_are_left_out_of_the_planning_input() -> None:
     """An unmapped Ray node (group "") cannot be scaled, so it is not planned."""
     snap = snapshot()
-    samples = schema.encode(snap)
+    samples = encoding.encode(snap)
     samples.append(
         schema.Sample(
             schema.NODE_INFO,
@@ -113,7 +115,7 @@ def test_nodes_of_unknown_groups_are_left_out_of_the_planning_input() -> None:
             1.0,
         )
     )
-    assert [n.pod for n in schema.decode(samples)["demo"].input.nodes] == [
+    assert [n.pod for n in decoding.decode(samples)["demo"].input.nodes] == [
         "ray-cpu-abc",
         "ray-cpu-def",
     ]
@@ -206,7 +208,7 @@ def test_a_snapshot_of_hostile_names_round_trips_through_the_series() -> None:
         (WorkerNode("ray-odd-1", "odd", group.resources, group.resources, 3.0, node_id="ef"),),
     )
     snap = schema.ClusterSnapshot(inp, 1_700_000_000.0, True)
-    assert schema.decode(schema.encode(snap)) == {"demo": snap}
+    assert decoding.decode(encoding.encode(snap)) == {"demo": snap}
 
 
 def test_a_long_name_in_demand_still_matches_the_group_that_offers_it() -> None:
@@ -216,7 +218,7 @@ def test_a_long_name_in_demand_still_matches_the_group_that_offers_it() -> None:
         ClusterSpec("demo", (group,)),
         Demand(bundles=(Bundle(Resources.of({"CPU": 1, LONG: 1}), 2),)),
     )
-    out = schema.decode(schema.encode(schema.ClusterSnapshot(inp, 1.0, True)))["demo"].input
+    out = decoding.decode(encoding.encode(schema.ClusterSnapshot(inp, 1.0, True)))["demo"].input
     short = schema.stand_in(LONG)
     assert out.cluster.worker_groups[0].resources == Resources.of({"CPU": 4, short: 1})
     assert out.demand.bundles == (Bundle(Resources.of({"CPU": 1, short: 1}), 2),)

@@ -13,7 +13,7 @@ from prometheus_server import SampleExporter
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import DemandUnavailable
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
 from keda_ray_scaler.sources.caps import Cap, CapExceeded, DataCaps, check_caps
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
@@ -31,7 +31,7 @@ DEMO = ClusterRef("ray", "demo")
 def seed() -> list[Sample]:
     """The seed example's series (20 x {CPU: 5} on a 10-CPU group) of cluster ``demo``."""
     planning = inp(cluster(group("cpu", cpu=10, max=50)), bundles=[(res(cpu=5), 20)])
-    return schema.encode(ClusterSnapshot(planning, NOW_S, True))
+    return encoding.encode(ClusterSnapshot(planning, NOW_S, True))
 
 
 def demand(shape: str, kind: str = "task", strategy: str = "") -> Sample:

@@ -35,14 +35,13 @@ from prometheus_server import (
     shipped_scrape_job,
 )
 
-from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import Refusal
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
-from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.transport import RetrySettings
 
@@ -63,7 +62,7 @@ def demo(tasks: int, *, when: float = NOW_S) -> ClusterSnapshot:
 
 def claiming(snapshot: ClusterSnapshot, **labels: str) -> list[Sample]:
     """The snapshot's series, each also carrying ``labels`` (a forger's claims)."""
-    return [Sample(s.name, {**s.labels, **labels}, s.value) for s in schema.encode(snapshot)]
+    return [Sample(s.name, {**s.labels, **labels}, s.value) for s in encoding.encode(snapshot)]
 
 
 def podmonitor_job() -> dict[str, Any]:

@@ -40,7 +40,7 @@ from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import build_server
 from keda_ray_scaler.rpc.targets import TargetSettings
-from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.transport import (
@@ -77,16 +77,16 @@ def with_demand_value(name: str, value: float) -> list[Sample]:
     """Cluster ``name``'s series with its demand count replaced by ``value``."""
     return [
         Sample(s.name, s.labels, value) if s.name == schema.DEMAND_BUNDLES else s
-        for s in schema.encode(snapshot(name))
+        for s in encoding.encode(snapshot(name))
     ]
 
 
 def served() -> list[Sample]:
     """Every scenario, one cluster each, served by the main exporter."""
     return [
-        *schema.encode(snapshot("demo")),
-        *schema.encode(snapshot("stale", when=1000.0)),
-        *schema.encode(snapshot("failed", success=False)),
+        *encoding.encode(snapshot("demo")),
+        *encoding.encode(snapshot("stale", when=1000.0)),
+        *encoding.encode(snapshot("failed", success=False)),
         *with_demand_value("nan", math.nan),
         *with_demand_value("absurd", 1e300),
         Sample("ray_scaler_probe", {"cluster": HOSTILE}, 7.0),
@@ -103,7 +103,7 @@ def exporter() -> Iterator[SampleExporter]:
 @pytest.fixture(scope="module")
 def lost_exporter() -> Iterator[SampleExporter]:
     """A second agent, for cluster ``lost``, that a test stops."""
-    with SampleExporter(schema.encode(snapshot("lost"))) as e:
+    with SampleExporter(encoding.encode(snapshot("lost"))) as e:
         yield e
 
 
@@ -132,7 +132,7 @@ def agent_snapshot() -> ClusterSnapshot:
         ],
     )
     snap = ClusterSnapshot(planning, NOW_S, True)
-    return schema.decode(schema.encode(snap))["agent"]  # the canonical (sorted) form
+    return decoding.decode(encoding.encode(snap))["agent"]  # the canonical (sorted) form
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from tls_certs import make_certs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
+from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import ClusterSnapshot, Sample, SchemaError
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
 from keda_ray_scaler.sources.scrape import (
     ScrapeSettings,
     ScrapeSource,
@@ -117,7 +117,7 @@ async def test_the_seed_example_round_trips_through_a_real_exposition(
     metrics: SourceMetrics,
 ) -> None:
     """A prometheus_client exporter's text, counters included, decodes to the same snapshot."""
-    with SampleExporter(schema.encode(snapshot())) as exporter:
+    with SampleExporter(encoding.encode(snapshot())) as exporter:
         merged = Counter(
             "ray_scaler_demand_shapes_merged",
             "shapes merged",
@@ -152,7 +152,7 @@ async def test_resource_names_ray_accepts_come_back_exactly_from_the_agents_port
     odd_names = {"a,b": 1, "c;d": 2, "e=f": 1, "g\nh": 1, 'ü "q" \\': 1, "x" * 5_000: 1}
     odd = group("odd", cpu=4, max=5, **odd_names)
     planning = inp(cluster(odd), bundles=[(res(cpu=1, **odd_names), 2)])
-    sent = schema.decode(schema.encode(ClusterSnapshot(planning, NOW_S, True)))["demo"]
+    sent = decoding.decode(encoding.encode(ClusterSnapshot(planning, NOW_S, True)))["demo"]
     registry = CollectorRegistry()
     SnapshotCollector(registry).publish(sent)
     got = await _fetch_served(registry, metrics)
@@ -164,7 +164,7 @@ async def test_resource_names_ray_accepts_come_back_exactly_from_the_agents_port
 
 async def test_stale_and_failed_snapshots_are_surfaced(metrics: SourceMetrics) -> None:
     """An old snapshot time and success=0 come through unchanged for the caller to refuse."""
-    with SampleExporter(schema.encode(snapshot(when=1000.0, success=False))) as exporter:
+    with SampleExporter(encoding.encode(snapshot(when=1000.0, success=False))) as exporter:
         got = await source_for(exporter.url, metrics).fetch(DEMO)
     assert (got.snapshot_time_s, got.success) == (1000.0, False)
 
@@ -178,7 +178,7 @@ async def test_nan_and_absurd_values_are_unavailable_not_zero(
     """A NaN or absurd demand count is DemandUnavailable naming the series, counted bad_data."""
     samples = [
         Sample(s.name, s.labels, value) if s.name == schema.DEMAND_BUNDLES else s
-        for s in schema.encode(snapshot())
+        for s in encoding.encode(snapshot())
     ]
     with SampleExporter(samples) as exporter, pytest.raises(DemandUnavailable) as info:
         await source_for(exporter.url, metrics).fetch(DEMO)
@@ -194,7 +194,10 @@ async def test_an_agent_exporting_another_cluster_is_empty_for_ours(
     other = ClusterSnapshot(
         inp(type(SEED_INPUT.cluster)("other", SEED_INPUT.cluster.worker_groups)), NOW_S, True
     )
-    with SampleExporter(schema.encode(other)) as exporter, pytest.raises(DemandUnavailable) as info:
+    with (
+        SampleExporter(encoding.encode(other)) as exporter,
+        pytest.raises(DemandUnavailable) as info,
+    ):
         await source_for(exporter.url, metrics).fetch(DEMO)
     assert isinstance(info.value, FetchError) and info.value.kind == "empty"
     assert "found ['other']" in str(info.value)
@@ -290,7 +293,7 @@ def test_parse_exposition_rejects_negative_values() -> None:
 
 async def test_bearer_token_file_is_sent_and_reread(metrics: SourceMetrics, tmp_path: Path) -> None:
     """The agent behind a token check: the rotated token is picked up without a restart."""
-    exporter = SampleExporter(schema.encode(snapshot()))
+    exporter = SampleExporter(encoding.encode(snapshot()))
     registry = exporter.registry
     expected = {"token": "one"}
     seen: list[str] = []
@@ -320,7 +323,7 @@ async def test_mtls_scrape_with_a_custom_ca(metrics: SourceMetrics, tmp_path: Pa
     wrong_ca, _ = certs.wrong_ca.write(tmp_path, "wrong-ca")
     server_crt, server_key = certs.server.write(tmp_path, "server")
     client_crt, client_key = certs.client.write(tmp_path, "client")
-    exporter = SampleExporter(schema.encode(snapshot()))
+    exporter = SampleExporter(encoding.encode(snapshot()))
     port = free_port()
     server, thread = start_http_server(
         port,

@@ -14,6 +14,7 @@ drain, publish, verify). They differ only here:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -62,11 +63,32 @@ class DeploymentApplier:
         return ()
 
 
-async def run_applier(applier: Applier, clock: Clock, interval_s: float) -> None:
-    """Apply every ``interval_s`` until cancelled; a round that crashes is logged, not fatal."""
+async def run_applier(
+    applier: Applier, clock: Clock, interval_s: float, wake: asyncio.Event | None = None
+) -> None:
+    """Apply every ``interval_s`` until cancelled, and at once when ``wake`` is set (a
+    RayWorkerGroup's replicas changed, :mod:`~keda_ray_scaler.agent.rwg_watch`); a round that
+    crashes is logged, not fatal."""
     while True:
+        if wake is not None:
+            wake.clear()  # a change during the round wakes the next one
         try:
             await applier.apply()
         except Exception:  # a bug must not stop scaling silently while /metrics lives on
             log.exception("apply round crashed")
-        await clock.sleep(interval_s)
+        await sleep_or_wake(clock, interval_s, wake)
+
+
+async def sleep_or_wake(clock: Clock, s: float, wake: asyncio.Event | None) -> None:
+    """``clock.sleep(s)``, ended early when ``wake`` is set."""
+    if wake is None:
+        await clock.sleep(s)
+        return
+    sleeping = asyncio.ensure_future(clock.sleep(s))
+    waking = asyncio.ensure_future(wake.wait())
+    try:
+        await asyncio.wait((sleeping, waking), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sleeping, waking):
+            task.cancel()
+        await asyncio.gather(sleeping, waking, return_exceptions=True)

@@ -2,7 +2,7 @@
 
 :class:`SnapshotCollector` is a ``prometheus_client`` custom collector registered in an injected
 registry. The poll loop hands it a whole :class:`~keda_ray_scaler.schema.ClusterSnapshot`
-(:meth:`SnapshotCollector.publish`); a scrape yields exactly ``schema.encode(snapshot)`` as
+(:meth:`SnapshotCollector.publish`); a scrape yields exactly ``encoding.encode(snapshot)`` as
 gauge families, so what the scaler decodes is what the agent encoded, with no second encoding.
 Replacing the sample list is one reference assignment: a scrape never sees half a poll.
 
@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.names import StandInLog
+from keda_ray_scaler.schema import encoding
 
 _HELP = {
     schema.DEMAND_BUNDLES: "Pending bundles per shape and kind (placement groups: groups).",
@@ -80,14 +81,14 @@ class SnapshotCollector(Collector):
 
     def publish(self, snapshot: schema.ClusterSnapshot) -> None:
         """Serve ``snapshot`` from the next scrape on."""
-        self._samples = schema.encode(snapshot)
+        self._samples = encoding.encode(snapshot)
         if self._names is not None:
             self._names.observe(snapshot.input)
 
     def mark_failed(self) -> None:
         """Serve the data already published with ``snapshot_success`` 0; encodes nothing.
 
-        For a poll that crashed: whatever broke it (even in :func:`schema.encode`) cannot break
+        For a poll that crashed: whatever broke it (even in :func:`encoding.encode`) cannot break
         this, and the data keeps its old timestamp, so no reader takes it for fresh.
         """
         self._samples = [

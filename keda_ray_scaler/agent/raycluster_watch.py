@@ -7,9 +7,8 @@ the next poll plans with (:class:`RayClusterWatch` is the loop's
 
 - Start: the CLI's first read (a ConfigError at start, as before) seeds the watch. Then
   :meth:`RayClusterWatch.run` lists the RayCluster (``fieldSelector=metadata.name=<name>``) and
-  watches it from the list's resourceVersion, re-opening the watch when the server ends it,
-  relisting on 410 Gone or any failure (the pod cache's pattern: :mod:`~keda_ray_scaler.agent.kube`,
-  the blocking client in a thread, events handed to the event loop).
+  watches it (:class:`~keda_ray_scaler.agent.object_watch.ObjectWatch`: re-opened when the
+  server ends it, relisted on 410 Gone or any failure).
 - Each version of the object is read with :func:`~keda_ray_scaler.agent.raycluster.cluster_spec`;
   a changed spec is logged (``worker groups changed``, with what changed) and counted.
 - Safety: ``fresh`` is False while the RayCluster is deleted, invalid (the last good spec is
@@ -22,21 +21,17 @@ RBAC: ``rayclusters`` ``list`` and ``watch`` (already granted for the applier).
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 import tenacity
 from kubernetes import client as k8s
-from kubernetes import watch as k8s_watch
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from keda_ray_scaler.agent.kube_retry import KUBE_ERRORS, backoff, status_of, with_retries
+from keda_ray_scaler.agent.object_watch import ObjectWatch, WatchSettings
 from keda_ray_scaler.agent.raycluster import RAYCLUSTER_API, cluster_spec
-from keda_ray_scaler.errors import ConfigError, KubernetesError
+from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import ClusterSpec, WorkerGroup
 
 log = structlog.get_logger(__name__)
@@ -45,23 +40,6 @@ log = structlog.get_logger(__name__)
 SPEC_CHANGES = "ray_scaler_agent_spec_changes_total"
 #: gauge {cluster}: 1 while the worker groups are fresh (the RayCluster watched and valid)
 SPEC_FRESH = "ray_scaler_agent_spec_fresh"
-
-
-@dataclass(frozen=True, slots=True)
-class WatchSettings:
-    """Where the RayCluster is and how the watch talks to the API server.
-
-    ``retry_*``: a failed list, as the pod cache's; ``watch_timeout_s``: the server-side watch
-    timeout (re-opened from the last resourceVersion); ``request_timeout_s``: the list's.
-    """
-
-    namespace: str
-    name: str
-    retry_attempts: int = 5
-    retry_initial_s: float = 0.5
-    retry_max_s: float = 10.0
-    watch_timeout_s: int = 300
-    request_timeout_s: float = 30.0
 
 
 def group_changes(old: ClusterSpec, new: ClusterSpec) -> dict[str, Any]:
@@ -99,10 +77,11 @@ def _fields(a: WorkerGroup, b: WorkerGroup) -> dict[str, list[Any]]:
 
 
 class RayClusterWatch:
-    """The worker groups of one RayCluster, kept current; a ``SpecView`` (module doc).
+    """The worker groups of one RayCluster, kept current; a ``SpecView`` (module doc) and the
+    :class:`~keda_ray_scaler.agent.object_watch.WatchSink` of its watch.
 
-    Changes happen on the event loop only (the watch thread hands each event over with
-    ``call_soon_threadsafe``), so readers need no lock.
+    Changes happen on the event loop only (the watch hands each event over), so readers need
+    no lock.
     """
 
     def __init__(
@@ -114,13 +93,17 @@ class RayClusterWatch:
         *,
         wait: tenacity.wait.wait_base | None = None,
     ) -> None:
-        self._api = api
         self._settings = settings
         self._spec = initial
         self._fresh = True  # the caller read ``initial`` just now
-        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
-        self._watch: k8s_watch.Watch | None = None
-        self._stopping = threading.Event()
+        self._watch = ObjectWatch(
+            api,
+            RAYCLUSTER_API,
+            settings,
+            self,
+            field_selector=f"metadata.name={settings.name}",
+            wait=wait,
+        )
         self._log = log.bind(cluster=settings.name, namespace=settings.namespace)
         self._changes = Counter(
             SPEC_CHANGES.removesuffix("_total"),
@@ -150,111 +133,42 @@ class RayClusterWatch:
     # --- list and watch ----------------------------------------------------------------------
     async def run(self) -> None:
         """List, then watch, forever; relist on 410 Gone or any failure. Cancel to stop."""
-        loop = asyncio.get_running_loop()
-        self._stopping.clear()
-        try:
-            while True:
-                try:
-                    version = await self.relist()
-                    while not self._stopping.is_set():
-                        version = await asyncio.to_thread(self._watch_blocking, loop, version)
-                except asyncio.CancelledError:
-                    raise
-                except KubernetesError as exc:  # the list gave up after its retries
-                    self._set_fresh(False, "RayCluster unreadable", error=str(exc))
-                    await asyncio.sleep(self._settings.retry_max_s)
-                except (*KUBE_ERRORS, ValueError) as exc:
-                    status = status_of(exc)
-                    if status != "410":  # expired: relisting at once loses nothing
-                        self._set_fresh(False, "RayCluster watch failed", error=str(exc))
-                    self._log.info("RayCluster watch ended, relisting", status=status)
-        finally:
-            self.stop()
+        await self._watch.run()
 
     def stop(self) -> None:
         """Interrupt a blocking watch (safe from any thread)."""
-        self._stopping.set()
-        watcher = self._watch
-        if watcher is not None:
-            watcher.stop()  # type: ignore[no-untyped-call]  # kubernetes.watch is untyped
+        self._watch.stop()
 
     async def relist(self) -> str:
         """List the RayCluster (with retries) and take it in; the list's resourceVersion."""
+        return await self._watch.relist()
 
-        async def attempt() -> dict[str, Any]:
-            return await asyncio.to_thread(self._list_blocking)
-
-        try:
-            body = await with_retries(
-                attempt,
-                attempts=self._settings.retry_attempts,
-                wait=self._wait,
-                before_sleep=self._log_retry,
-            )
-        except KUBE_ERRORS as exc:
-            raise KubernetesError(f"list RayCluster: {status_of(exc)} {exc}") from exc
-        items = [i for i in body.get("items") or () if self._ours(i)]
-        if items:
-            self._take(items[0])
+    # --- the WatchSink -----------------------------------------------------------------------
+    def listed(self, items: Sequence[Mapping[str, Any]]) -> None:
+        """A list: the RayCluster in it, or not found."""
+        ours = [i for i in items if self._ours(i)]
+        if ours:
+            self._take(ours[0])
         else:
             self._set_fresh(False, "RayCluster not found")
-        return str((body.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _list_raw(self, *args: Any, **kwargs: Any) -> Any:
-        """``list_namespaced_custom_object`` under a name without a docstring, so the Watch
-        yields the JSON as served (``raw_object``) and never tries a model type."""
-        return self._api.list_namespaced_custom_object(*args, **kwargs)
+    def changed(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """One event: the RayCluster's new version, or its deletion."""
+        if not self._ours(obj):
+            return
+        if kind == "DELETED":
+            self._set_fresh(False, "RayCluster deleted")
+        else:
+            self._take(obj)
 
-    def _list_blocking(self) -> dict[str, Any]:
-        s = self._settings
-        group, version, plural = RAYCLUSTER_API
-        body = self._api.list_namespaced_custom_object(
-            group, version, s.namespace, plural,
-            field_selector=f"metadata.name={s.name}", _request_timeout=s.request_timeout_s,
-        )  # fmt: skip
-        if not isinstance(body, dict):
-            raise ValueError(f"expected a JSON object, got {type(body).__name__}")
-        return body
-
-    def _watch_blocking(self, loop: asyncio.AbstractEventLoop, version: str) -> str:
-        """Stream watch events into the loop until the watch ends; the last version seen."""
-        s = self._settings
-        group, api_version, plural = RAYCLUSTER_API
-        watcher = k8s_watch.Watch()  # type: ignore[no-untyped-call]  # untyped module
-        self._watch = watcher
-        try:
-            if self._stopping.is_set():
-                return version
-            stream: Iterator[dict[str, Any]] = watcher.stream(  # type: ignore[no-untyped-call]
-                self._list_raw, group, api_version, s.namespace, plural,
-                field_selector=f"metadata.name={s.name}",
-                resource_version=version or None,
-                allow_watch_bookmarks=True,
-                timeout_seconds=s.watch_timeout_s,
-                _request_timeout=(s.request_timeout_s, s.watch_timeout_s + 30),
-            )  # fmt: skip
-            for event in stream:
-                obj = event.get("raw_object") or event.get("object") or {}
-                new_version = (obj.get("metadata") or {}).get("resourceVersion")
-                if new_version:
-                    version = str(new_version)
-                if self._stopping.is_set():
-                    break
-                if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and self._ours(obj):
-                    loop.call_soon_threadsafe(self._apply, event["type"], obj)
-        finally:
-            self._watch = None
-        return version
+    def unreadable(self, why: str, error: str) -> None:
+        """The list or the watch failed: stale until a list succeeds."""
+        reason = "RayCluster unreadable" if why == "list failed" else "RayCluster watch failed"
+        self._set_fresh(False, reason, error=error)
 
     def _ours(self, obj: Mapping[str, Any]) -> bool:
         """The watched RayCluster (a field selector an emulator ignores is checked here too)."""
         return bool((obj.get("metadata") or {}).get("name") == self._settings.name)
-
-    def _apply(self, kind: str, raw: Mapping[str, Any]) -> None:
-        if kind == "DELETED":
-            self._set_fresh(False, "RayCluster deleted")
-        else:
-            self._take(raw)
 
     def _take(self, raw: Mapping[str, Any]) -> None:
         """One version of the RayCluster: its worker groups, or the last good ones kept."""
@@ -280,12 +194,3 @@ class RayClusterWatch:
             self._fresh_gauge.set(1 if fresh else 0)
         elif not fresh and fields:
             self._log.warning("worker groups still not fresh", reason=why, **fields)
-
-    def _log_retry(self, state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        self._log.warning(
-            "RayCluster list failed, retrying",
-            attempt=state.attempt_number,
-            status=status_of(exc) if exc else "",
-            error=str(exc),
-        )

@@ -1,10 +1,12 @@
 """The composition root: flags and environment are read here, and only here.
 
 Each subcommand lives in its own module (``cli/plan.py``, ``cli/agent.py``, ``cli/serve.py``,
-``cli/status.py``, ``cli/demo.py``) exposing ``add_parser(subparsers)`` and ``run(args) -> int``.
+``cli/status.py``, ``cli/demo.py``) exposing ``add_parser(subparsers)`` and ``run(args) -> int``;
+``agent`` and ``serve`` keep ``add_parser`` and the checks of their flags in a module of their
+own (:data:`_FLAGS_MODULE`), which building the parser imports without the command's.
 Bad input exits with code 2 and one line on stderr that says what is wrong.
 
-Only the module of the command that runs is imported: the others stand in the parser as their
+Only the modules of the command that runs are imported: the others stand in the parser as their
 one-line summary (:data:`SUMMARY`). Why: ``serve``, ``status`` and ``agent`` pull in gRPC, the
 Prometheus and Kubernetes clients and structlog (~0.5 s), which ``plan``, a quick offline
 command, never uses (``tests/test_cli_imports.py``).
@@ -24,6 +26,9 @@ EXIT_BAD_INPUT = 2
 
 _COMMANDS = ("plan", "agent", "serve", "status", "demo")
 
+#: The module of a command's ``add_parser``, where it is not the command's own module.
+_FLAGS_MODULE: Final[Mapping[str, str]] = {"agent": "agent_flags", "serve": "serve_flags"}
+
 #: Each command's one-line help: the only home of it, read by the command's own parser too.
 SUMMARY: Final[Mapping[str, str]] = {
     "plan": "plan replicas per worker group from a cluster spec and a snapshot file",
@@ -34,15 +39,24 @@ SUMMARY: Final[Mapping[str, str]] = {
 }
 
 
-class _Command(Protocol):
+class _Flags(Protocol):
     def add_parser(
         self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     ) -> None: ...
 
+
+class _Command(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-def _module(name: str) -> _Command:
+def _flags(name: str) -> _Flags:
+    """The module that registers command ``name`` and its flags."""
+    module = _FLAGS_MODULE.get(name, name)
+    return cast(_Flags, importlib.import_module(f"keda_ray_scaler.cli.{module}"))
+
+
+def _command(name: str) -> _Command:
+    """The module that runs command ``name``."""
     return cast(_Command, importlib.import_module(f"keda_ray_scaler.cli.{name}"))
 
 
@@ -59,7 +73,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in _COMMANDS:
         if only is None or name == only:
-            _module(name).add_parser(subparsers)
+            _flags(name).add_parser(subparsers)
         else:
             subparsers.add_parser(name, help=SUMMARY[name])
     return parser
@@ -98,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only=command_of(argv))
     args = parser.parse_args(argv)
     try:
-        return _module(args.command).run(args)
+        return _command(args.command).run(args)
     except ConfigError as exc:
         print(error_line(args.command, exc), file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -17,7 +17,7 @@ from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.telemetry import configure_logging
 
 if TYPE_CHECKING:
-    from keda_ray_scaler.demo.run import DemoResult
+    from keda_ray_scaler.demo.record import DemoResult
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,7 +83,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; exit 0 when it went back to zero with every task done."""
     from keda_ray_scaler.agent.ray_state import DemandRead
-    from keda_ray_scaler.demo.run import DemoSettings, run_demo
+    from keda_ray_scaler.demo.run import run_demo
+    from keda_ray_scaler.demo.settings import DemoSettings
 
     for name in ("tasks", "task_seconds", "long_seconds", "idle_timeout", "stall", "deadline"):
         if getattr(args, name) <= 0:

@@ -28,7 +28,7 @@ from keda_ray_scaler import schema
 from keda_ray_scaler.errors import Cap as Cap  # re-exported: the sources and tests name it here
 from keda_ray_scaler.errors import CapExceeded as CapExceeded  # re-exported, likewise
 from keda_ray_scaler.model import DemandKind
-from keda_ray_scaler.schema import Sample
+from keda_ray_scaler.schema import Sample, decoding
 
 #: Labels whose values are names (groups, pods, node ids, resources): at most ``max_name_chars``.
 _NAME_LABELS: Final = (
@@ -94,7 +94,7 @@ def check_caps(samples: Iterable[Sample], caps: DataCaps) -> None:
 
     Linear in the size of the labels; decodes nothing (shapes are only split).
     """
-    for cluster, own in sorted(schema.group_by_cluster(samples).items()):
+    for cluster, own in sorted(decoding.group_by_cluster(samples).items()):
         _check_cluster(cluster, own, caps)
 
 

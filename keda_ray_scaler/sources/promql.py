@@ -6,14 +6,14 @@ or label matcher is ever taken from trigger metadata. One instant query answers 
 ``(namespace, name)``: it selects ``namespace="<ns>"``, the label Prometheus attaches from
 service discovery (the shipped scrape configurations never let the agent set it). The answer is
 an instant vector of the agent's ``ray_scaler_*`` series, turned into
-:class:`~keda_ray_scaler.schema.Sample` values for :func:`~keda_ray_scaler.schema.decode`.
+:class:`~keda_ray_scaler.schema.Sample` values for :func:`~keda_ray_scaler.schema.decoding.decode`.
 
 The *origin* of a series is the scrape target it came from: its ``job`` and ``instance``
 labels, which Prometheus attaches to every scraped series and which a target cannot override
 without ``honor_labels``. One cluster exported by two origins (a forged or same-named exporter
 in the namespace, a duplicated scrape job, two agents for one cluster) is refused:
 :class:`~keda_ray_scaler.errors.UntrustedData` (``two_origins``) naming both, never "newest
-wins". ``schema.decode`` ignores the labels outside the schema.
+wins". ``decoding.decode`` ignores the labels outside the schema.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Final
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import ConfigError, Refusal, SchemaError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
-from keda_ray_scaler.schema import Sample
+from keda_ray_scaler.schema import Sample, decoding
 
 #: Every series the agent exports, and nothing else.
 NAME_MATCHER: Final = f'__name__=~"{schema.PREFIX}.+"'
@@ -104,7 +104,7 @@ def seen_query(cluster: ClusterRef, window_s: int) -> str:
 
 def check_value(name: str, labels: Mapping[str, str], value: float) -> float:
     """``value`` if it is finite, not negative and not absurd; :class:`SchemaError` otherwise."""
-    schema.check_finite(name, labels, value)
+    decoding.check_finite(name, labels, value)
     if value < 0:
         raise SchemaError(f"{name}{dict(labels)}: value {value} is negative")
     if value > schema.MAX_AMOUNT:
@@ -177,5 +177,5 @@ def single_origin(samples: Iterable[Sample]) -> list[Sample]:
 
 
 def samples_from_result(result: object) -> list[Sample]:
-    """:func:`parse_vector`, then :func:`single_origin`: what to hand to ``schema.decode``."""
+    """:func:`parse_vector`, then :func:`single_origin`: what to hand to ``decoding.decode``."""
     return single_origin(parse_vector(result))

@@ -23,7 +23,6 @@ import structlog
 import tenacity
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from keda_ray_scaler import schema
 from keda_ray_scaler.errors import (
     DeadlineExceeded,
     FetchError,
@@ -31,7 +30,7 @@ from keda_ray_scaler.errors import (
     SchemaError,
     UntrustedData,
 )
-from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding
 from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
 from keda_ray_scaler.telemetry import strip_userinfo
 
@@ -268,7 +267,7 @@ def decode_checked(
     try:
         samples = parse()
         check_caps(samples, caps)  # before decoding or planning any of it
-        return schema.decode(samples)
+        return decoding.decode(samples)
     except CapExceeded as exc:
         raise over_cap(metrics, source, exc, what) from None
     except UntrustedData as exc:

@@ -1,0 +1,232 @@
+"""The flags of ``keda-ray-scaler agent`` and the checks of them a parser type cannot make.
+
+``add_parser`` registers them (:mod:`keda_ray_scaler.cli` imports this module alone to build the
+parser, so ``agent --help`` and a bad flag load neither structlog nor the Prometheus client);
+``validate`` and ``join_settings`` raise :class:`~keda_ray_scaler.errors.ConfigError` naming the
+flag. The agent itself is :mod:`keda_ray_scaler.cli.agent`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
+from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, MIN_MAX_AGE_S
+from keda_ray_scaler.agent.joins import (
+    DEFAULT_BACKOFF_INITIAL_S,
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_JOIN_TIMEOUT_S,
+    BackoffSettings,
+)
+from keda_ray_scaler.agent.ray_state import DemandRead
+from keda_ray_scaler.cli import SUMMARY, add_logging_flags
+from keda_ray_scaler.errors import ConfigError
+
+if TYPE_CHECKING:
+    from keda_ray_scaler.agent.join_tracker import JoinSettings
+
+#: The ``where`` of the agent's ConfigErrors: its flags' and its start-up's.
+WHERE: Final = "agent"
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``agent`` and its flags."""
+    p = subparsers.add_parser(
+        "agent",
+        help=SUMMARY["agent"],
+        description="Poll one Ray cluster's GCS, serve /metrics and /healthz, run safe scale-down.",
+    )
+    _ray_flags(p)
+    _metrics_flags(p)
+    _scale_down_flags(p)
+    add_logging_flags(p)
+
+
+def _ray_flags(p: argparse.ArgumentParser) -> None:
+    """Which Ray cluster, how it is read."""
+    g = p.add_argument_group("ray")
+    g.add_argument(
+        "--cluster-spec",
+        type=Path,
+        help="worker groups file (the format of `plan --cluster`); Deployment mode",
+    )
+    g.add_argument(
+        "--raycluster",
+        help="KubeRay mode: the RayCluster (in --namespace) whose worker groups, resources and "
+        "bounds are read and watched (an edit is planned at the next poll), and whose "
+        "RayWorkerGroups are reconciled (instead of --cluster-spec)",
+    )
+    g.add_argument(
+        "--gcs-address", default="127.0.0.1:6379", help="Ray GCS host:port (127.0.0.1:6379)"
+    )
+    g.add_argument("--interval", type=float, default=5.0, help="seconds between polls (5)")
+    g.add_argument(
+        "--ray-timeout", type=float, default=5.0, help="deadline of one GCS call in seconds (5)"
+    )
+    g.add_argument(
+        "--max-shapes",
+        type=int,
+        default=200,
+        help="at most this many demand series; more are merged upward and counted (200)",
+    )
+    g.add_argument(
+        "--demand-read",
+        choices=[d.value for d in DemandRead],
+        default=DemandRead.EXACT.value,
+        help="where pending task demand comes from: 'exact' reads the head raylet's queue "
+        "(GetResourceLoad) after the cluster status, so a task starting on a new node is not "
+        "also pending; 'gcs' takes the GCS's sum as Ray's autoscaler does; exact falls back to "
+        "gcs for a poll whose raylet read fails, counted (exact)",
+    )
+    g.add_argument(
+        "--use-window",
+        type=float,
+        default=DEFAULT_WINDOW_S,
+        help="seconds a rise of pod use that pending demand did not pay for is taken for a "
+        "task Ray counts both running and pending until its owner's next backlog report (left "
+        "out of the exported demand); 0 = as read (10)",
+    )
+
+
+def _metrics_flags(p: argparse.ArgumentParser) -> None:
+    """Where /metrics and /healthz are served."""
+    g = p.add_argument_group("metrics and health")
+    g.add_argument("--host", default="0.0.0.0", help="/metrics and /healthz bind address (all)")
+    g.add_argument("--port", type=int, default=8080, help="/metrics and /healthz port (8080)")
+    g.add_argument(
+        "--health-intervals",
+        type=float,
+        default=DEFAULT_INTERVALS,
+        help="/healthz answers 503 when the last successful poll of Ray is older than this "
+        f"many --interval, and at least {MIN_MAX_AGE_S:g} s (one GCS hiccup is no failure) (3)",
+    )
+
+
+def _scale_down_flags(p: argparse.ArgumentParser) -> None:
+    """Kubernetes access for drain-then-mark scale-down and pods that do not join."""
+    g = p.add_argument_group("kubernetes (scale-down)")
+    g.add_argument(
+        "--no-scale-down",
+        action="store_true",
+        help="export only: no Kubernetes access, no drain, no victims",
+    )
+    g.add_argument("--namespace", help="namespace of the worker pods (required for scale-down)")
+    g.add_argument(
+        "--label-selector",
+        help="selects this cluster's worker pods "
+        "(default: ray.io/cluster=<cluster>,ray.io/node-type=worker)",
+    )
+    g.add_argument("--group-label", default="ray.io/group", help="pod label naming the group")
+    g.add_argument(
+        "--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster service account)"
+    )
+    g.add_argument("--context", help="kubeconfig context")
+    g.add_argument(
+        "--settle-delay",
+        type=float,
+        default=5.0,
+        help="seconds to wait after deletion costs are seen before draining (5)",
+    )
+    g.add_argument(
+        "--drain-deadline",
+        type=float,
+        default=0.0,
+        help="drain deadline in seconds after now; 0 = none, as Ray's autoscaler (0)",
+    )
+    g.add_argument(
+        "--join-timeout",
+        action="append",
+        default=[],
+        metavar="[GROUP=]SECONDS",
+        help="a worker pod with no Ray node this long after its creation is failing and "
+        "removed without a drain; GROUP= for one group, repeatable (300, Ray v2's)",
+    )
+    g.add_argument(
+        "--backoff-initial",
+        type=float,
+        default=DEFAULT_BACKOFF_INITIAL_S,
+        help="seconds a group gets no new pods after a failed launch; doubles per failed launch",
+    )
+    g.add_argument(
+        "--backoff-max",
+        type=float,
+        default=DEFAULT_BACKOFF_MAX_S,
+        help="the longest back-off in seconds (600)",
+    )
+
+
+def _check(ok: bool, flag: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(WHERE, flag, problem)
+
+
+def join_settings(args: argparse.Namespace) -> JoinSettings:
+    """``--join-timeout`` values and the back-off flags; raises :class:`ConfigError`."""
+    # here, not at the top: structlog and the Prometheus client come with it (module docstring)
+    from keda_ray_scaler.agent.join_tracker import JoinSettings
+
+    default, per_group = DEFAULT_JOIN_TIMEOUT_S, {}
+    for value in args.join_timeout:
+        group, _, seconds = str(value).rpartition("=")
+        try:
+            timeout = float(seconds)
+        except ValueError:
+            timeout = -1.0
+        _check(
+            timeout > 0 and math.isfinite(timeout),
+            "--join-timeout",
+            f"expected [GROUP=]SECONDS with SECONDS > 0, got {str(value)[:80]!r}",
+        )
+        if group:
+            per_group[group] = timeout
+        else:
+            default = timeout
+    backoff = BackoffSettings(args.backoff_initial, args.backoff_max)
+    return JoinSettings(default, per_group, backoff)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Flag values a parser type cannot check; raises :class:`ConfigError` naming the flag."""
+    _check(args.interval > 0, "--interval", f"must be > 0, got {args.interval:g}")
+    _check(args.ray_timeout > 0, "--ray-timeout", f"must be > 0, got {args.ray_timeout:g}")
+    _check(args.use_window >= 0, "--use-window", f"must be >= 0, got {args.use_window:g}")
+    _check(
+        args.backoff_initial > 0, "--backoff-initial", f"must be > 0, got {args.backoff_initial:g}"
+    )
+    _check(
+        args.backoff_max >= args.backoff_initial,
+        "--backoff-max",
+        f"must be >= --backoff-initial, got {args.backoff_max:g}",
+    )
+    join_settings(args)
+    _check(args.max_shapes >= 3, "--max-shapes", f"must be >= 3, got {args.max_shapes}")
+    _check(0 <= args.port <= 65535, "--port", f"must be 0..65535, got {args.port}")
+    _check(
+        args.health_intervals > 0 and math.isfinite(args.health_intervals),
+        "--health-intervals",
+        f"must be > 0, got {args.health_intervals:g}",
+    )
+    _check(args.settle_delay >= 0, "--settle-delay", f"must be >= 0, got {args.settle_delay:g}")
+    _check(
+        args.drain_deadline >= 0,
+        "--drain-deadline",
+        f"must be >= 0, got {args.drain_deadline:g}",
+    )
+    host, sep, port = args.gcs_address.rpartition(":")
+    _check(
+        bool(sep and host and port.isdigit()),
+        "--gcs-address",
+        f"not host:port: {args.gcs_address!r}",
+    )
+    if not args.no_scale_down:
+        _check(bool(args.namespace), "--namespace", "required unless --no-scale-down")
+    _check(
+        (args.cluster_spec is None) != (args.raycluster is None),
+        "--cluster-spec",
+        "give exactly one of --cluster-spec (Deployment mode) and --raycluster (KubeRay mode)",
+    )
+    if args.raycluster is not None:
+        _check(bool(args.namespace), "--namespace", "required with --raycluster")

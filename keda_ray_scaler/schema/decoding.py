@@ -1,0 +1,215 @@
+"""The scaler's side of the metrics contract: the series back to cluster snapshots, checked.
+
+A bad series (NaN, an infinity, a negative or absurd value, a missing freshness series, a
+malformed shape) raises :class:`~keda_ray_scaler.errors.SchemaError`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.errors import SchemaError, ShapeError
+from keda_ray_scaler.model import (
+    DEFAULT_COST,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_UPSCALING_SPEED,
+    INT32_MAX,
+    Bundle,
+    ClusterSpec,
+    Demand,
+    DemandKind,
+    JoinFailure,
+    NodeStatus,
+    PlacementGroup,
+    PlanningInput,
+    Resources,
+    Strategy,
+    WorkerGroup,
+    WorkerNode,
+    to_units,
+)
+from keda_ray_scaler.schema import (
+    ClusterSnapshot,
+    Sample,
+    decode_bundles,
+    decode_name,
+    decode_shape,
+)
+
+
+def group_by_cluster(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
+    """Samples split by their ``cluster`` label (samples without one are ignored)."""
+    out: dict[str, list[Sample]] = {}
+    for s in samples:
+        cluster = s.labels.get(schema.LABEL_CLUSTER)
+        if cluster:
+            out.setdefault(cluster, []).append(s)
+    return out
+
+
+def decode(samples: Iterable[Sample]) -> dict[str, ClusterSnapshot]:
+    """Every cluster found in ``samples``; raises :class:`SchemaError` on the first bad one."""
+    return {c: decode_cluster(c, s) for c, s in sorted(group_by_cluster(samples).items())}
+
+
+def decode_cluster(cluster: str, samples: Iterable[Sample]) -> ClusterSnapshot:
+    """One cluster's snapshot from its samples; the inverse of ``encoding.encode``.
+
+    Nodes whose group is not a known worker group (unmapped Ray nodes) are left out: they cannot
+    be scaled. Missing freshness series, NaN, infinities, negatives and absurd values raise.
+    """
+    by_name: dict[str, list[Sample]] = {}
+    for s in samples:
+        if s.labels.get(schema.LABEL_CLUSTER) != cluster:
+            continue
+        _check_value(s)
+        by_name.setdefault(s.name, []).append(s)
+    try:
+        return _decode(cluster, by_name)
+    except (ShapeError, KeyError, ValueError) as exc:
+        if isinstance(exc, SchemaError):
+            raise
+        raise SchemaError(f"cluster {cluster!r}: {exc}") from exc
+
+
+def check_finite(name: str, labels: Mapping[str, str], value: float) -> None:
+    """SchemaError naming the series when ``value`` is NaN or infinite: no rule downstream
+    (comparisons, sums, ``int()``) behaves on them, so they stop here, wherever a value enters."""
+    if math.isnan(value) or math.isinf(value):
+        raise SchemaError(f"{name}{dict(labels)}: value {value} is not a finite number")
+
+
+def _check_value(s: Sample) -> None:
+    v = s.value
+    check_finite(s.name, s.labels, v)
+    if v < 0 or v > schema.MAX_AMOUNT:
+        raise SchemaError(f"{s.name}{dict(s.labels)}: value {v} is out of range")
+
+
+def _count(s: Sample, limit: int = schema.MAX_COUNT) -> int:
+    if s.value != int(s.value) or s.value > limit:
+        raise SchemaError(f"{s.name}{dict(s.labels)}: {s.value} is not a count")
+    return int(s.value)
+
+
+def _one(by_name: dict[str, list[Sample]], name: str, cluster: str) -> Sample:
+    found = by_name.get(name, [])
+    if len(found) != 1:
+        raise SchemaError(f"cluster {cluster!r}: expected one {name} series, found {len(found)}")
+    return found[0]
+
+
+def _per_group(by_name: dict[str, list[Sample]], name: str) -> dict[str, Sample]:
+    return {s.labels[schema.LABEL_GROUP]: s for s in by_name.get(name, [])}
+
+
+def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
+    when = _one(by_name, schema.SNAPSHOT_TIMESTAMP, cluster).value
+    success = _one(by_name, schema.SNAPSHOT_SUCCESS, cluster).value == 1.0
+    spec = _decode_spec(cluster, by_name)
+    known = {g.name for g in spec.worker_groups}
+    limits = _per_group(by_name, schema.GROUP_LAUNCH_LIMIT)
+    launch = tuple((g, _count(limits[g])) for g in sorted(limits) if g in known)
+    nodes = _decode_nodes(by_name, known)
+    return ClusterSnapshot(
+        PlanningInput(spec, _decode_demand(by_name), nodes, launch), when, success
+    )
+
+
+def _decode_spec(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSpec:
+    speed = by_name.get(schema.CLUSTER_UPSCALING_SPEED, [])
+    max_workers = by_name.get(schema.CLUSTER_MAX_WORKERS, [])
+    mins, maxs = (
+        _per_group(by_name, schema.GROUP_MIN_REPLICAS),
+        _per_group(by_name, schema.GROUP_MAX_REPLICAS),
+    )
+    idles, costs = (
+        _per_group(by_name, schema.GROUP_IDLE_TIMEOUT),
+        _per_group(by_name, schema.GROUP_COST),
+    )
+    groups = []
+    for s in sorted(by_name.get(schema.GROUP_INFO, []), key=lambda s: s.labels[schema.LABEL_GROUP]):
+        name = s.labels[schema.LABEL_GROUP]
+        groups.append(
+            WorkerGroup(
+                name=name,
+                resources=decode_shape(s.labels[schema.LABEL_SHAPE]),
+                min_replicas=_count(mins[name]) if name in mins else 0,
+                max_replicas=_count(maxs[name], INT32_MAX) if name in maxs else INT32_MAX,
+                idle_timeout_s=idles[name].value if name in idles else DEFAULT_IDLE_TIMEOUT_S,
+                cost=costs[name].value if name in costs else DEFAULT_COST,
+            )
+        )
+    return ClusterSpec(
+        name=cluster,
+        worker_groups=tuple(groups),
+        max_workers=_count(max_workers[0]) if max_workers else None,
+        upscaling_speed=speed[0].value if speed else DEFAULT_UPSCALING_SPEED,
+    )
+
+
+def _decode_demand(by_name: dict[str, list[Sample]]) -> Demand:
+    bundles: list[Bundle] = []
+    constraints: list[Bundle] = []
+    pgs: list[PlacementGroup] = []
+    for s in by_name.get(schema.DEMAND_BUNDLES, []):
+        count = _count(s)
+        if count == 0:
+            continue
+        kind = DemandKind(s.labels[schema.LABEL_KIND])
+        if kind is DemandKind.PLACEMENT_GROUP:
+            strategy = Strategy(s.labels[schema.LABEL_STRATEGY])
+            pgs.append(
+                PlacementGroup(strategy, decode_bundles(s.labels[schema.LABEL_SHAPE]), count)
+            )
+        else:
+            target = bundles if kind is DemandKind.TASK else constraints
+            target.append(Bundle(decode_shape(s.labels[schema.LABEL_SHAPE]), count))
+    return Demand(
+        bundles=tuple(sorted(bundles, key=lambda b: b.resources)),
+        placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles))),
+        constraints=tuple(sorted(constraints, key=lambda b: b.resources)),
+    )
+
+
+def _decode_nodes(by_name: dict[str, list[Sample]], known: set[str]) -> tuple[WorkerNode, ...]:
+    totals = _node_vectors(by_name.get(schema.NODE_TOTAL, []))
+    avails = _node_vectors(by_name.get(schema.NODE_AVAILABLE, []))
+    idle_s = {
+        s.labels[schema.LABEL_POD]: s.value for s in by_name.get(schema.NODE_IDLE_SECONDS, [])
+    }
+    nodes = []
+    for s in sorted(by_name.get(schema.NODE_INFO, []), key=lambda s: s.labels[schema.LABEL_POD]):
+        pod, group = s.labels[schema.LABEL_POD], s.labels[schema.LABEL_GROUP]
+        if group not in known:
+            continue
+        nodes.append(
+            WorkerNode(
+                pod=pod,
+                group=group,
+                total=totals.get(pod, Resources()),
+                available=avails.get(pod, Resources()),
+                idle_s=idle_s.get(pod, 0.0),
+                status=NodeStatus(s.labels[schema.LABEL_STATE]),
+                node_id=s.labels.get(schema.LABEL_NODE_ID, ""),
+                failure=_failure(s),
+            )
+        )
+    return tuple(nodes)
+
+
+def _failure(s: Sample) -> JoinFailure | None:
+    """A failing pod's reason (an agent that names none: not joined); None for any other."""
+    if s.labels[schema.LABEL_STATE] != NodeStatus.FAILING.value:
+        return None
+    return JoinFailure(s.labels.get(schema.LABEL_REASON) or JoinFailure.NOT_JOINED.value)
+
+
+def _node_vectors(samples: list[Sample]) -> dict[str, Resources]:
+    units: dict[str, dict[str, int]] = {}
+    for s in samples:
+        name = decode_name(s.labels[schema.LABEL_RESOURCE])
+        units.setdefault(s.labels[schema.LABEL_POD], {})[name] = to_units(s.value)
+    return {pod: Resources.from_units(u) for pod, u in units.items()}
