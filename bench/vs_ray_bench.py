@@ -19,6 +19,7 @@ mix) and ``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -34,6 +35,7 @@ from bench import vs_ray_cpu as cpu
 from bench.vs_ray_bed import Bed, bed
 from bench.vs_ray_clusters import cluster
 from bench.vs_ray_figures import Figures, figures
+from bench.vs_ray_hops import HopProbe, budget_lines
 from bench.vs_ray_profile import PROFILES, Profile
 from bench.vs_ray_table import Results, table, vs_ray_line
 from bench.vs_ray_workloads import RUNNERS, SPECS, Run
@@ -89,7 +91,11 @@ def observe_s(profile: Profile, groups: tuple[str, ...]) -> float:
 def run_side(bed: Bed, side: str, key: str) -> Figures:
     """One side's run of workload ``key`` on a fresh cluster; its figures."""
     spec = SPECS[key]
-    with cluster(bed, side, spec.groups) as c:
+    group = spec.groups[0]
+    with cluster(bed, side, spec.groups) as c, contextlib.ExitStack() as probing:
+        probe = None
+        if side == "ours":  # our path's hops (its latency budget); Ray's has no such hops
+            probe = probing.enter_context(HopProbe(bed, group, spec.needed.get(group, 1)))
         before = cpu.read(bed, c)
         run = RUNNERS[key](bed, c)
         deadline = run.last_end() + observe_s(bed.profile, spec.groups)
@@ -101,6 +107,10 @@ def run_side(bed: Bed, side: str, key: str) -> Figures:
     mine = {e.pod for e in events if e.what == "created" and e.at >= run.started_at}
     events = [e for e in events if e.pod in mine]
     used = after.since(before)
+    if probe is not None:  # stopped with the cluster's block
+        hops = probe.take_pods(events, run.started_at)
+        print(f"vs_ray: {bed.profile.name} {key} ours, latency budget:", flush=True)
+        print("\n".join(budget_lines(hops, run.submitted_at)), flush=True)
     save_raw(bed.profile.name, key, side, run, events, end, used)
     return figures(side, run, events, end, used)
 

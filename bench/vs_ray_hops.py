@@ -1,0 +1,238 @@
+"""Our path's latency budget, hop by hop (issue 16, point 4): when each hop first showed a
+scale-up, read from outside by a probe every ``PERIOD_S`` during one run of ours.
+
+The hops of a scale-up, in the order the data flows (``docs/concepts/latency.md``):
+
+1. ``agent poll``: the agent's first poll whose export has demand (its /metrics, read directly;
+   the time is the poll's own, ``ray_scaler_snapshot_timestamp_seconds``);
+2. ``in Prometheus``: the first scrape holding that demand (``timestamp()`` of the sample);
+3. ``scaler answer``: KEDA's metrics adapter, asked as the HPA asks it (the external metrics
+   API: adapter -> KEDA operator -> the scaler's GetMetrics), first answers >= 1 and >= the
+   replicas the workload needs (the scaler's refresh);
+4. ``RayWorkerGroup``: its ``spec.replicas`` >= 1 (KEDA's activation from zero, by its polling
+   or its push) and >= needed (the HPA's sync);
+5. ``RayCluster``: the group's ``replicas`` >= 1 and >= needed (the agent's KubeRay applier);
+6. ``pods``: the first and the needed-th worker pod seen created and Ready (the bed's watch).
+
+Each time is seconds after the driver's first submission; a hop not seen is ``None``. The probe
+reads what the HPA would (it adds GetMetrics calls the scaler answers from memory), nothing
+else; it never fails a run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.vs_ray_bed import Bed
+
+from pod_watch import PodEvent  # isort: skip
+from real_kuberay import CLUSTER, RC, RWG  # isort: skip
+from real_loop import AGENT_PORT  # isort: skip
+
+PERIOD_S = 0.2
+EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{metric}"
+
+
+@dataclass
+class Hops:
+    """Unix times each hop first showed the scale-up (``None``: not seen)."""
+
+    agent_poll: float | None = None
+    in_prometheus: float | None = None
+    answer_first: float | None = None
+    answer_all: float | None = None
+    rwg_first: float | None = None
+    rwg_all: float | None = None
+    rc_first: float | None = None
+    rc_all: float | None = None
+    pod_created_first: float | None = None
+    pod_created_all: float | None = None
+    pod_ready_first: float | None = None
+    pod_ready_all: float | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def since(self, t0: float) -> dict[str, float | None]:
+        """Every hop as seconds after ``t0``."""
+        return {
+            k: (None if v is None else round(v - t0, 1))
+            for k, v in vars(self).items()
+            if k != "errors"
+        }
+
+
+def _first(current: float | None, seen: bool) -> float | None:
+    return current if current is not None or not seen else time.time()
+
+
+def _samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
+    return [
+        (s.labels, s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    ]
+
+
+class HopProbe:
+    """Reads each hop every ``PERIOD_S`` in a thread until stopped (module doc)."""
+
+    def __init__(self, bed: Bed, group: str, needed: int) -> None:
+        self._bed = bed
+        self._group = group
+        self._needed = needed
+        self.hops = Hops()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hop-probe", daemon=True)
+        self._metric = ""
+
+    def __enter__(self) -> HopProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("agent", self._agent),
+            ("prometheus", self._prometheus),
+            ("answer", self._answer),
+            ("rwg", self._rwg),
+            ("raycluster", self._raycluster),
+        ]
+        while not self._stop.wait(PERIOD_S):
+            for name, step in steps:
+                try:
+                    step()
+                except Exception as exc:  # a probe never fails the run: the last error kept
+                    self.hops.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
+
+    def _agent(self) -> None:
+        h = self.hops
+        if h.agent_poll is not None:
+            return
+        text = requests.get(f"http://127.0.0.1:{AGENT_PORT}/metrics", timeout=2).text
+        if sum(v for _, v in _samples(text, "ray_scaler_demand_bundles")) > 0:
+            stamps = [v for _, v in _samples(text, "ray_scaler_snapshot_timestamp_seconds")]
+            h.agent_poll = max(stamps) if stamps else time.time()
+
+    def _prometheus(self) -> None:
+        h = self.hops
+        if h.in_prometheus is not None:
+            return
+        query = f'max(timestamp(ray_scaler_demand_bundles{{cluster="{CLUSTER}"}} > 0))'
+        body = requests.get(
+            f"{self._bed.prometheus.url}/api/v1/query", params={"query": query}, timeout=2
+        ).json()
+        result = body.get("data", {}).get("result") or []
+        if result:
+            h.in_prometheus = float(result[0]["value"][1])
+
+    def _answer(self) -> None:
+        h = self.hops
+        if h.answer_all is not None:
+            return
+        value = self._external_metric()
+        if value is not None:
+            h.answer_first = _first(h.answer_first, value >= 1)
+            h.answer_all = _first(h.answer_all, value >= self._needed)
+
+    def _external_metric(self) -> float | None:
+        """What KEDA's metrics adapter answers the HPA for the group's ScaledObject."""
+        name = f"ray-{CLUSTER}-{self._group}"
+        if not self._metric:
+            so: dict[str, Any] = self._bed.custom.get_namespaced_custom_object(
+                "keda.sh", "v1alpha1", "ray", "scaledobjects", name
+            )
+            metrics = (so.get("status") or {}).get("externalMetricNames") or []
+            if not metrics:
+                return None
+            self._metric = str(metrics[0])
+        path = EXTERNAL_METRICS.format(ns="ray", metric=self._metric)
+        body: Any = self._bed.custom.api_client.call_api(
+            path, "GET", query_params=[("labelSelector", f"scaledobject.keda.sh/name={name}")],
+            response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True,
+        )  # fmt: skip
+        items = body.get("items") or []
+        return max((_quantity(i.get("value", "0")) for i in items), default=None)
+
+    def _rwg(self) -> None:
+        h = self.hops
+        if h.rwg_all is not None:
+            return
+        rwg: dict[str, Any] = self._bed.custom.get_namespaced_custom_object(
+            RWG[0], RWG[1], "ray", RWG[2], f"ray-{CLUSTER}-{self._group}"
+        )
+        replicas = int((rwg.get("spec") or {}).get("replicas") or 0)
+        h.rwg_first = _first(h.rwg_first, replicas >= 1)
+        h.rwg_all = _first(h.rwg_all, replicas >= self._needed)
+
+    def _raycluster(self) -> None:
+        h = self.hops
+        if h.rc_all is not None:
+            return
+        rc: dict[str, Any] = self._bed.custom.get_namespaced_custom_object(
+            RC[0], RC[1], "ray", RC[2], CLUSTER
+        )
+        groups = (rc.get("spec") or {}).get("workerGroupSpecs") or []
+        replicas = max(
+            (int(g.get("replicas") or 0) for g in groups if g.get("groupName") == self._group),
+            default=0,
+        )
+        h.rc_first = _first(h.rc_first, replicas >= 1)
+        h.rc_all = _first(h.rc_all, replicas >= self._needed)
+
+    def take_pods(self, events: Iterable[PodEvent], since: float) -> Hops:
+        """The pod hops from the bed's pod events (created and Ready, first and needed-th)."""
+        mine = [e for e in events if e.group == self._group and e.at >= since]
+        for what, first, nth in (
+            ("created", "pod_created_first", "pod_created_all"),
+            ("ready", "pod_ready_first", "pod_ready_all"),
+        ):
+            times = sorted(e.at for e in mine if e.what == what)
+            setattr(self.hops, first, times[0] if times else None)
+            setattr(self.hops, nth, times[self._needed - 1] if len(times) >= self._needed else None)
+        return self.hops
+
+
+def _quantity(value: str) -> float:
+    """A Kubernetes quantity as the adapter writes it (``10``, ``10500m``)."""
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+#: the hops in order, with what each measures: (label, start field, end field)
+BUDGET: tuple[tuple[str, str, str], ...] = (
+    ("submit -> agent poll", "", "agent_poll"),
+    ("agent poll -> Prometheus scrape", "agent_poll", "in_prometheus"),
+    ("scrape -> scaler answers >= 1 (refresh)", "in_prometheus", "answer_first"),
+    ("answer >= 1 -> RayWorkerGroup >= 1 (KEDA activation)", "answer_first", "rwg_first"),
+    ("RayWorkerGroup >= 1 -> RayCluster >= 1 (applier)", "rwg_first", "rc_first"),
+    ("RayCluster >= 1 -> first pod created (KubeRay)", "rc_first", "pod_created_first"),
+    ("first pod created -> Ready", "pod_created_first", "pod_ready_first"),
+    ("RayWorkerGroup >= 1 -> >= needed (HPA sync)", "rwg_first", "rwg_all"),
+    ("RayWorkerGroup >= needed -> RayCluster >= needed (applier)", "rwg_all", "rc_all"),
+    ("RayCluster >= needed -> needed-th pod created (KubeRay)", "rc_all", "pod_created_all"),
+    ("needed-th pod created -> all needed Ready", "pod_created_all", "pod_ready_all"),
+    ("submit -> all needed pods Ready", "", "pod_ready_all"),
+)
+
+
+def budget_lines(hops: Hops, t0: float) -> list[str]:
+    """One line per hop: its seconds (``-`` where an end was not seen)."""
+    times: dict[str, float | None] = {"": t0, **{k: v for k, v in vars(hops).items()}}
+    lines = []
+    for label, start, end in BUDGET:
+        a, b = times.get(start), times.get(end)
+        value = "-" if a is None or b is None else f"{b - a:.1f} s"
+        lines.append(f"  {label}: {value}")
+    if hops.errors:
+        lines.append(f"  (probe errors: {hops.errors})")
+    return lines
