@@ -123,3 +123,23 @@ def test_the_history_keeps_only_the_window() -> None:
     assert off.earlier(0.0) == ()
     with pytest.raises(ValueError, match="window_s"):
         UseHistory(window_s=-1.0)
+
+
+def test_a_double_count_taken_out_earlier_does_not_hide_the_next_one() -> None:
+    """Seen on the real node (KubeRay seed, load 12): pod a's lease read with its 2 tasks still
+    pending (20 read, 18 exported), then for the window 18 pending with a running; pod b's lease
+    read the same way (18 read, 16 true). With the peak over what was read (20) the second went
+    through (22 tasks of 20, an 11th pod); over what was exported it is taken out."""
+    history = UseHistory(window_s=10.0)
+
+    def poll(t: float, pending: int, **used: int) -> int:
+        nodes = [node(p, used=u) for p, u in used.items()]
+        out = history.filter(t, nodes, tasks(pending))
+        return sum(b.count for b in out.demand.bundles)
+
+    assert poll(0.0, 20) == 20
+    assert poll(1.0, 20, a=10) == 18  # a's lease: its 2 tasks still pending
+    for t in range(2, 11):
+        assert poll(float(t), 18, a=10) == 18  # the owner's report: as read
+    assert poll(10.5, 18, a=10, b=10) == 16  # b's lease, double counted as a's was
+    assert poll(11.5, 16, a=10, b=10) == 16  # the report: as read, nothing more taken out

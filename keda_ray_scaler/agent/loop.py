@@ -38,13 +38,7 @@ from typing import Protocol
 import structlog
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.demand_filter import (
-    DEFAULT_WINDOW_S,
-    UseHistory,
-    double_counted,
-    poll_of,
-    without,
-)
+from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S, UseHistory
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
 from keda_ray_scaler.agent.joins import PodEntry
@@ -58,11 +52,11 @@ from keda_ray_scaler.model import (
     Demand,
     JoinFailure,
     NodeStatus,
-    Plan,
     PlanningInput,
     Resources,
     WorkerNode,
 )
+from keda_ray_scaler.plans import Plan
 
 log = structlog.get_logger(__name__)
 
@@ -252,23 +246,19 @@ class AgentLoop:
     ) -> Demand:
         """The demand to export: tasks Ray counts both running and pending taken out
         (:mod:`~keda_ray_scaler.agent.demand_filter`)."""
-        current = poll_of(started, nodes, demand)
-        earlier = self._history.earlier(started)
-        excess = double_counted(earlier, current)
-        self._history.record(current)
-        exported, removed = without(demand, excess)
-        self._metrics.double_counted.set(removed)
+        out = self._history.filter(started, nodes, demand)
+        self._metrics.double_counted.set(out.removed)
         self._log.debug(
             "demand read",
-            pending=current.pending.as_dict(),
-            in_use=sum((u for u in current.used.values()), Resources()).as_dict(),
+            pending=out.current.pending.as_dict(),
+            in_use=sum((u for u in out.current.used.values()), Resources()).as_dict(),
             starting=len(state.starting),
             gcs_tasks=state.gcs_tasks,
             fallback=state.fallback.value if state.fallback is not None else "",
-            horizon_s=round(started - earlier[0].at_s, 1) if earlier else 0.0,
-            removed=removed,
+            horizon_s=round(out.horizon_s, 1),
+            removed=out.removed,
         )
-        return exported
+        return out.demand
 
     async def _scale_down(
         self,
