@@ -48,11 +48,11 @@ from keda_ray_scaler.model import (
     Demand,
     DemandKind,
     PlacementGroup,
-    Plan,
     PlanningInput,
     Resources,
     Strategy,
 )
+from keda_ray_scaler.plans import Plan
 
 PlanFn = Callable[[PlanningInput], Plan]
 

@@ -211,7 +211,7 @@ def _serve(
     import gc
 
     from keda_ray_scaler.rpc.server import build_server
-    from keda_ray_scaler.rpc.targets import TargetSettings
+    from keda_ray_scaler.rpc.target_settings import TargetSettings
 
     async def main() -> None:
         settings = TargetSettings(refresh_interval_s=refresh_interval_s, max_age_s=30)

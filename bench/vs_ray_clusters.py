@@ -25,6 +25,7 @@ never re-creates a running head, so each run needs a fresh cluster).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -241,6 +242,36 @@ def _ours_ready(bed: Bed, groups: tuple[str, ...]) -> bool:
     return True
 
 
+def _get(bed: Bed, what: str) -> dict[str, Any]:
+    """``kubectl get what -o json`` in the namespace; ``{}`` when it fails."""
+    out = bed.cp.kubectl("get", what, f"--namespace={NAMESPACE}", "-o", "json", check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else {}
+
+
+def _why_not_ready(bed: Bed, groups: tuple[str, ...]) -> str:
+    """What stood between the cluster and ready: the head's containers, each group's
+    RayWorkerGroup status, HPA and ScaledObject conditions, the head's last log lines."""
+    lines = ["cluster not ready:"]
+    pod = head_pod(bed)
+    if pod is None:
+        return "cluster not ready: no head pod"
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        lines.append(f"  container {status['name']}: {status.get('state')}")
+    for group in groups:
+        name = f"ray-demo-{group}"
+        rwg = _get(bed, f"{RWG[2]}.{RWG[0]}/{name}")
+        so = _get(bed, f"scaledobjects.keda.sh/{name}")
+        hpa = bed.cp.kubectl("get", "hpa", f"keda-hpa-{name}", f"--namespace={NAMESPACE}",
+                             check=False)  # fmt: skip
+        lines.append(f"  {name}: status {rwg.get('status')}; hpa rc {hpa.returncode}; "
+                     f"scaledobject {(so.get('status') or {}).get('conditions')}")  # fmt: skip
+    for container in [c["name"] for c in pod["spec"]["containers"]]:
+        log = bed.cp.kubectl("logs", pod["metadata"]["name"], "-c", container, "--tail=15",
+                             f"--namespace={NAMESPACE}", check=False).stdout  # fmt: skip
+        lines.append(f"  {container} log:\n" + "\n".join(f"    {x}" for x in log.splitlines()))
+    return "\n".join(lines)
+
+
 def _ray_ready(bed: Bed) -> bool:
     pod = head_pod(bed)
     if not (container_running(pod, "ray-head") and container_running(pod, AUTOSCALER)):
@@ -266,7 +297,11 @@ def cluster(bed: Bed, side: str, groups: tuple[str, ...]) -> Iterator[Cluster]:
     apply_overlay(bed.cp, directory, "--server-side", transform=keep_docs(side, groups))
     try:
         ready = (lambda: _ours_ready(bed, groups)) if side == OURS else (lambda: _ray_ready(bed))
-        wait_until(ready, timeout_s=300, what=f"{side}'s cluster ready", alive=[bed.operator])
+        try:
+            wait_until(ready, timeout_s=300, what=f"{side}'s cluster ready", alive=[bed.operator])
+        except TimeoutError:
+            print(_why_not_ready(bed, groups), flush=True)  # a run never fails unnamed
+            raise
         ready_s = time.time() - applied
         token = ray_token(bed)
         time.sleep(5)  # a first loop of either autoscaler on the empty cluster

@@ -9,15 +9,14 @@ from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
     Demand,
-    GroupPlan,
     NodeStatus,
-    Plan,
     PlanningInput,
     Resources,
     WorkerGroup,
     WorkerNode,
 )
-from keda_ray_scaler.rpc.targets import Planner
+from keda_ray_scaler.plans import GroupPlan, Plan
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.schema import ClusterSnapshot
 
 T0 = 1_000_000.0  # the fake clock's start (unix seconds)

@@ -40,7 +40,6 @@ from keda_ray_scaler.model import (
     Demand,
     NodeStatus,
     PlacementGroup,
-    Plan,
     PlanningInput,
     Resources,
     Strategy,
@@ -48,6 +47,7 @@ from keda_ray_scaler.model import (
     WorkerNode,
     total_count,
 )
+from keda_ray_scaler.plans import Plan
 from keda_ray_scaler.schema import ShapeError, decoding, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50, idle_timeout_s=60)

@@ -35,11 +35,11 @@ from keda_ray_scaler.model import (
     PlacementGroup,
     Resources,
     Strategy,
-    UnplaceableReason,
     WorkerGroup,
     total_count,
 )
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.plans import UnplaceableReason
 from keda_ray_scaler.schema import decoding
 from tests.ray_cluster import RayCluster, client_env, free_port, ray_cluster, ray_driver
 

@@ -171,12 +171,8 @@ def test_generator_covers_every_strategy() -> None:
 def test_held_by_removes_the_demand_a_plan_reports_unplaceable() -> None:
     """Reported tasks, whole placement-group copies and the floor leave the held instance."""
     from bench.planner_bench import held_by
-    from keda_ray_scaler.model import (
-        DemandKind,
-        Plan,
-        Unplaceable,
-        UnplaceableReason,
-    )
+    from keda_ray_scaler.model import DemandKind
+    from keda_ray_scaler.plans import Plan, Unplaceable, UnplaceableReason
 
     pg = PlacementGroup(Strategy.SPREAD, (Resources.of(CPU=1), Resources.of(CPU=2)), count=3)
     floor = (Bundle(Resources.of(CPU=10)),)

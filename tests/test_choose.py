@@ -7,7 +7,8 @@ import pytest
 from keda_ray_scaler.agent.choose import Choice, GroupView, choose, to_release
 from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
-from keda_ray_scaler.model import GroupPlan, NodeStatus, Resources, WorkerNode
+from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
+from keda_ray_scaler.plans import GroupPlan
 
 POD = Resources.of(CPU=10)
 SETTINGS = VictimSettings()

@@ -13,8 +13,9 @@ from rpc_builders import T0, FakeClock, cluster_ref, group, snapshot
 from tls_certs import Certs, make_certs
 
 from keda_ray_scaler.cli import main
-from keda_ray_scaler.rpc.server import ScalerServer, TlsFiles, build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.server import ScalerServer, build_server
+from keda_ray_scaler.rpc.target_settings import TargetSettings
+from keda_ray_scaler.rpc.tls import TlsFiles
 from keda_ray_scaler.sources.base import MemorySource
 
 #: The tests' Ray cluster: ``ray`` in namespace ``ray``.

@@ -16,10 +16,9 @@ from keda_ray_scaler.config import (
     load_cluster_spec,
     load_snapshot,
     parse_cluster_spec,
-    parse_quantity,
-    parse_resources,
     parse_snapshot,
 )
+from keda_ray_scaler.config_fields import parse_quantity, parse_resources
 from keda_ray_scaler.documents import yaml_loader
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import (

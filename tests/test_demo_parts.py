@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from keda_ray_scaler.agent.marks import VictimSettings, set_cost
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
-from keda_ray_scaler.agent.victims import VictimSettings, set_cost
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.raylets import RayProcesses

@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.kube import KubeSettings, PodCache
+from keda_ray_scaler.agent.kube import PodCache
+from keda_ray_scaler.agent.kube_settings import KubeSettings
 from keda_ray_scaler.agent.victims import VictimController
 from keda_ray_scaler.model import (
     Bundle,
@@ -30,7 +31,7 @@ from keda_ray_scaler.model import (
     WorkerGroup,
     WorkerNode,
 )
-from keda_ray_scaler.sources.transport import source_metrics
+from keda_ray_scaler.sources.metrics import source_metrics
 from keda_ray_scaler.telemetry import scaler_metrics
 
 GRAFANA = Path(__file__).resolve().parents[1] / "grafana"

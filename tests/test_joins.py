@@ -38,12 +38,11 @@ from keda_ray_scaler.model import (
     NodeStatus,
     PlanningInput,
     Resources,
-    UnplaceableReason,
-    Why,
     WorkerGroup,
     WorkerNode,
 )
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.plans import UnplaceableReason, Why
 from keda_ray_scaler.schema import decoding, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=10)

@@ -13,17 +13,16 @@ from ray.autoscaler._private.kuberay.autoscaling_config import (
     _derive_autoscaling_config_from_ray_cr,
 )
 
-from keda_ray_scaler.agent.kuberay import bounds_problem, selector_of
-from keda_ray_scaler.agent.raycluster import (
+from keda_ray_scaler.agent.raycluster import cluster_spec, in_tree_autoscaling
+from keda_ray_scaler.agent.raycluster_scale import (
     Action,
     GroupState,
-    cluster_spec,
     decide,
     group_state,
-    in_tree_autoscaling,
     kept_by_kuberay,
     scale_patch,
 )
+from keda_ray_scaler.agent.rwg_status import bounds_problem, selector_of
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import Resources
 

@@ -26,8 +26,9 @@ from test_victims import (
 
 from keda_ray_scaler.agent.apply import Applier, DeploymentApplier
 from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.victims import VictimController, VictimSettings
-from keda_ray_scaler.model import Decision, DecisionKind, GroupPlan, Plan, Why
+from keda_ray_scaler.agent.marks import VictimSettings
+from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.plans import Decision, DecisionKind, GroupPlan, Plan, Why
 
 __all__ = ["api", "cache", "clock", "drainer", "emulator", "ray", "registry", "running", "synced"]
 

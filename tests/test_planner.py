@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from builders import cluster, group, inp, node, pg, res
 
-from keda_ray_scaler.model import (
-    Decision,
-    DecisionKind,
-    DemandKind,
-    NodeStatus,
-    Strategy,
-    UnplaceableReason,
-    Why,
-)
+from keda_ray_scaler.model import DemandKind, NodeStatus, Strategy
 from keda_ray_scaler.planner import SearchLimits, plan
+from keda_ray_scaler.plans import Decision, DecisionKind, UnplaceableReason, Why
 
 CPU = group("cpu", cpu=10, max=50)
 GPU = group("gpu", cpu=8, gpu=1, max=8, cost=4.0)

@@ -9,16 +9,9 @@ from pathlib import Path
 from builders import cluster, group, inp, node, res
 
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
-from keda_ray_scaler.model import (
-    Decision,
-    DecisionKind,
-    NodeStatus,
-    Resources,
-    UnplaceableReason,
-    Why,
-    WorkerGroup,
-)
+from keda_ray_scaler.model import NodeStatus, Resources, WorkerGroup
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.plans import Decision, DecisionKind, UnplaceableReason, Why
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU = group("cpu", cpu=10)

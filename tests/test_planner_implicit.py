@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from builders import cluster, group, inp, node, pg
 
-from keda_ray_scaler.model import Resources, Strategy, UnplaceableReason
+from keda_ray_scaler.model import Resources, Strategy
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.plans import UnplaceableReason
 
 SPOT = "node:__internal_implicit_resource_spot"
 CPU = group("cpu", cpu=10)

@@ -19,11 +19,11 @@ from keda_ray_scaler.model import (
     PlanningInput,
     Resources,
     Strategy,
-    UnplaceableReason,
     WorkerGroup,
     WorkerNode,
 )
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.plans import UnplaceableReason
 
 POD_SHAPES = (
     {"CPU": 4},

@@ -16,7 +16,7 @@ from shared_ref import KEDA, missing
 
 from keda_ray_scaler.rpc import protogen
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
 
 #: The tests' Ray cluster: ``ray`` in namespace ``ray``.

@@ -25,12 +25,12 @@ from rpc_builders import cluster_ref, meta, node, snapshot
 from keda_ray_scaler.errors import DemandUnavailable, NotFound, Refusal, ScalerError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus
-from keda_ray_scaler.rpc import refresher
+from keda_ray_scaler.rpc import refresher_process
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.messages import error_from_wire, error_to_wire
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot
 
 #: The tests' Ray cluster: ``ray`` in namespace ``ray``.
@@ -233,7 +233,8 @@ async def test_killed_child_turns_unavailable_then_is_restarted(
 ) -> None:
     """SIGKILL of the child: UNAVAILABLE naming it (never 0) and its metrics absent (not
     stale), then a new child answers 10."""
-    monkeypatch.setattr(refresher, "_BACKOFF_S", (3.0, 3.0))  # time to look while it is down
+    # time to look while it is down
+    monkeypatch.setattr(refresher_process, "_BACKOFF_S", (3.0, 3.0))
     assert await env.metrics() == 10
     assert any(
         line.startswith("keda_ray_scaler_target_replicas") for line in await env.exposition()

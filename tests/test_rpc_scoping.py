@@ -17,7 +17,7 @@ from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
 
 #: Team a's cluster ``demo`` (20 x {CPU: 5} pending: target 10) and team b's own ``demo`` (none).

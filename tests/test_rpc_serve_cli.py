@@ -23,7 +23,8 @@ from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
-from keda_ray_scaler.rpc.server import ServerSettings, TlsFiles
+from keda_ray_scaler.rpc.server_settings import ServerSettings
+from keda_ray_scaler.rpc.tls import TlsFiles
 
 #: Runs the console script's entry point.
 RUNNER = """

@@ -19,7 +19,7 @@ from keda_ray_scaler.model import NodeStatus
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import SERVICE_NAME, ScalerServer, build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.base import MemorySource
 
 #: The tests' Ray cluster: ``ray`` in namespace ``ray``.

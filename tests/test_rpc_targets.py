@@ -18,8 +18,10 @@ from keda_ray_scaler.errors import (
     UntrustedData,
 )
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.model import NodeStatus, Plan, PlanningInput
-from keda_ray_scaler.rpc.targets import TargetCache, TargetSettings
+from keda_ray_scaler.model import NodeStatus, PlanningInput
+from keda_ray_scaler.plans import Plan
+from keda_ray_scaler.rpc.target_settings import TargetSettings
+from keda_ray_scaler.rpc.targets import TargetCache
 from keda_ray_scaler.sources.base import MemoryBatchSource, MemorySource
 from keda_ray_scaler.telemetry import scaler_metrics
 

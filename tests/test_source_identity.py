@@ -40,10 +40,10 @@ from keda_ray_scaler.errors import Refusal
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
-from keda_ray_scaler.sources.transport import RetrySettings
+from keda_ray_scaler.sources.settings import RetrySettings
 
 pytestmark = [requires_prometheus, pytest.mark.prometheus]
 

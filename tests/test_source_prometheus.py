@@ -39,17 +39,13 @@ from keda_ray_scaler.model import NodeStatus, Strategy
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
 from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
-from keda_ray_scaler.sources.transport import (
-    FetchError,
-    HttpSettings,
-    RetrySettings,
-    SourceMetrics,
-    source_metrics,
-)
+from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.transport import FetchError
 
 pytestmark = [requires_prometheus, pytest.mark.prometheus]
 

@@ -23,20 +23,18 @@ from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
+from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.scrape import (
     ScrapeSettings,
     ScrapeSource,
     parse_exposition,
 )
+from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
 from keda_ray_scaler.sources.transport import (
     DeadlineExceeded,
     FetchError,
-    HttpSettings,
     HttpStatusError,
-    RetrySettings,
-    SourceMetrics,
     classify,
-    source_metrics,
 )
 
 SEED_INPUT = inp(cluster(group("cpu", cpu=10, max=50)), bundles=[(res(cpu=5), 20)])

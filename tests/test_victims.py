@@ -35,27 +35,14 @@ from test_kube import (  # the emulator fixtures and helpers
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.kube import PodCache
+from keda_ray_scaler.agent.marks import VictimSettings, clear_cost, owns_cost, set_cost
 from keda_ray_scaler.agent.ports import Clock, Drainer, DrainResult, RayView
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
-from keda_ray_scaler.agent.victims import (
-    VICTIM_VERDICTS,
-    Verdict,
-    VictimController,
-    VictimSettings,
-    clear_cost,
-    owns_cost,
-    set_cost,
-)
+from keda_ray_scaler.agent.verdicts import Verdict
+from keda_ray_scaler.agent.victims import VICTIM_VERDICTS, VictimController
 from keda_ray_scaler.errors import RayError
-from keda_ray_scaler.model import (
-    ClusterSpec,
-    GroupPlan,
-    NodeStatus,
-    Plan,
-    Resources,
-    WorkerGroup,
-    WorkerNode,
-)
+from keda_ray_scaler.model import ClusterSpec, NodeStatus, Resources, WorkerGroup, WorkerNode
+from keda_ray_scaler.plans import GroupPlan, Plan
 
 __all__ = ["api", "cache", "emulator", "registry", "running"]  # fixtures used by name
 

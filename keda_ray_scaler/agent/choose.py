@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from keda_ray_scaler.agent.marks import VictimSettings, owns_cost
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
 from keda_ray_scaler.agent.verdicts import Outcome, Verdict
-from keda_ray_scaler.model import DecisionKind, GroupPlan, NodeStatus, WorkerNode
+from keda_ray_scaler.model import NodeStatus, WorkerNode
+from keda_ray_scaler.plans import DecisionKind, GroupPlan
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,16 +1,11 @@
-"""Kubernetes access for the victim protocol: one namespaced pod cache and annotation patches.
+"""The victim protocol's pod cache: the worker pods of one Ray cluster, by list and watch.
 
 - The cache holds the worker pods of one Ray cluster (a label selector), filled by list and
   kept by watch, with a ``synced`` flag: False until the first list succeeds and again while a
   relist runs (after 410 Gone or any watch failure). Callers never act on an unsynced cache.
-- Annotation changes are JSON merge patches of ``metadata.annotations`` carrying
-  ``metadata.resourceVersion`` as a precondition, so a pod changed since it was read answers
-  409 Conflict; the change is then re-decided on a fresh read (see :meth:`PodCache.update`).
-- Every API call retries with bounded exponential backoff (tenacity) on 409, 429, 5xx and
-  connection errors; failures are logged (structlog) and counted, never raised past the agent
-  loop as anything but :class:`~keda_ray_scaler.errors.KubernetesError`.
-- A drained victim the scale-down will never take (``choose.to_release``) is deleted by name
-  with its uid as a precondition (:meth:`PodCache.delete`), Deployment mode only.
+- Fresh reads, annotation patches and deletes are the calls of
+  :class:`~keda_ray_scaler.agent.pod_api.PodApi` (retried, counted and logged), and so is the
+  list; its settings and client: :mod:`~keda_ray_scaler.agent.kube_settings`.
 - The ``kubernetes`` client is synchronous: every call runs in ``asyncio.to_thread``.
 
 RBAC: a namespaced Role with ``pods`` verbs ``get``, ``list``, ``watch``, ``patch`` and, in
@@ -20,12 +15,9 @@ Deployment mode, ``delete``.
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import structlog
 import tenacity
@@ -34,7 +26,9 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from keda_ray_scaler.agent.kube_retry import KUBE_ERRORS, backoff, status_of, with_retries
+from keda_ray_scaler.agent.kube_retry import status_of
+from keda_ray_scaler.agent.kube_settings import KubeSettings
+from keda_ray_scaler.agent.pod_api import Decide, PodApi, response_json
 from keda_ray_scaler.agent.pod_info import pod_info
 from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ranking import PodInfo
@@ -42,72 +36,10 @@ from keda_ray_scaler.errors import KubernetesError
 
 log = structlog.get_logger(__name__)
 
-T = TypeVar("T")
-
-#: counter {cluster, operation, code}: failed Kubernetes API calls (each attempt)
-KUBE_API_ERRORS = "ray_scaler_kube_api_errors_total"
 #: counter {cluster}: relists after the watch expired (410 Gone) or failed
 KUBE_RELISTS = "ray_scaler_kube_relists_total"
 #: gauge {cluster}: 1 when the pod cache is synced
 KUBE_CACHE_SYNCED = "ray_scaler_kube_cache_synced"
-
-#: User-Agent of the agent's API calls (shows in audit logs).
-USER_AGENT = "keda-ray-scaler"
-_MERGE_PATCH = "application/merge-patch+json"
-
-
-@dataclass(frozen=True, slots=True)
-class KubeSettings:
-    """How the agent talks to the Kubernetes API.
-
-    - ``namespace``: where the Ray cluster's worker pods live (the Role is namespaced).
-    - ``label_selector``: selects the worker pods of ONE Ray cluster, e.g.
-      ``ray.io/cluster=demo,ray.io/node-type=worker``.
-    - ``group_label``: the pod label naming its worker group (KubeRay: ``ray.io/group``).
-    - ``retry_attempts``: attempts per API call (1 = no retry); bounded so a broken API server
-      stalls one protocol step, not the agent.
-    - ``retry_initial_s`` / ``retry_max_s``: exponential backoff with jitter between attempts.
-    - ``watch_timeout_s``: server-side watch timeout; the watch is re-opened from the last
-      resourceVersion when it ends (Kubernetes caps watches anyway).
-    - ``request_timeout_s``: client read timeout for non-watch calls.
-    """
-
-    namespace: str
-    label_selector: str
-    cluster: str = ""
-    group_label: str = "ray.io/group"
-    retry_attempts: int = 5
-    retry_initial_s: float = 0.5
-    retry_max_s: float = 10.0
-    watch_timeout_s: int = 300
-    request_timeout_s: float = 30.0
-
-
-def load_api(kubeconfig: str | None = None, context: str | None = None) -> k8s.CoreV1Api:
-    """A CoreV1Api from in-cluster config (``kubeconfig`` None) or a kubeconfig file.
-
-    Called by the CLI only: the choice is the caller's.
-    """
-    from kubernetes import config
-
-    configuration = k8s.Configuration()
-    if kubeconfig is None:
-        # kubernetes.config ships no annotations.
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        config.load_kube_config(  # type: ignore[no-untyped-call]  # no annotations
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-    api_client = k8s.ApiClient(configuration)
-    api_client.user_agent = USER_AGENT
-    return k8s.CoreV1Api(api_client)
-
-
-def _json(response: object) -> dict[str, Any]:
-    """The body of a ``_preload_content=False`` call: the client then returns the raw urllib3
-    response although its annotations name the model type."""
-    assert isinstance(response, urllib3.HTTPResponse), type(response)
-    return dict(json.loads(response.data))
 
 
 class PodCache(PodStore):
@@ -128,17 +60,11 @@ class PodCache(PodStore):
         super().__init__()
         self._api = api
         self._settings = settings
-        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
+        self._calls = PodApi(api, settings, registry, self.get_cached, wait=wait)
         self._synced = False
         self._watch: k8s_watch.Watch | None = None
         self._stopping = threading.Event()
         self._log = log.bind(cluster=settings.cluster, namespace=settings.namespace)
-        self._errors = Counter(
-            KUBE_API_ERRORS,
-            "Failed Kubernetes API calls, each attempt.",
-            ["cluster", "operation", "code"],
-            registry=registry,
-        )
         self._relists = Counter(
             KUBE_RELISTS,
             "Pod cache relists after watch expiry or failure.",
@@ -193,14 +119,14 @@ class PodCache(PodStore):
         self._synced = False
         self._synced_gauge.labels(self._settings.cluster).set(0)
         self._relists.labels(self._settings.cluster).inc()
-        self._errors.labels(self._settings.cluster, operation, status_of(exc)).inc()
+        self._calls.count_error(operation, exc)
         self._log.warning("pod watch ended, relisting", status=status_of(exc), error=str(exc))
 
     async def relist(self) -> str:
         """List the pods (with retries), replace the cache, mark it synced; the list's version."""
         self._synced = False
         self._synced_gauge.labels(self._settings.cluster).set(0)
-        body = await self._call("list", self._list_blocking)
+        body = await self._calls.call("list", self._list_blocking)
         pods = {}
         for raw in body.get("items") or ():
             info = pod_info(raw, self._settings.group_label)
@@ -219,7 +145,7 @@ class PodCache(PodStore):
             _preload_content=False,
             _request_timeout=self._settings.request_timeout_s,
         )
-        return _json(response)
+        return response_json(response)
 
     def _list_raw(self, *args: Any, **kwargs: Any) -> Any:
         """``list_namespaced_pod`` without a model return type, so the Watch yields plain JSON
@@ -270,135 +196,16 @@ class PodCache(PodStore):
     def _notify(self) -> None:
         self._changed.set()
 
-    # --- reads and patches -----------------------------------------------------------------
+    # --- reads and patches (PodApi) --------------------------------------------------------
     async def get(self, name: str) -> PodInfo | None:
         """A fresh read of one pod from the API server (not the cache); None when gone."""
-        try:
-            raw = await self._call("get", lambda: self._get_blocking(name))
-        except KubernetesError as exc:
-            if isinstance(exc.__cause__, k8s.ApiException) and exc.__cause__.status == 404:
-                return None
-            raise
-        return pod_info(raw, self._settings.group_label)
+        return await self._calls.get(name)
 
-    def _get_blocking(self, name: str) -> dict[str, Any]:
-        response = self._api.read_namespaced_pod(
-            name,
-            self._settings.namespace,
-            _preload_content=False,
-            _request_timeout=self._settings.request_timeout_s,
-        )
-        return _json(response)
-
-    def _patch_blocking(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        response = self._api.patch_namespaced_pod(
-            name,
-            self._settings.namespace,
-            dict(body),
-            _content_type=_MERGE_PATCH,
-            _preload_content=False,
-            _request_timeout=self._settings.request_timeout_s,
-        )
-        return _json(response)
-
-    async def update(
-        self,
-        name: str,
-        decide: Callable[[PodInfo], Mapping[str, str | None]],
-        *,
-        fresh: bool = False,
-    ) -> PodInfo | None:
-        """Change one pod's annotations as ``decide`` says, never on stale data.
-
-        ``decide(pod)`` returns the annotation changes (value None deletes) for the pod as read;
-        an empty mapping means nothing to write. The first decision uses the cached pod (a
-        fresh GET when ``fresh``, for decisions where "nothing to write" must not come from a
-        stale cache), each retry a fresh GET. The merge patch carries the pod's
-        resourceVersion, so a pod changed in between answers 409 and the change is decided
-        again. Returns the pod as written (or
-        as read when nothing changed), None when the pod is gone.
-        """
-        first = not fresh
-
-        async def attempt() -> PodInfo | None:
-            nonlocal first
-            pod = self._pods.get(name) if first else None
-            first = False
-            if pod is None:
-                try:
-                    raw = await asyncio.to_thread(self._get_blocking, name)
-                except k8s.ApiException as exc:
-                    if exc.status == 404:
-                        return None
-                    raise
-                pod = pod_info(raw, self._settings.group_label)
-            changes = {k: v for k, v in decide(pod).items() if pod.annotations.get(k) != v}
-            if not changes:
-                return pod
-            body = {"metadata": {"resourceVersion": pod.resource_version, "annotations": changes}}
-            self._log.info("patching pod annotations", pod=name, annotations=changes)
-            raw = await asyncio.to_thread(self._patch_blocking, name, body)
-            return pod_info(raw, self._settings.group_label)
-
-        return await self._retrying("update", attempt)
+    async def update(self, name: str, decide: Decide, *, fresh: bool = False) -> PodInfo | None:
+        """Change one pod's annotations as ``decide`` says, never on stale data: the first
+        decision on the cached pod unless ``fresh`` (:meth:`PodApi.update`)."""
+        return await self._calls.update(name, decide, fresh=fresh)
 
     async def delete(self, name: str, uid: str) -> bool:
-        """Delete the pod ``name`` if it is still the pod ``uid`` (a precondition): True when
-        deleted, False when it is gone (404) or the name is another pod's now (409)."""
-
-        async def attempt() -> bool:
-            try:
-                await asyncio.to_thread(self._delete_blocking, name, uid)
-            except k8s.ApiException as exc:
-                if exc.status in (404, 409):
-                    return False
-                raise
-            return True
-
-        self._log.info("deleting pod", pod=name, uid=uid)
-        return await self._retrying("delete", attempt)
-
-    def _delete_blocking(self, name: str, uid: str) -> None:
-        self._api.delete_namespaced_pod(
-            name,
-            self._settings.namespace,
-            body=k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=uid)),
-            _preload_content=False,
-            _request_timeout=self._settings.request_timeout_s,
-        )
-
-    # --- retries -----------------------------------------------------------------------------
-    async def _call(self, operation: str, blocking: Callable[[], T]) -> T:
-        async def attempt() -> T:
-            return await asyncio.to_thread(blocking)
-
-        return await self._retrying(operation, attempt)
-
-    async def _retrying(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Every failed attempt counted and logged; the last one a KubernetesError."""
-        try:
-            return await with_retries(
-                attempt,
-                attempts=self._settings.retry_attempts,
-                wait=self._wait,
-                on_error=functools.partial(self._count_error, operation),
-                before_sleep=functools.partial(self._log_retry, operation),
-            )
-        except KUBE_ERRORS as exc:
-            self._log.error(
-                "kubernetes call failed", operation=operation, status=status_of(exc), error=str(exc)
-            )
-            raise KubernetesError(f"{operation} failed: {status_of(exc)} {exc}") from exc
-
-    def _count_error(self, operation: str, exc: BaseException) -> None:
-        self._errors.labels(self._settings.cluster, operation, status_of(exc)).inc()
-
-    def _log_retry(self, operation: str, state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        self._log.warning(
-            "kubernetes call failed, retrying",
-            operation=operation,
-            attempt=state.attempt_number,
-            status=status_of(exc) if exc else "",
-            error=str(exc),
-        )
+        """Delete the pod ``name`` if it is still the pod ``uid`` (:meth:`PodApi.delete`)."""
+        return await self._calls.delete(name, uid)

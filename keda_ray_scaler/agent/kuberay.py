@@ -6,7 +6,7 @@ Each round (:meth:`KubeRayApplier.apply`, every poll interval):
 2. a RayCluster with ``enableInTreeAutoscaling: true`` is refused: a ``Ready=False`` condition
    with reason ``InTreeAutoscaling``, an error log line naming the fix, no patch, and
    :meth:`refusal` makes the victim protocol drain nothing;
-3. for each group, :func:`raycluster.decide` turns ``spec.replicas`` (written by KEDA's HPA
+3. for each group, :func:`raycluster_scale.decide` turns ``spec.replicas`` (written by KEDA's HPA
    through ``/scale``) into the group's ``replicas`` and ``workersToDelete``; a change is ONE
    JSON patch carrying the RayCluster's ``resourceVersion`` and the group's name at its index as
    preconditions; a 409/422 re-reads the RayCluster and decides again on the fresh read, the
@@ -14,7 +14,8 @@ Each round (:meth:`KubeRayApplier.apply`, every poll interval):
 4. ``status.replicas`` (the group's active pods), ``status.selector`` and the conditions are
    written through the status subresource when they changed, so ``kubectl get rayworkergroups``
    and the HPA read the truth; ``BoundsMatch`` says whether the ScaledObjects naming the
-   RayWorkerGroup have the group's ``minReplicas``/``maxReplicas``.
+   RayWorkerGroup have the group's ``minReplicas``/``maxReplicas``
+   (:mod:`~keda_ray_scaler.agent.rwg_status`).
 
 RBAC: ``rayclusters`` get/list/watch/patch; ``rayworkergroups`` get/list/watch and their
 ``status`` patch; ``scaledobjects`` get/list (the bounds check only).
@@ -22,9 +23,8 @@ RBAC: ``rayclusters`` get/list/watch/patch; ``rayworkergroups`` get/list/watch a
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -33,16 +33,15 @@ from prometheus_client import CollectorRegistry, Counter
 from keda_ray_scaler.agent.kuberay_api import KubeRayApi, PreconditionFailed
 from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.agent.raycluster import (
-    IN_TREE_FIX,
+from keda_ray_scaler.agent.raycluster import IN_TREE_FIX, in_tree_autoscaling
+from keda_ray_scaler.agent.raycluster_scale import (
     Action,
-    GroupState,
     ScaleDecision,
     decide,
     group_state,
-    in_tree_autoscaling,
     scale_patch,
 )
+from keda_ray_scaler.agent.rwg_status import GroupStatus, StatusWriter, selector_of
 from keda_ray_scaler.errors import KubernetesError
 
 log = structlog.get_logger(__name__)
@@ -51,7 +50,6 @@ log = structlog.get_logger(__name__)
 KUBERAY_DECISIONS = "ray_scaler_kuberay_decisions_total"
 #: counter {cluster}: RayCluster patches refused by a precondition (then re-decided)
 KUBERAY_CONFLICTS = "ray_scaler_kuberay_conflicts_total"
-_KEDA_DEFAULT_MAX = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,32 +61,6 @@ class GroupVerdict:
     reason: str
     replicas: int = 0
     named: tuple[str, ...] = ()
-
-
-@dataclass
-class _Status:
-    replicas: int
-    selector: str
-    conditions: list[dict[str, str]] = field(default_factory=list)
-
-
-def selector_of(cluster: str, group: str) -> str:
-    """The label selector of one group's worker pods, as KubeRay labels them."""
-    return f"ray.io/cluster={cluster},ray.io/group={group},ray.io/node-type=worker"
-
-
-def bounds_problem(scaled_object: Mapping[str, Any], low: int, high: int) -> str:
-    """Empty when the ScaledObject's min/max equal the group's; else what differs."""
-    spec = scaled_object.get("spec") or {}
-    so_min = int(spec.get("minReplicaCount", 0))
-    so_max = int(spec.get("maxReplicaCount", _KEDA_DEFAULT_MAX))
-    name = (scaled_object.get("metadata") or {}).get("name", "")
-    problems = []
-    if so_min != low:
-        problems.append(f"minReplicaCount {so_min} != group minReplicas {low}")
-    if so_max != high:
-        problems.append(f"maxReplicaCount {so_max} != group maxReplicas {high}")
-    return f"ScaledObject {name}: " + "; ".join(problems) if problems else ""
 
 
 class KubeRayApplier:
@@ -118,9 +90,8 @@ class KubeRayApplier:
         self._pods = pods
         self._synced = synced
         self._victims = victims
-        self._clock = clock
         self._refused = ""
-        self._logged: dict[str, str] = {}  # group -> last condition message logged
+        self._status = StatusWriter(api, clock, cluster=cluster)
         self._log = log.bind(cluster=cluster)
         self._decisions = Counter(
             KUBERAY_DECISIONS,
@@ -180,32 +151,32 @@ class KubeRayApplier:
         group = str(spec.get("groupName") or "")
         name = str((rwg.get("metadata") or {}).get("name") or "")
         pods = self._group_pods(group)
-        status = _Status(len(pods), selector_of(cluster, group))
+        status = GroupStatus(len(pods), selector_of(cluster, group))
         state = group_state(rc, group)
         verdict: GroupVerdict
         if self._refused:
             verdict = GroupVerdict(group, "refused", self._refused)
-            self._condition(status, "Ready", False, "InTreeAutoscaling", self._refused)
+            status.condition("Ready", False, "InTreeAutoscaling", self._refused)
         elif state is None:
             verdict = GroupVerdict(group, "no_group", f"RayCluster {cluster} has no group {group}")
-            self._condition(status, "Ready", False, "GroupNotFound", verdict.reason)
+            status.condition("Ready", False, "GroupNotFound", verdict.reason)
         elif not self._synced():
             verdict = GroupVerdict(group, "not_synced", "pod cache not synced")
-            self._condition(status, "Ready", False, "PodsNotSynced", verdict.reason)
+            status.condition("Ready", False, "PodsNotSynced", verdict.reason)
         elif spec.get("replicas") is None:
             verdict = GroupVerdict(group, "unset", "spec.replicas unset", state.replicas)
-            self._condition(status, "Ready", True, "Reconciled", verdict.reason)
+            status.condition("Ready", True, "Reconciled", verdict.reason)
         else:
             verdict, rc = await self._scale(group, int(spec["replicas"]), rc)
-            self._condition(status, "Ready", True, "Reconciled", verdict.reason)
+            status.condition("Ready", True, "Reconciled", verdict.reason)
         if state is not None:
-            self._bounds(status, name, state, scaled)
+            self._status.bounds(status, name, state, scaled)
         if self._backoff is not None:
             message = self._backoff(group)
             reason = "JoinFailures" if message else "NoJoinFailures"
-            self._condition(status, "BackedOff", bool(message), reason, message or "pods join Ray")
+            status.condition("BackedOff", bool(message), reason, message or "pods join Ray")
         if self._synced():
-            await self._write_status(rwg, status)
+            await self._status.write(rwg, status)
         return verdict, rc
 
     async def _scale(
@@ -257,70 +228,3 @@ class KubeRayApplier:
 
     def _group_pods(self, group: str) -> list[str]:
         return [p.name for p in self._pods.pods() if p.group == group and p.active]
-
-    def _condition(self, status: _Status, type_: str, ok: bool, reason: str, message: str) -> None:
-        status.conditions.append(
-            {
-                "type": type_,
-                "status": "True" if ok else "False",
-                "reason": reason,
-                "message": message,
-            }
-        )
-
-    def _bounds(
-        self, status: _Status, name: str, state: GroupState, scaled: Sequence[Mapping[str, Any]]
-    ) -> None:
-        targeting = [
-            so
-            for so in scaled
-            if ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == "RayWorkerGroup"
-            and ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name
-        ]
-        problems = [
-            p
-            for so in targeting
-            if (p := bounds_problem(so, state.min_replicas, state.max_replicas))
-        ]
-        if problems:
-            message = "; ".join(problems) + " (min and max belong to the RayCluster's group)"
-            if self._logged.get(state.name) != message:
-                self._log.warning(
-                    "ScaledObject bounds differ", worker_group=state.name, problem=message
-                )
-            self._logged[state.name] = message
-            self._condition(status, "BoundsMatch", False, "ScaledObjectBounds", message)
-        elif targeting:
-            self._logged.pop(state.name, None)
-            self._condition(status, "BoundsMatch", True, "Match", "ScaledObject min/max match")
-
-    async def _write_status(self, rwg: Mapping[str, Any], status: _Status) -> None:
-        name = str((rwg.get("metadata") or {}).get("name") or "")
-        now = datetime.datetime.fromtimestamp(self._clock.now(), datetime.UTC)
-        new = status_body(rwg.get("status") or {}, status, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        if new is None:
-            return
-        for c in new["conditions"]:
-            if c["status"] == "False" and c["message"] != self._logged.get(f"ready/{name}"):
-                self._log.warning(
-                    "RayWorkerGroup not ready", rayworkergroup=name, message=c["message"]
-                )
-                self._logged[f"ready/{name}"] = c["message"]
-        await self._api.patch_status(name, new)
-
-
-def status_body(old: Mapping[str, Any], status: _Status, stamp: str) -> dict[str, Any] | None:
-    """The new status (a condition keeps its lastTransitionTime while its status holds); None
-    when nothing changed, so an unchanged group costs no write."""
-    previous = {c.get("type"): c for c in old.get("conditions") or ()}
-    conditions = []
-    for c in status.conditions:
-        before = previous.get(c["type"]) or {}
-        since = (
-            before.get("lastTransitionTime", stamp)
-            if before.get("status") == c["status"]
-            else stamp
-        )
-        conditions.append({**c, "lastTransitionTime": since})
-    new = {"replicas": status.replicas, "selector": status.selector, "conditions": conditions}
-    return None if {k: old.get(k) for k in new} == new else new

@@ -45,35 +45,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter
 
-from keda_ray_scaler import schema
 from keda_ray_scaler.agent.apply import Applier
 from keda_ray_scaler.agent.choose import GroupView, choose, removal_reasons, to_release
 from keda_ray_scaler.agent.cost_marks import CostMarks
-from keda_ray_scaler.agent.marks import (
-    VictimSettings,
-    clear_cost,
-    has_mark,
-    owns_cost,
-    set_cost,
-)
+from keda_ray_scaler.agent.marks import VictimSettings, has_mark
 from keda_ray_scaler.agent.ports import Clock, Drainer, PodSource, RayView, SpecView, spec_view
 from keda_ray_scaler.agent.ranking import PodInfo
 from keda_ray_scaler.agent.verdicts import Outcome, Verdict
-from keda_ray_scaler.errors import KubernetesError, RayError
-from keda_ray_scaler.model import ClusterSpec, GroupPlan, NodeStatus, Plan, Why, WorkerNode
-
-__all__ = [
-    "Outcome",
-    "Verdict",
-    "VictimController",
-    "VictimSettings",
-    "clear_cost",
-    "has_mark",
-    "owns_cost",
-    "set_cost",
-]
+from keda_ray_scaler.agent.victim_ledger import VictimLedger
+from keda_ray_scaler.agent.victim_reconcile import reconcile_marks
+from keda_ray_scaler.agent.victim_release import release_victims
+from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.model import ClusterSpec, WorkerNode
+from keda_ray_scaler.plans import GroupPlan, Plan, Why
 
 log = structlog.get_logger(__name__)
 
@@ -115,10 +101,6 @@ class VictimController:
         self._settings = settings or VictimSettings()
         self._marks = CostMarks(pods, clock, self._settings)
         self._applier = applier  # None: Deployment mode (mark, confirm, then drain)
-        self._victims: dict[str, tuple[str, str]] = {}  # pod -> (group, drained node id)
-        self._frozen: set[str] = set()
-        self._seen: dict[str, set[str]] = {}  # group -> active pods at the last step
-        self._live: frozenset[str] = frozenset()  # pods that are live Ray nodes, last read
         self._log = log.bind(cluster=self._name)
         self._verdicts = Counter(
             VICTIM_VERDICTS,
@@ -126,40 +108,25 @@ class VictimController:
             ["cluster", "group", "outcome"],
             registry=registry,
         )
-        self._wrong = Counter(
-            schema.WRONG_VICTIMS,
-            "Pods deleted by a scale-down that were not drained victims.",
-            [schema.LABEL_CLUSTER, schema.LABEL_GROUP],
-            registry=registry,
-        )
-        self._frozen_gauge = Gauge(
-            schema.SCALE_DOWN_FROZEN,
-            "1 while the group's scale-down is frozen after a wrong victim.",
-            [schema.LABEL_CLUSTER, schema.LABEL_GROUP],
-            registry=registry,
-        )
-        for group in self._specs.spec.worker_groups:
-            self._wrong.labels(self._name, group.name)
-            self._frozen_gauge.labels(self._name, group.name).set(0)
+        groups = [g.name for g in self._specs.spec.worker_groups]
+        self._ledger = VictimLedger(self._name, groups, registry)  # published, frozen; verify
 
     # --- what others read ----------------------------------------------------------------
     def victims(self) -> Mapping[str, str]:
         """Published victims: pod -> worker group (drained and confirmed)."""
-        return {pod: group for pod, (group, _) in sorted(self._victims.items())}
+        return self._ledger.victims()
 
     def frozen(self) -> frozenset[str]:
         """Groups whose scale-down is frozen."""
-        return frozenset(self._frozen)
+        return self._ledger.frozen()
 
     def saw_in_ray(self, pods: frozenset[str]) -> None:
         """These pods are live Ray nodes now (the loop's poll): they hold Ray state."""
-        self._live = pods
+        self._ledger.saw_in_ray(pods)
 
     def unfreeze(self, group: str) -> None:
         """The operator's action after looking at a wrong victim."""
-        self._frozen.discard(group)
-        self._frozen_gauge.labels(self._name, group).set(0)
-        self._log.warning("scale-down unfrozen", worker_group=group)
+        self._ledger.unfreeze(group)
 
     # --- the protocol ----------------------------------------------------------------------
     async def step(self, plan: Plan) -> tuple[Verdict, ...]:
@@ -169,7 +136,7 @@ class VictimController:
             return self._record(
                 [Verdict(g, "", Outcome.NOT_SYNCED, "pod cache not synced") for g in groups]
             )
-        verdicts = self._verify()
+        verdicts = self._ledger.verify(self._pods.pods())
         if not self._needs_ray(plan):
             return self._record(verdicts)
         try:
@@ -186,9 +153,10 @@ class VictimController:
 
     def _needs_ray(self, plan: Plan) -> bool:
         """A Ray read is needed only with candidates, published victims or marked pods."""
-        if self._victims:
+        published = self._ledger.pods()
+        if published:
             return True
-        if any(p not in self._victims for gp in plan.groups.values() for p in gp.removable):
+        if any(p not in published for gp in plan.groups.values() for p in gp.removable):
             return True
         s = self._settings
         return any(p.active and has_mark(p, s.victim_cost, s) for p in self._pods.pods())
@@ -203,92 +171,18 @@ class VictimController:
             return self._record([Verdict("", "", Outcome.RAY_UNAVAILABLE, str(exc))])
         return self._record(await self._reconcile(nodes))
 
-    def _verify(self) -> list[Verdict]:
-        verdicts: list[Verdict] = []
-        current: dict[str, set[str]] = {}
-        for pod in self._pods.pods():
-            if pod.active and pod.group:
-                current.setdefault(pod.group, set()).add(pod.name)
-        for group, before in self._seen.items():
-            expecting = any(g == group for g, _ in self._victims.values())
-            for name in sorted(before - current.get(group, set())):
-                if name in self._victims:
-                    del self._victims[name]
-                    verdicts.append(Verdict(group, name, Outcome.DELETED, "victim pod is gone"))
-                elif expecting and name not in self._live:
-                    reason = "no live Ray node at the last read: nothing lost"
-                    verdicts.append(Verdict(group, name, Outcome.POD_GONE, reason))
-                elif expecting:
-                    verdicts.append(self._wrong_victim(group, name))
-        self._seen = current
-        return verdicts
-
-    def _wrong_victim(self, group: str, pod: str) -> Verdict:
-        self._wrong.labels(self._name, group).inc()
-        self._frozen.add(group)
-        self._frozen_gauge.labels(self._name, group).set(1)
-        victims = self._published(group)
-        reason = f"pod deleted while victims {victims} were expected; scale-down frozen"
-        self._log.error("wrong victim", worker_group=group, pod=pod, victims=victims)
-        return Verdict(group, pod, Outcome.WRONG_VICTIM, reason)
-
     async def _reconcile(self, nodes: Sequence[WorkerNode]) -> list[Verdict]:
-        settings = self._settings
-        by_pod = {n.pod: n for n in nodes}
-        verdicts: list[Verdict] = []
-        for pod in self._pods.pods():
-            node = by_pod.get(pod.name)
-            if pod.name in self._victims:
-                node_id = self._victims[pod.name][1]
-                if (
-                    node is not None
-                    and node.status == NodeStatus.RUNNING
-                    and node.node_id != node_id
-                ):
-                    del self._victims[pod.name]
-                    verdicts.append(
-                        await self._marks.restore(
-                            pod, Outcome.RESURRECTED, f"new Ray node {node.node_id}"
-                        )
-                    )
-                continue
-            if not pod.active or not has_mark(pod, settings.victim_cost, settings):
-                continue
-            if node is None or node.status == NodeStatus.DRAINING:
-                self._victims[pod.name] = (pod.group, node.node_id if node else "")
-                state = "draining" if node else "gone"
-                verdicts.append(
-                    Verdict(pod.group, pod.name, Outcome.VICTIM, f"adopted: Ray node {state}")
-                )
-                continue
-            verdicts.append(
-                await self._marks.restore(pod, Outcome.RESTORED, "victim mark without a drain")
-            )
-        return verdicts
+        return await reconcile_marks(self._pods.pods(), nodes, self._ledger, self._marks)
 
     async def _release(self, gp: GroupPlan) -> list[Verdict]:
         """Delete the group's published victims no scale-down will take (:func:`to_release`,
         pods going by deletion cost only); the ReplicaSet replaces them."""
-        if gp.name in self._frozen:
+        if gp.name in self._ledger.frozen():
             return []
         pods = self._active_pods(gp.name)
-        verdicts: list[Verdict] = []
         waiting = tuple(self._published_not_gone(gp.name, pods))
-        for name in to_release(gp, waiting, self._launch_limit(gp.name)):
-            try:
-                deleted = await self._pods.delete(name, pods[name].uid)
-            except KubernetesError as exc:
-                verdicts.append(Verdict(gp.name, name, Outcome.KUBE_ERROR, f"release: {exc}"))
-                continue
-            if not deleted:
-                verdicts.append(Verdict(gp.name, name, Outcome.POD_GONE, "pod gone"))
-                continue
-            reason = (
-                f"target {gp.target} >= {gp.current} pods: no scale-down takes it; "
-                "deleted, the ReplicaSet replaces it"
-            )
-            verdicts.append(Verdict(gp.name, name, Outcome.RELEASED, reason))
-        return verdicts
+        names = to_release(gp, waiting, self._launch_limit(gp.name))
+        return await release_victims(self._pods, gp, names, pods)
 
     async def _run_group(self, gp: GroupPlan, nodes: Sequence[WorkerNode]) -> list[Verdict]:
         name = gp.name
@@ -299,9 +193,9 @@ class VictimController:
             plan=gp,
             pods=pods,
             nodes=by_pod,
-            victims=frozenset(self._victims),
+            victims=self._ledger.pods(),
             waiting=tuple(self._published_not_gone(name, pods)),
-            frozen=name in self._frozen,
+            frozen=name in self._ledger.frozen(),
             refusal=self._applier.refusal(name) if self._applier is not None else "",
             idle_timeout_s=spec.idle_timeout_s if spec else 0.0,
         )
@@ -331,18 +225,19 @@ class VictimController:
         take exactly them (:meth:`CostMarks.confirm`), then drain or publish each; else restore
         them."""
         chosen_names = {p.name for p in chosen}
+        published = self._ledger.pods()
         busy = [
             p
             for p in pods.values()
             if p.name not in chosen_names
-            and p.name not in self._victims
+            and p.name not in published
             and (node := by_pod.get(p.name)) is not None
             and node.available != node.total
         ]
         marked, verdicts = await self._marks.mark(name, chosen, busy)
         if not marked:
             return verdicts
-        problem = await self._marks.confirm(name, marked, frozenset(self._published(name)))
+        problem = await self._marks.confirm(name, marked, frozenset(self._ledger.published(name)))
         if problem:
             for pod in marked:
                 verdicts.append(await self._marks.restore(pod, Outcome.NOT_CONFIRMED, problem))
@@ -359,7 +254,7 @@ class VictimController:
         node = by_pod.get(pod.name)
         if node is not None:
             return await self._drain(group, pod, node)
-        self._victims[pod.name] = (group, "")
+        self._ledger.publish(pod.name, group, "")
         reason = why.get(pod.name, Why.MAX_REPLICAS.value)
         return Verdict(group, pod.name, Outcome.VICTIM, f"{reason}: no Ray node, nothing to drain")
 
@@ -373,11 +268,7 @@ class VictimController:
         """
         if self._applier is not None and self._applier.deletes_by_name:
             return []
-        return [p for p in self._published(group) if p in pods]
-
-    def _published(self, group: str) -> list[str]:
-        """The group's published victims, sorted."""
-        return sorted(p for p, (g, _) in self._victims.items() if g == group)
+        return [p for p in self._ledger.published(group) if p in pods]
 
     def _active_pods(self, group: str) -> dict[str, PodInfo]:
         """The group's pods not being deleted, by name."""
@@ -390,7 +281,7 @@ class VictimController:
         result = await self._drainer.drain(node.node_id, message, deadline_ms)
         if not result.accepted:
             return await self._marks.restore(pod, Outcome.DRAIN_REJECTED, result.rejection)
-        self._victims[pod.name] = (group, node.node_id)
+        self._ledger.publish(pod.name, group, node.node_id)
         return Verdict(group, pod.name, Outcome.VICTIM, f"drained node {node.node_id}")
 
     def _record(self, verdicts: list[Verdict]) -> tuple[Verdict, ...]:

@@ -92,7 +92,7 @@ def kube_api(kubeconfig: Path | None, context: str | None) -> Any:
     """
     from kubernetes.config import ConfigException
 
-    from keda_ray_scaler.agent.kube import load_api
+    from keda_ray_scaler.agent.kube_settings import load_api
 
     if kubeconfig is not None and not kubeconfig.is_file():
         raise ConfigError(WHERE, "--kubeconfig", f"{kubeconfig} is not a file; {_KUBE_HINT}")
@@ -219,7 +219,7 @@ def _agent_settings(args: argparse.Namespace) -> AgentSettings:
     """The agent's settings from its flags."""
     from keda_ray_scaler.agent.builder import AgentSettings
     from keda_ray_scaler.agent.loop import LoopSettings
-    from keda_ray_scaler.agent.victims import VictimSettings
+    from keda_ray_scaler.agent.marks import VictimSettings
 
     return AgentSettings(
         loop=LoopSettings(
@@ -239,7 +239,8 @@ def _pod_cache(
     args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
 ) -> PodCache:
     """The watched cache of this cluster's worker pods (scale-down and joins read it)."""
-    from keda_ray_scaler.agent.kube import KubeSettings, PodCache
+    from keda_ray_scaler.agent.kube import PodCache
+    from keda_ray_scaler.agent.kube_settings import KubeSettings
 
     selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
     kube = KubeSettings(

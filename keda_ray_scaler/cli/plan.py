@@ -8,8 +8,9 @@ from typing import Any
 
 from keda_ray_scaler.cli import SUMMARY
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
-from keda_ray_scaler.model import Decision, DecisionKind, Plan, Resources, Why
+from keda_ray_scaler.model import Resources
 from keda_ray_scaler.planner import plan
+from keda_ray_scaler.plans import Decision, DecisionKind, Plan, Why
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

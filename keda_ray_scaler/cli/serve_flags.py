@@ -16,8 +16,9 @@ from typing import Final
 from keda_ray_scaler.cli import SUMMARY, add_logging_flags
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import NamespaceGrants
-from keda_ray_scaler.rpc.server import ServerSettings, TlsFiles
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.server_settings import ServerSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
+from keda_ray_scaler.rpc.tls import TlsFiles
 from keda_ray_scaler.sources.caps import DataCaps
 
 #: The ``where`` of serve's ConfigErrors: its flags' and its start-up's.

@@ -22,11 +22,11 @@ from keda_ray_scaler.agent.builder import AgentSettings, build_agent
 from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
 from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, Health, HealthProbe, max_age_s
 from keda_ray_scaler.agent.loop import LoopSettings
+from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.metrics_server import HEALTH_PATH, start_metrics_server
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.ray_state import DemandRead, RayReader
 from keda_ray_scaler.agent.ray_status import RayState
-from keda_ray_scaler.agent.victims import VictimSettings
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode

@@ -37,9 +37,9 @@ from keda_ray_scaler.demo.record import DemoResult, Timeline, record, stalled
 from keda_ray_scaler.demo.settings import DemoSettings
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc.server import build_server
-from keda_ray_scaler.rpc.targets import TargetSettings
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
-from keda_ray_scaler.sources.transport import RetrySettings
+from keda_ray_scaler.sources.settings import RetrySettings
 
 #: The namespace the demo's ScaledObject and its Ray cluster live in (no Kubernetes here: the
 #: scaler's --agent-url configuration says it, as in a real scrape-mode setup).

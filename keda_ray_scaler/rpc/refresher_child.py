@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from keda_ray_scaler.errors import ScalerError
 from keda_ray_scaler.identity import ClusterRef
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.messages import (
     AskMetrics,
     Batch,
@@ -39,7 +40,7 @@ from keda_ray_scaler.rpc.messages import (
     error_to_wire,
 )
 from keda_ray_scaler.rpc.target_settings import TargetSettings
-from keda_ray_scaler.rpc.targets import Planner, TargetCache
+from keda_ray_scaler.rpc.targets import TargetCache
 from keda_ray_scaler.sources.base import Source
 from keda_ray_scaler.telemetry import scaler_metrics
 

@@ -2,7 +2,10 @@
 
 :class:`ScalerServer` wires a :class:`~keda_ray_scaler.sources.base.Source` to a
 :class:`TargetCache`, the servicer and a gRPC server, and runs the background refresh. Tests and
-other helpers build one with :func:`build_server` on ``127.0.0.1`` port 0.
+other helpers build one with :func:`build_server` on ``127.0.0.1`` port 0. Its settings are
+:class:`~keda_ray_scaler.rpc.server_settings.ServerSettings`; each port is bound by
+:func:`~keda_ray_scaler.rpc.bind.bind_port`, certificates are re-read by
+:mod:`keda_ray_scaler.rpc.tls`.
 
 Health (``grpc.health.v1``) reports SERVING for ``""`` and ``externalscaler.ExternalScaler``
 as soon as the server listens, whatever the state of Prometheus: an unreachable Prometheus is
@@ -15,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
@@ -31,76 +32,22 @@ from keda_ray_scaler.errors import BindError
 from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
+from keda_ray_scaler.rpc.bind import bind_port
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.health import BoundedHealth
-from keda_ray_scaler.rpc.refresher import ProcessTargetCache, SourceFactory
+from keda_ray_scaler.rpc.refresher import ProcessTargetCache
+from keda_ray_scaler.rpc.refresher_child import SourceFactory
 from keda_ray_scaler.rpc.relay import RelayCollector
+from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
 from keda_ray_scaler.rpc.target_settings import TargetSettings
-from keda_ray_scaler.rpc.targets import Planner, TargetCache
-from keda_ray_scaler.rpc.tls import CertificateReloader
-from keda_ray_scaler.rpc.tls import (
-    TlsFiles as TlsFiles,  # re-exported: the CLI and tests name it here
-)
+from keda_ray_scaler.rpc.targets import TargetCache
+from keda_ray_scaler.rpc.tls import CertificateReloader, TlsFiles
 from keda_ray_scaler.sources.base import Source
 from keda_ray_scaler.telemetry import ScalerMetrics, scaler_metrics
 
 SERVICE_NAME: Final = pb.DESCRIPTOR.services_by_name["ExternalScaler"].full_name
-_MIB: Final = 1024 * 1024
 _log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSettings:
-    """Listening, limits and connection management.
-
-    KEDA's operator shares one connection per scaler address for all ScaledObjects, and
-    ``external-push`` triggers each hold a stream on it: hence many concurrent streams per
-    connection. KEDA round-robins over a headless Service's endpoints only when it reconnects,
-    so ``max_connection_age_s`` makes clients reconnect and spread over scaler replicas.
-    """
-
-    host: str = "0.0.0.0"
-    port: int = 6000
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int | None = 8080  # None: no /metrics endpoint
-    #: plaintext port serving only grpc.health.v1 ``Check`` (the kubelet's gRPC probe cannot
-    #: do TLS, and calls only ``Check``): ``Watch`` there is UNIMPLEMENTED
-    health_port: int | None = None
-    #: concurrent RPCs on the probe port: ``Check`` is unary and answered from memory
-    health_max_concurrent_rpcs: int = 64
-    tls: TlsFiles | None = None
-    max_message_bytes: int = 1 * _MIB  # KEDA's messages are a few hundred bytes
-    max_concurrent_rpcs: int | None = 10_000  # beyond: RESOURCE_EXHAUSTED
-    #: health ``Watch`` streams at once on the main port (beyond: RESOURCE_EXHAUSTED); far
-    #: below ``max_concurrent_rpcs``, so they can never crowd out ``Check`` or KEDA's calls
-    max_health_watches: int = 16
-    max_concurrent_streams: int = 4096  # HTTP/2 streams per connection
-    keepalive_time_s: float = 60.0  # server pings an idle connection this often
-    keepalive_timeout_s: float = 20.0  # and drops it when the ping is not answered in this
-    min_client_ping_interval_s: float = 10.0  # clients may ping this often without strikes
-    max_connection_age_s: float = 300.0  # then GOAWAY: clients reconnect (rebalancing)
-    max_connection_age_grace_s: float = 30.0  # time for calls in flight after GOAWAY
-    stop_grace_s: float = 10.0  # graceful stop: calls in flight may finish this long
-
-    def grpc_options(self) -> list[tuple[str, int]]:
-        """The channel arguments of the server."""
-        ms = 1000
-        return [
-            ("grpc.max_receive_message_length", self.max_message_bytes),
-            ("grpc.max_send_message_length", self.max_message_bytes),
-            ("grpc.max_concurrent_streams", self.max_concurrent_streams),
-            ("grpc.keepalive_time_ms", int(self.keepalive_time_s * ms)),
-            ("grpc.keepalive_timeout_ms", int(self.keepalive_timeout_s * ms)),
-            ("grpc.keepalive_permit_without_calls", 1),
-            (
-                "grpc.http2.min_recv_ping_interval_without_data_ms",
-                int(self.min_client_ping_interval_s * ms),
-            ),
-            ("grpc.http2.max_pings_without_data", 0),
-            ("grpc.max_connection_age_ms", int(self.max_connection_age_s * ms)),
-            ("grpc.max_connection_age_grace_ms", int(self.max_connection_age_grace_s * ms)),
-            ("grpc.so_reuseport", 0),
-        ]
 
 
 class ScalerServer:
@@ -224,7 +171,7 @@ class ScalerServer:
         else:
             self.reloader = CertificateReloader(s.tls)
             credentials = self.reloader.credentials()
-        self.port = _bind(self._server, "port", f"{s.host}:{s.port}", credentials)
+        self.port = bind_port(self._server, "port", f"{s.host}:{s.port}", credentials)
         if s.health_port is not None:
             # a second, plaintext server with only health Check (for kubelet probes)
             health_server = grpc.aio.server(
@@ -233,7 +180,7 @@ class ScalerServer:
             )
             health_pb2_grpc.add_HealthServicer_to_server(self._health_probe, health_server)
             self._health_server = health_server
-            self.health_port = _bind(health_server, "health_port", f"{s.host}:{s.health_port}")
+            self.health_port = bind_port(health_server, "health_port", f"{s.host}:{s.health_port}")
         if s.metrics_port is not None:
             try:
                 http, _thread = start_http_server(
@@ -289,46 +236,6 @@ class ScalerServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop(grace_s=0)
-
-
-def _bind(
-    server: grpc.aio.Server,
-    setting: str,
-    address: str,
-    credentials: grpc.ServerCredentials | None = None,
-) -> int:
-    """Add a listening port; the bound port number, or BindError naming ``setting``.
-
-    A fixed port is tried with a plain socket first: gRPC's core logs a bind failure on stderr
-    itself, and the caller's one line should be the only one.
-    """
-    _probe(setting, address)
-    try:
-        if credentials is None:
-            port = int(server.add_insecure_port(address))
-        else:
-            port = int(server.add_secure_port(address, credentials))
-    except RuntimeError as exc:  # grpcio raises for a port it cannot bind (older ones return 0)
-        raise BindError(setting, address, "address in use or not available") from exc
-    if port == 0:
-        raise BindError(setting, address, "address in use or not available")
-    return port
-
-
-def _probe(setting: str, address: str) -> None:
-    """BindError when ``address`` (``host:port``, port not 0) cannot be bound right now."""
-    host, _, port = address.rpartition(":")
-    if int(port) == 0:
-        return
-    try:
-        family, kind, proto, _name, sockaddr = socket.getaddrinfo(
-            host.strip("[]"), int(port), type=socket.SOCK_STREAM
-        )[0]
-        with socket.socket(family, kind, proto) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
-            sock.bind(sockaddr)
-    except OSError as exc:
-        raise BindError(setting, address, exc.strerror or str(exc)) from exc
 
 
 def build_server(

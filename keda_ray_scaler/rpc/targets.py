@@ -7,14 +7,9 @@ memory, so source queries per interval do not grow with the number of ScaledObje
 replicas' requests. The first request for a cluster nobody asked about yet triggers one fetch,
 shared by every concurrent request (single flight).
 
-Safety, applied to the planner's ``GroupPlan.target``:
-
-1. clamp to ``[min_replicas, max_replicas]`` of the group;
-2. after a restart, until the cluster has a snapshot taken after this process started, never
-   below the group's current pods (scale-down held);
-3. never below ``floor``: the group's pods that are not confirmed victims (drained and marked
-   for deletion). The floor wins over ``max_replicas``: reporting fewer would ask the
-   ReplicaSet to delete a pod that may be busy.
+This module decides *which* clusters are refreshed and *when*, and answers readers; one
+cluster's refresh is :mod:`keda_ray_scaler.rpc.cluster_refresh`, the safety rules applied to
+the planner's targets are :mod:`keda_ray_scaler.rpc.safety`.
 
 Unknown is not zero: a failed fetch, an agent snapshot with ``success=False``, or one older
 than the maximum age (judged from the agent's snapshot time, not the fetch time) raises
@@ -32,45 +27,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Protocol
 
 import structlog
 
 from keda_ray_scaler.clock import Now, Sleep
-from keda_ray_scaler.errors import (
-    DemandUnavailable,
-    NotFound,
-    ScalerError,
-    UntrustedData,
-)
+from keda_ray_scaler.errors import NotFound, ScalerError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.model import (
-    ClusterSpec,
-    NodeStatus,
-    Plan,
-    PlanningInput,
-    WorkerNode,
-    clamp_target,
-)
 from keda_ray_scaler.rpc.budget import TokenBucket
-from keda_ray_scaler.rpc.entry import (
-    GroupTarget,
-    TargetEntry,
-    check_not_future,
-    pick,
-    wait_first,
-)
-from keda_ray_scaler.rpc.refresh_steps import fetch_within, plan_timed, record_failure, record_ok
-from keda_ray_scaler.rpc.target_settings import (
-    TargetSettings as TargetSettings,  # re-exported: the server, the CLI and tests name it here
-)
-from keda_ray_scaler.schema import ClusterSnapshot
+from keda_ray_scaler.rpc.cluster_refresh import CacheEntry, ClusterRefresh, ClusterView, Planner
+from keda_ray_scaler.rpc.entry import GroupTarget, pick, wait_first
+from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics
-
-Planner = Callable[[PlanningInput], Plan]
 
 _log = structlog.get_logger(__name__)
 
@@ -87,57 +57,6 @@ class TargetReader(Protocol):
     def version(self, cluster: ClusterRef) -> int: ...
 
     async def wait_changed(self, cluster: ClusterRef, after: int) -> int: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterView:
-    """The result of one successful refresh of one cluster."""
-
-    snapshot: ClusterSnapshot
-    plan: Plan
-    targets: Mapping[str, GroupTarget]
-
-
-def group_targets(
-    snapshot: ClusterSnapshot, plan: Plan, *, hold_scale_down: bool
-) -> dict[str, GroupTarget]:
-    """Apply the safety rules (module docstring) to every worker group of ``snapshot``."""
-    spec: ClusterSpec = snapshot.input.cluster
-    by_group: dict[str, list[WorkerNode]] = {g.name: [] for g in spec.worker_groups}
-    for node in snapshot.input.nodes:
-        if node.group in by_group:
-            by_group[node.group].append(node)
-    out: dict[str, GroupTarget] = {}
-    for g in spec.worker_groups:
-        nodes = by_group[g.name]
-        current = len(nodes)
-        floor = sum(1 for n in nodes if n.status is not NodeStatus.VICTIM)
-        gp = plan.groups.get(g.name)
-        planned = gp.target if gp is not None else current  # no decision: keep what runs
-        held = hold_scale_down and clamp_target(planned, g, floor=0) < current
-        target = clamp_target(planned, g, floor=floor, hold_at=current if held else 0)
-        out[g.name] = GroupTarget(
-            cluster=spec.name,
-            group=g.name,
-            target=target,
-            planned=planned,
-            floor=floor,
-            current=current,
-            snapshot_time_s=snapshot.snapshot_time_s,
-            held=held,
-        )
-    return out
-
-
-@dataclass(slots=True, kw_only=True)
-class _Entry(TargetEntry):
-    """A cluster refreshed here: its outcome, plus what refreshing it needs."""
-
-    name: ClusterRef
-    view: ClusterView | None = None  # the last successful refresh, kept through failures
-    fresh_since_start: bool = False  # a snapshot taken after this process started was seen
-    recheck_at_s: float = 0.0  # unknown to the source (NotFound): not fetched again before
-    inflight: asyncio.Task[None] | None = None
 
 
 class TargetCache:
@@ -161,21 +80,22 @@ class TargetCache:
         started_s: float | None = None,
         on_change: Callable[[ClusterRef], None] | None = None,
     ) -> None:
-        if planner is None:
-            from keda_ray_scaler.planner import plan as default_planner
-
-            planner = default_planner
-        self._source = source
         self._clock = clock
-        self._planner = planner
         self.settings = settings or TargetSettings()
         self._metrics = metrics
         self._sleep = sleep
-        self._started_s = clock() if started_s is None else started_s
-        self._on_change = on_change
-        self._entries: dict[ClusterRef, _Entry] = {}
+        self._entries: dict[ClusterRef, CacheEntry] = {}
+        self._refresher = ClusterRefresh(
+            source,
+            self._entries,
+            clock=clock,
+            planner=planner,
+            settings=self.settings,
+            metrics=metrics,
+            started_s=clock() if started_s is None else started_s,
+            on_change=on_change,
+        )
         self._batch = isinstance(source, BatchSource)
-        self._planning = asyncio.Lock()
         # one round may spend one interval's worth: the rounds are that far apart
         rate = self.settings.unknown_rechecks_per_s
         burst = max(1.0, rate * self.settings.refresh_interval_s)
@@ -214,13 +134,13 @@ class TargetCache:
         """
         self._touch(cluster)
 
-    def _touch(self, cluster: ClusterRef) -> _Entry:
+    def _touch(self, cluster: ClusterRef) -> CacheEntry:
         entry = self._entries.get(cluster)
         now = self._clock()
         if entry is None:
             self.settings.check_room(cluster, self._entries.keys())
-            entry = self._entries[cluster] = _Entry(name=cluster, last_used_s=now)
-            entry.inflight = asyncio.create_task(self._refresh_one(cluster))
+            entry = self._entries[cluster] = CacheEntry(name=cluster, last_used_s=now)
+            entry.inflight = asyncio.create_task(self._refresher.one(cluster))
         entry.last_used_s = now
         return entry
 
@@ -282,15 +202,10 @@ class TargetCache:
             for c, e in self._entries.items()
             if now - e.last_used_s > self.settings.forget_after_s
         ]:
-            _log.info("forgetting unused ray cluster", namespace=name.namespace, cluster=name.name)
-            del self._entries[name]
-            if self._metrics is not None:
-                self._metrics.forget_cluster(str(name))
-            if self._on_change is not None:
-                self._on_change(name)
+            self._refresher.forget(name)
         if not self._entries or self._batch:
             if self._entries:
-                await self._refresh_batch()
+                await self._refresher.batch()
             if pace_s > 0:
                 await self._sleep(pace_s)
             return
@@ -306,7 +221,7 @@ class TargetCache:
             if not self._due(entry):
                 continue
             if entry.inflight is None or entry.inflight.done():
-                entry.inflight = asyncio.create_task(self._refresh_one(name))
+                entry.inflight = asyncio.create_task(self._refresher.one(name))
             tasks.append(entry.inflight)
         if step_s > 0:
             await self._sleep(step_s)  # the last cluster's share: the round spans pace_s
@@ -314,7 +229,7 @@ class TargetCache:
             if isinstance(outcome, Exception):
                 _log.error("cluster refresh failed unexpectedly", error=repr(outcome))
 
-    def _due(self, entry: _Entry) -> bool:
+    def _due(self, entry: CacheEntry) -> bool:
         """Whether to fetch ``entry`` this round: always, unless the source did not know it;
         then only after ``not_found_recheck_s`` and within the shared recheck budget."""
         if not isinstance(entry.error, NotFound):
@@ -327,82 +242,6 @@ class TargetCache:
         if self._metrics is not None:
             self._metrics.rechecks_deferred.inc()
         return False
-
-    async def _refresh_one(self, cluster: ClusterRef) -> None:
-        try:
-            snapshot = await fetch_within(
-                self._source.fetch(cluster), self.settings.fetch_timeout_s, str(cluster)
-            )
-        except ScalerError as exc:
-            self._fail([cluster], exc)
-            return
-        async with self._planning:  # one plan per loop iteration: RPCs interleave with plans
-            self._apply(cluster, snapshot)
-            await asyncio.sleep(0)
-
-    async def _refresh_batch(self) -> None:
-        source = self._source
-        assert isinstance(source, BatchSource)
-        names = list(self._entries)
-        try:
-            snapshots = await fetch_within(source.fetch_all(), self.settings.fetch_timeout_s, "*")
-        except ScalerError as exc:
-            self._fail(names, exc)
-            return
-        for name in names:
-            snap = snapshots.get(name)
-            if snap is None:
-                self._fail([name], NotFound(f"Ray cluster {name} not found"))
-            else:
-                self._apply(name, snap)
-                await asyncio.sleep(0)  # let RPCs in between two plans
-
-    def _fail(self, clusters: Iterable[ClusterRef], exc: ScalerError) -> None:
-        for name in clusters:
-            entry = self._entries.get(name)
-            if entry is None:
-                continue
-            entry.error = exc
-            if isinstance(exc, NotFound):
-                entry.recheck_at_s = self._clock() + self.settings.not_found_recheck_s
-            record_failure(self._metrics, name, exc)
-            self._notify(entry)
-
-    def _apply(self, cluster: ClusterRef, snapshot: ClusterSnapshot) -> None:
-        entry = self._entries.get(cluster)
-        if entry is None:
-            return
-        try:  # a snapshot from the future is never planned on (nor ends the scale-down hold)
-            check_not_future(
-                cluster,
-                snapshot_time_s=snapshot.snapshot_time_s,
-                now=self._clock(),
-                max_skew_s=self.settings.max_clock_skew_s,
-            )
-        except UntrustedData as exc:
-            self._fail([cluster], exc)
-            return
-        if snapshot.snapshot_time_s >= self._started_s:
-            entry.fresh_since_start = True
-        try:
-            plan = plan_timed(self._planner, snapshot.input, cluster, self._metrics)
-        except DemandUnavailable as exc:
-            self._fail([cluster], exc)
-            return
-        targets = group_targets(snapshot, plan, hold_scale_down=not entry.fresh_since_start)
-        before = entry.view.targets if entry.view is not None else {}
-        entry.view = ClusterView(snapshot=snapshot, plan=plan, targets=targets)
-        entry.targets, entry.snapshot_time_s = targets, snapshot.snapshot_time_s
-        entry.success, entry.error = snapshot.success, None
-        if self._metrics is not None:
-            age_s = self._clock() - snapshot.snapshot_time_s
-            record_ok(self._metrics, cluster, targets, before, age_s)
-        self._notify(entry)
-
-    def _notify(self, entry: _Entry) -> None:
-        entry.notify()
-        if self._on_change is not None:
-            self._on_change(entry.name)
 
     async def aclose(self) -> None:
         """Cancel in-flight fetches (graceful stop)."""

@@ -5,7 +5,7 @@ templates of :mod:`~keda_ray_scaler.sources.promql`; a second one only when the 
 to tell a lost target from an unknown cluster. The synchronous client runs in ``asyncio.to_thread``;
 each fetch, retries included, ends within its deadline (below KEDA's 3 s). Failures, empty
 answers and untrustworthy values raise :class:`~keda_ray_scaler.errors.DemandUnavailable`
-``from`` the cause, counted in :class:`~keda_ray_scaler.sources.transport.SourceMetrics`:
+``from`` the cause, counted in :class:`~keda_ray_scaler.sources.metrics.SourceMetrics`:
 unknown is never zero.
 """
 
@@ -28,16 +28,10 @@ from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.caps import DataCaps, check_series_count
-from keda_ray_scaler.sources.transport import (
-    HttpSettings,
-    RetrySettings,
-    SourceMetrics,
-    build_session,
-    call_with_retries,
-    decode_checked,
-    fail,
-    source_metrics,
-)
+from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
+from keda_ray_scaler.sources.session import build_session
+from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.transport import call_with_retries, decode_checked, fail
 
 SOURCE: Final = "prometheus"
 _STATUS: Final = re.compile(r"HTTP Status Code (\d{3})")

@@ -32,16 +32,10 @@ from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.caps import DataCaps
-from keda_ray_scaler.sources.transport import (
-    HttpSettings,
-    RetrySettings,
-    SourceMetrics,
-    build_session,
-    call_with_retries,
-    decode_checked,
-    fail,
-    source_metrics,
-)
+from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
+from keda_ray_scaler.sources.session import build_session
+from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.transport import call_with_retries, decode_checked, fail
 from keda_ray_scaler.telemetry import strip_userinfo
 
 SOURCE: Final = "scrape"
