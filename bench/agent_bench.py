@@ -267,7 +267,7 @@ def main() -> None:
     from keda_ray_scaler import schema
     from keda_ray_scaler.agent.demand_filter import double_counted, poll_of, without
     from keda_ray_scaler.agent.exporter import SnapshotCollector
-    from keda_ray_scaler.agent.loop import complete_nodes
+    from keda_ray_scaler.agent.pod_view import complete_nodes
     from keda_ray_scaler.agent.ray_status import parse_status
     from keda_ray_scaler.agent.raycluster import cluster_spec
     from keda_ray_scaler.agent.shapes import bound_shapes

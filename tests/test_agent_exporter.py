@@ -22,7 +22,8 @@ from structlog.testing import capture_logs
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.joins import PodEntry
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, complete_nodes
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.pod_view import complete_nodes
 from keda_ray_scaler.agent.ray_status import (
     PodRef,
     RayState,

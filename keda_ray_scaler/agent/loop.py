@@ -5,16 +5,9 @@ Each poll:
 1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`; task demand by rule R1 unless
    asked otherwise, a poll that fell back to the GCS's sum counted by reason);
 2. bound demand cardinality (:func:`~keda_ray_scaler.agent.shapes.bound_shapes`);
-3. complete the node list: published victims get ``NodeStatus.VICTIM`` (a drained victim whose
-   Ray node is already gone is added with its group's pod shape), and, when a pod cache is
-   wired, active pods of a known group that have no Ray node yet are added as ``PENDING`` with
-   their group's pod shape, and Ray nodes whose pod is being deleted or is gone (seen in the
-   cache before, absent now) are left out: the ReplicaSet no longer counts them, and a raylet
-   that outlives its pod for a few seconds must not hold the scaler's floor one pod high (the
-   HPA would create a replacement). A Ray node whose pod was never seen is kept, so a wrong
-   label selector can never make busy pods disappear;
-   pending task bundles that Ray counts both running and pending while their workers start
-   are left out (:mod:`~keda_ray_scaler.agent.demand_filter`, over ``use_window_s``);
+3. complete the node list with victims, pods not in Ray yet and pods gone
+   (:mod:`~keda_ray_scaler.agent.pod_view`); pending task bundles that Ray counts both running
+   and pending while their workers start are left out (:mod:`~keda_ray_scaler.agent.demand_filter`, over ``use_window_s``);
 4. publish the snapshot (``success=1``, time = now) to the exporter;
 5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
    the victim controller, then publish again so newly confirmed victims show at once.
@@ -42,6 +35,7 @@ from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S, UseHistory
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
 from keda_ray_scaler.agent.joins import PodEntry
+from keda_ray_scaler.agent.pod_view import complete_nodes, complete_nodes_again
 from keda_ray_scaler.agent.ports import Clock, SpecView, spec_view
 from keda_ray_scaler.agent.ray_status import RayState
 from keda_ray_scaler.agent.shapes import bound_shapes
@@ -50,8 +44,6 @@ from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
     Demand,
-    JoinFailure,
-    NodeStatus,
     PlanningInput,
     Resources,
     WorkerNode,
@@ -94,49 +86,6 @@ class LoopSettings:
     max_shapes: int = 200
     scale_down: bool = True
     use_window_s: float = DEFAULT_WINDOW_S
-
-
-def complete_nodes(
-    cluster: ClusterSpec,
-    ray_nodes: Sequence[WorkerNode],
-    victims: Mapping[str, str],
-    pods: Sequence[PodEntry] | None,
-    gone: frozenset[str] = frozenset(),
-    failing: Mapping[str, JoinFailure] | None = None,
-) -> tuple[WorkerNode, ...]:
-    """Ray's worker nodes plus victims and pods not yet in Ray (pure; see the module doc).
-
-    ``gone`` names pods the cache saw before and no longer has; with inactive ``pods`` their Ray
-    nodes are left out unless they are victims (victims never count toward the floor anyway).
-    A pod not in Ray named in ``failing`` is ``FAILING`` (with its reason), not ``PENDING``.
-    """
-    failing = failing or {}
-    shapes = {g.name: g.resources for g in cluster.worker_groups}
-    leaving = gone | {p.name for p in pods or () if not p.active}
-    out: list[WorkerNode] = []
-    seen: set[str] = set()
-    for n in ray_nodes:
-        if n.pod in leaving and n.pod not in victims:
-            continue
-        seen.add(n.pod)
-        out.append(replace(n, status=NodeStatus.VICTIM) if n.pod in victims else n)
-    for pod, group in sorted(victims.items()):
-        if pod not in seen and group in shapes:
-            seen.add(pod)
-            shape = shapes[group]
-            out.append(WorkerNode(pod, group, shape, shape, status=NodeStatus.VICTIM))
-    for p in pods or ():
-        if p.active and p.name not in seen and p.group in shapes:
-            seen.add(p.name)
-            shape = shapes[p.group]
-            why = failing.get(p.name)
-            if why is None:
-                out.append(WorkerNode(p.name, p.group, shape, shape, status=NodeStatus.PENDING))
-            else:
-                status = NodeStatus.FAILING
-                out.append(WorkerNode(p.name, p.group, shape, Resources(), 0.0, status, "", why))
-    out.sort(key=lambda n: (n.group, n.pod))
-    return tuple(out)
 
 
 class AgentLoop:
@@ -335,16 +284,3 @@ class AgentLoop:
         self._last = replace(self._last, success=False)
         self._collector.mark_failed()
         self._log.exception("poll crashed")
-
-
-def complete_nodes_again(
-    inp: PlanningInput,
-    state: RayState,
-    victims: Mapping[str, str],
-    gone: frozenset[str] = frozenset(),
-) -> tuple[WorkerNode, ...]:
-    """Re-apply victims after a protocol step; pending and failing pods in ``inp`` are kept."""
-    waiting = (NodeStatus.PENDING, NodeStatus.FAILING)
-    pending = [PodEntry(n.pod, n.group) for n in inp.nodes if n.status in waiting]
-    failing = {n.pod: n.failure for n in inp.nodes if n.failure is not None}
-    return complete_nodes(inp.cluster, state.nodes, victims, pending, gone, failing)
