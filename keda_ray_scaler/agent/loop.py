@@ -7,7 +7,8 @@ Each poll:
 2. bound demand cardinality (:func:`~keda_ray_scaler.agent.shapes.bound_shapes`);
 3. complete the node list with victims, pods not in Ray yet and pods gone
    (:mod:`~keda_ray_scaler.agent.pod_view`); pending task bundles that Ray counts both running
-   and pending while their workers start are left out (:mod:`~keda_ray_scaler.agent.demand_filter`, over ``use_window_s``);
+   and pending while their workers start are left out
+   (:mod:`~keda_ray_scaler.agent.demand_filter`, over ``use_window_s``);
 4. publish the snapshot (``success=1``, time = now) to the exporter;
 5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
    the victim controller, then publish again so newly confirmed victims show at once.
