@@ -248,6 +248,22 @@ def _get(bed: Bed, what: str) -> dict[str, Any]:
     return json.loads(out.stdout) if out.returncode == 0 else {}
 
 
+def _keep_logs(bed: Bed, side: str, groups: tuple[str, ...]) -> None:
+    """The head pod's containers' logs and each group's HPA as described, into the bed's
+    ``logs/`` (``<side>-<time>-<what>.log``), before the cluster is deleted."""
+    stamp = time.strftime("%H%M%S")
+    out = bed.workdir / "logs"
+    out.mkdir(exist_ok=True)
+    pod = head_pod(bed)
+    for container in [c["name"] for c in pod["spec"]["containers"]] if pod else []:
+        log = bed.cp.kubectl("logs", pod["metadata"]["name"], "-c", container,
+                             f"--namespace={NAMESPACE}", check=False).stdout  # fmt: skip
+        (out / f"{side}-{stamp}-{container}.log").write_text(log)
+    for group in groups:
+        hpa = bed.cp.kubectl("describe", "hpa", f"--namespace={NAMESPACE}", check=False).stdout
+        (out / f"{side}-{stamp}-hpa-{group}.log").write_text(hpa)
+
+
 def _why_not_ready(bed: Bed, groups: tuple[str, ...]) -> str:
     """What stood between the cluster and ready: the head's containers, each group's
     RayWorkerGroup status, HPA and ScaledObject conditions, the head's last log lines."""
@@ -310,6 +326,7 @@ def cluster(bed: Bed, side: str, groups: tuple[str, ...]) -> Iterator[Cluster]:
         assert pod is not None
         yield Cluster(side, groups, pod["metadata"]["name"], token, applied, ready_s)
     finally:
+        _keep_logs(bed, side, groups)
         delete(bed, side)
 
 
