@@ -108,7 +108,7 @@ def run_side(bed: Bed, side: str, key: str) -> Figures:
     events = [e for e in events if e.pod in mine]
     used = after.since(before)
     if probe is not None:  # stopped with the cluster's block
-        hops = probe.take_pods(events, run.started_at)
+        hops = probe.hops(events, run.submitted_at)
         print(f"vs_ray: {bed.profile.name} {key} ours, latency budget:", flush=True)
         print("\n".join(budget_lines(hops, run.submitted_at)), flush=True)
     save_raw(bed.profile.name, key, side, run, events, end, used)
@@ -135,6 +135,7 @@ def save_raw(
         "attempts": [dataclasses.asdict(a) for a in run.attempts],
         "pods": [dataclasses.asdict(e) for e in events],
     }  # fmt: skip
+    Path(directory).mkdir(parents=True, exist_ok=True)
     path = Path(directory) / f"{profile}-{key}-{side}-{int(end)}.json"
     path.write_text(json.dumps(record))
 

@@ -69,10 +69,6 @@ class Hops:
         }
 
 
-def _first(current: float | None, seen: bool) -> float | None:
-    return current if current is not None or not seen else time.time()
-
-
 def _samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
     return [
         (s.labels, s.value)
@@ -82,14 +78,37 @@ def _samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
     ]
 
 
+Samples = list[tuple[float, float]]  # (unix time seen, value)
+
+
+def _rise(samples: Samples, since: float, threshold: float) -> float | None:
+    """When the value first reached ``threshold`` after ``since``, having been below it after
+    ``since`` (None: never, or it was already there: no such hop in this run)."""
+    below = False
+    for t, v in samples:
+        if t < since:
+            continue
+        if v < threshold:
+            below = True
+        elif below:
+            return t
+    return None
+
+
 class HopProbe:
-    """Reads each hop every ``PERIOD_S`` in a thread until stopped (module doc)."""
+    """Reads each hop every ``PERIOD_S`` in a thread until stopped (module doc); the hops are
+    made from the samples once the run says when it submitted (:meth:`hops`)."""
 
     def __init__(self, bed: Bed, group: str, needed: int) -> None:
         self._bed = bed
         self._group = group
         self._needed = needed
-        self.hops = Hops()
+        self._agent_polls: Samples = []  # (poll time, demand bundles) as the agent exports them
+        self._scrapes: Samples = []  # (scrape time, 1) of the scrapes holding demand
+        self._answers: Samples = []
+        self._rwg: Samples = []
+        self._rc: Samples = []
+        self.errors: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hop-probe", daemon=True)
         self._metric = ""
@@ -107,7 +126,7 @@ class HopProbe:
             ("agent", self._agent),
             ("prometheus", self._prometheus),
             ("answer", self._answer),
-            ("rwg", self._rwg),
+            ("rwg", self._read_rwg),
             ("raycluster", self._raycluster),
         ]
         rounds = 0
@@ -119,37 +138,28 @@ class HopProbe:
                 try:
                     step()
                 except Exception as exc:  # a probe never fails the run: the last error kept
-                    self.hops.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
+                    self.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
 
     def _agent(self) -> None:
-        h = self.hops
-        if h.agent_poll is not None:
-            return
         text = requests.get(f"http://127.0.0.1:{AGENT_PORT}/metrics", timeout=2).text
-        if sum(v for _, v in _samples(text, "ray_scaler_demand_bundles")) > 0:
-            stamps = [v for _, v in _samples(text, "ray_scaler_snapshot_timestamp_seconds")]
-            h.agent_poll = max(stamps) if stamps else time.time()
+        demand = sum(v for _, v in _samples(text, "ray_scaler_demand_bundles"))
+        stamps = [v for _, v in _samples(text, "ray_scaler_snapshot_timestamp_seconds")]
+        if stamps:
+            self._agent_polls.append((max(stamps), demand))
 
     def _prometheus(self) -> None:
-        h = self.hops
-        if h.in_prometheus is not None:
-            return
         query = f'max(timestamp(ray_scaler_demand_bundles{{cluster="{CLUSTER}"}} > 0))'
         body = requests.get(
             f"{self._bed.prometheus.url}/api/v1/query", params={"query": query}, timeout=2
         ).json()
         result = body.get("data", {}).get("result") or []
         if result:
-            h.in_prometheus = float(result[0]["value"][1])
+            self._scrapes.append((float(result[0]["value"][1]), 1.0))
 
     def _answer(self) -> None:
-        h = self.hops
-        if h.answer_all is not None:
-            return
         value = self._external_metric()
         if value is not None:
-            h.answer_first = _first(h.answer_first, value >= 1)
-            h.answer_all = _first(h.answer_all, value >= self._needed)
+            self._answers.append((time.time(), value))
 
     def _external_metric(self) -> float | None:
         """What KEDA's metrics adapter answers the HPA for the group's ScaledObject."""
@@ -171,21 +181,13 @@ class HopProbe:
         items = body.get("items") or []
         return max((_quantity(i.get("value", "0")) for i in items), default=None)
 
-    def _rwg(self) -> None:
-        h = self.hops
-        if h.rwg_all is not None:
-            return
+    def _read_rwg(self) -> None:
         rwg: dict[str, Any] = self._bed.custom.get_namespaced_custom_object(
             RWG[0], RWG[1], "ray", RWG[2], f"ray-{CLUSTER}-{self._group}"
         )
-        replicas = int((rwg.get("spec") or {}).get("replicas") or 0)
-        h.rwg_first = _first(h.rwg_first, replicas >= 1)
-        h.rwg_all = _first(h.rwg_all, replicas >= self._needed)
+        self._rwg.append((time.time(), float((rwg.get("spec") or {}).get("replicas") or 0)))
 
     def _raycluster(self) -> None:
-        h = self.hops
-        if h.rc_all is not None:
-            return
         rc: dict[str, Any] = self._bed.custom.get_namespaced_custom_object(
             RC[0], RC[1], "ray", RC[2], CLUSTER
         )
@@ -194,20 +196,34 @@ class HopProbe:
             (int(g.get("replicas") or 0) for g in groups if g.get("groupName") == self._group),
             default=0,
         )
-        h.rc_first = _first(h.rc_first, replicas >= 1)
-        h.rc_all = _first(h.rc_all, replicas >= self._needed)
+        self._rc.append((time.time(), float(replicas)))
 
-    def take_pods(self, events: Iterable[PodEvent], since: float) -> Hops:
-        """The pod hops from the bed's pod events (created and Ready, first and needed-th)."""
+    def hops(self, events: Iterable[PodEvent], since: float) -> Hops:
+        """Each hop's first time after ``since`` (the driver's first submission)."""
+        polls = sorted(self._agent_polls)
+        agent = next((t for t, v in polls if t >= since and v > 0), None)
+        scrape = next((t for t, _ in sorted(self._scrapes) if agent and t >= agent), None)
+        n = self._needed
+        hops = Hops(
+            agent_poll=agent,
+            in_prometheus=scrape,
+            answer_first=_rise(self._answers, since, 1),
+            answer_all=_rise(self._answers, since, n),
+            rwg_first=_rise(self._rwg, since, 1),
+            rwg_all=_rise(self._rwg, since, n),
+            rc_first=_rise(self._rc, since, 1),
+            rc_all=_rise(self._rc, since, n),
+            errors=dict(self.errors),
+        )
         mine = [e for e in events if e.group == self._group and e.at >= since]
         for what, first, nth in (
             ("created", "pod_created_first", "pod_created_all"),
             ("ready", "pod_ready_first", "pod_ready_all"),
         ):
             times = sorted(e.at for e in mine if e.what == what)
-            setattr(self.hops, first, times[0] if times else None)
-            setattr(self.hops, nth, times[self._needed - 1] if len(times) >= self._needed else None)
-        return self.hops
+            setattr(hops, first, times[0] if times else None)
+            setattr(hops, nth, times[n - 1] if len(times) >= n else None)
+        return hops
 
 
 def _quantity(value: str) -> float:

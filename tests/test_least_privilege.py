@@ -283,6 +283,7 @@ KUBERAY_MODE: Can = BOTH | {
     ("watch", "rayclusters.ray.io", "demo", ""): True,
     ("watch", "rayclusters.ray.io", "other", ""): False,
     ("list", RWG, "", ""): True,
+    ("watch", RWG, "", ""): True,  # a new spec.replicas applied at once (agent/rwg_watch.py)
     ("patch", RWG, "ray-demo-cpu", "status"): True,
     ("patch", RWG, "other", "status"): False,
     ("patch", RWG, "ray-demo-cpu", ""): False,

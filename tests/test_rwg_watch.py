@@ -16,7 +16,8 @@ import pytest
 from kubernetes import client as k8s
 
 from keda_ray_scaler.agent.apply import run_applier, sleep_or_wake
-from keda_ray_scaler.agent.object_watch import WatchSettings
+from keda_ray_scaler.agent.object_watch import ObjectWatch, WatchSettings
+from keda_ray_scaler.agent.raycluster import WORKER_GROUP_API
 from keda_ray_scaler.agent.rwg_watch import ReplicasWake, replicas_watch
 
 NS = "ray"
@@ -141,3 +142,39 @@ async def test_sleep_or_wake_ends_on_the_wake_or_the_sleep_and_leaves_no_task() 
     async with asyncio.timeout(5):
         await sleep_or_wake(Instant(), 60.0, asyncio.Event())
     assert len(asyncio.all_tasks()) == before
+
+
+async def test_a_watch_the_server_refuses_backs_off_doubling_instead_of_looping(
+    emulator: kmock.KubernetesEmulator,
+) -> None:
+    """Seen on the real node: the example's Role granted rayworkergroups ``list`` but not
+    ``watch``, and the agent relisted and re-watched at once, 16,910 times in 4 minutes, half a
+    core. Every watch refused (403): each failure waits, doubling up to the cap; a 410 relists
+    at once."""
+    emulator[kmock.action.WATCH] << 403
+    await emulator.post(PATH, json=rwg("demo-cpu", 0))
+    configuration = k8s.Configuration(host=str(emulator.url).rstrip("/"))
+    api = k8s.CustomObjectsApi(k8s.ApiClient(configuration))
+    waits: list[float] = []
+    enough = asyncio.Event()
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+        if len(waits) >= 6:
+            enough.set()
+            await asyncio.Event().wait()  # the test stops the watch here
+
+    settings = WatchSettings(NS, "demo", retry_initial_s=0.5, retry_max_s=4.0)
+    wake = ReplicasWake("demo")
+    watch = ObjectWatch(api, WORKER_GROUP_API, settings, wake, sleep=sleep)
+    task = asyncio.create_task(watch.run())
+    try:
+        async with asyncio.timeout(20):
+            await enough.wait()
+    finally:
+        watch.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert waits == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    watches = [r for r in emulator if r.action == kmock.action.WATCH]
+    assert len(watches) == 6  # one a wait: no watch without a wait before the next

@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
 from keda_ray_scaler.agent.kube_retry import KUBE_ERRORS, backoff, status_of, with_retries
+from keda_ray_scaler.clock import Sleep
 from keda_ray_scaler.errors import KubernetesError
 
 #: (API group, version, plural) of a custom resource
@@ -73,6 +74,7 @@ class ObjectWatch:
         *,
         field_selector: str | None = None,
         wait: tenacity.wait.wait_base | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._api = api
         self._kind = kind
@@ -80,6 +82,7 @@ class ObjectWatch:
         self._sink = sink
         self._selector = field_selector
         self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
+        self._sleep = sleep  # between failed watches (injected: tests count the back-off)
         self._watch: k8s_watch.Watch | None = None
         self._stopping = threading.Event()
         self._log = structlog.get_logger(__name__).bind(
@@ -87,25 +90,34 @@ class ObjectWatch:
         )
 
     async def run(self) -> None:
-        """List, then watch, forever; relist on 410 Gone or any failure. Cancel to stop."""
+        """List, then watch, forever; relist at once on 410 Gone, after a back-off on any other
+        failure (doubling from ``retry_initial_s`` to ``retry_max_s`` while the watches keep
+        failing: a watch the server refuses, say a missing RBAC verb, must not become a loop
+        of list and watch requests). Cancel to stop."""
         loop = asyncio.get_running_loop()
         self._stopping.clear()
+        failed = 0  # watches failed in a row
         try:
             while True:
                 try:
                     version = await self.relist()
                     while not self._stopping.is_set():
                         version = await asyncio.to_thread(self._watch_blocking, loop, version)
+                        failed = 0
                 except asyncio.CancelledError:
                     raise
                 except KubernetesError as exc:  # the list gave up after its retries
                     self._sink.unreadable("list failed", str(exc))
-                    await asyncio.sleep(self._settings.retry_max_s)
+                    await self._sleep(self._settings.retry_max_s)
                 except (*KUBE_ERRORS, ValueError) as exc:
                     status = status_of(exc)
-                    if status != "410":  # expired: relisting at once loses nothing
-                        self._sink.unreadable("watch failed", str(exc))
-                    self._log.info("watch ended, relisting", status=status)
+                    if status == "410":  # expired: relisting at once loses nothing
+                        self._log.info("watch expired, relisting")
+                        continue
+                    failed += 1
+                    self._sink.unreadable("watch failed", str(exc))
+                    delay = self._settings.retry_initial_s * 2 ** (failed - 1)
+                    await self._sleep(min(delay, self._settings.retry_max_s))
         finally:
             self.stop()
 
