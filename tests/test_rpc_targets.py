@@ -22,6 +22,7 @@ from keda_ray_scaler.model import NodeStatus, PlanningInput
 from keda_ray_scaler.plans import Plan
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.rpc.targets import TargetCache
+from keda_ray_scaler.schema import ClusterSnapshot
 from keda_ray_scaler.sources.base import MemoryBatchSource, MemorySource
 from keda_ray_scaler.telemetry import scaler_metrics
 
@@ -460,7 +461,7 @@ async def test_one_namespace_holds_at_most_its_quota_of_clusters() -> None:
 
 async def test_unknown_clusters_are_rechecked_rarely_and_within_one_shared_budget() -> None:
     """1,000 bogus names: each fetched once when first asked for; over the next 100 s of 5 s
-    rounds, rechecks wait 60 s each and all of them share 10 a second, never 1,000 a round."""
+    rounds all their rechecks share 10 a second, never 1,000 a round."""
     registry = CollectorRegistry()
     src = MemorySource()
     clock = FakeClock()
@@ -479,9 +480,40 @@ async def test_unknown_clusters_are_rechecked_rarely_and_within_one_shared_budge
     for _ in range(20):  # 100 s of 5 s rounds
         clock.advance(5)
         await c.refresh()
-    # none before 60 s; from then on at most 10 a second: one interval's worth (50) a round,
-    # in the 9 rounds from 60 s to 100 s
-    assert src.fetches - fetched == 9 * 50
+    # at most 10 a second: one interval's worth (50) a round, in each of the 20 rounds
+    assert src.fetches - fetched == 20 * 50
     assert registry.get_sample_value("keda_ray_scaler_unknown_rechecks_deferred_total") > 0
     with pytest.raises(NotFound):  # the answer meanwhile is still NOT_FOUND
         await c.get(names[-1], "cpu")
+
+
+async def test_a_cluster_created_with_its_scaled_object_is_found_within_seconds() -> None:
+    """The ScaledObject asks before the agent's first series reach the source: NOT_FOUND, then
+    rechecks one interval later, doubling (5, 10, 20 ... 60 s). Its series appear at 12 s: it
+    is found at the round of 15 s (waiting 60 s flat, the HPA's first scale-up waited a minute
+    on the bed); a name that never comes is checked at 5, 15, 35, 75 s, then every 60 s."""
+
+    class Counting(MemorySource):
+        def __init__(self) -> None:
+            super().__init__()
+            self.asked: list[tuple[str, float]] = []
+
+        async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
+            self.asked.append((cluster.name, clock() - t0))
+            return await super().fetch(cluster)
+
+    clock = FakeClock()
+    t0 = clock()
+    src = Counting()
+    c = TargetCache(src, clock=clock, settings=TargetSettings(refresh_interval_s=5))
+    late, never = cluster_ref("late"), cluster_ref("never")
+    for name in (late, never):
+        with pytest.raises(NotFound):
+            await c.get(name, "cpu")
+    for _ in range(30):  # 150 s of 5 s rounds
+        clock.advance(5)
+        if clock() - t0 >= 12:
+            src.snapshots[late] = snapshot("late", t=clock())
+        await c.refresh()
+    assert [t for n, t in src.asked if n == "late"][:3] == [0, 5, 15]
+    assert [t for n, t in src.asked if n == "never"] == [0, 5, 15, 35, 75, 135]

@@ -168,8 +168,8 @@ def _bound_flags(p: argparse.ArgumentParser) -> None:
         type=float,
         default=limits.unknown_rechecks_per_s,
         help="fetches of Ray clusters the source did not know, all together; each such "
-        f"cluster is asked about at most every {limits.not_found_recheck_s:g} s "
-        f"({limits.unknown_rechecks_per_s:g})",
+        "cluster is asked about again after one refresh interval, doubling at each miss to "
+        f"{limits.not_found_recheck_s:g} s ({limits.unknown_rechecks_per_s:g})",
     )
     g.add_argument(
         "--max-health-watches",

@@ -52,6 +52,7 @@ class CacheEntry(TargetEntry):
     view: ClusterView | None = None  # the last successful refresh, kept through failures
     fresh_since_start: bool = False  # a snapshot taken after this process started was seen
     recheck_at_s: float = 0.0  # unknown to the source (NotFound): not fetched again before
+    misses: int = 0  # NotFound answers in a row: each doubles the wait before the next check
     inflight: asyncio.Task[None] | None = None
 
 
@@ -139,7 +140,8 @@ class ClusterRefresh:
                 continue
             entry.error = exc
             if isinstance(exc, NotFound):
-                entry.recheck_at_s = self._clock() + self._settings.not_found_recheck_s
+                entry.misses += 1
+                entry.recheck_at_s = self._clock() + self._settings.recheck_after_s(entry.misses)
             record_failure(self._metrics, name, exc)
             self._notify(entry)
 
@@ -168,7 +170,7 @@ class ClusterRefresh:
         before = entry.view.targets if entry.view is not None else {}
         entry.view = ClusterView(snapshot=snapshot, plan=plan, targets=targets)
         entry.targets, entry.snapshot_time_s = targets, snapshot.snapshot_time_s
-        entry.success, entry.error = snapshot.success, None
+        entry.success, entry.error, entry.misses = snapshot.success, None, 0
         if self._metrics is not None:
             age_s = self._clock() - snapshot.snapshot_time_s
             record_ok(self._metrics, cluster, targets, before, age_s)

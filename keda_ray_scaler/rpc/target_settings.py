@@ -36,8 +36,12 @@ class TargetSettings:
     #: of their own namespace) holds at most a tenth of ``max_clusters``, so it can neither
     #: fill the scaler for the others nor make more than this many names cost queries
     max_clusters_per_namespace: int = 200
-    #: a cluster the source does not know (NOT_FOUND) is asked about again at most this often,
-    #: not every interval: a name created a minute after its ScaledObject is found within it
+    #: a cluster the source does not know (NOT_FOUND) is asked about again after one interval,
+    #: then after twice as long at each miss, at most this long apart: a Ray cluster created
+    #: with its ScaledObject (the agent's first series reach the source seconds later) is found
+    #: within seconds, not up to a minute later (measured on the bed at production settings: the
+    #: HPA's 1 -> 10 waited 60-65 s for it), and a name that never comes costs a few checks,
+    #: then one a minute
     not_found_recheck_s: float = 60.0
     #: rechecks of unknown clusters, all of them together, per second (on average; one
     #: interval's worth at once): 1,000 bogus names cost at most this many checks a second
@@ -54,6 +58,11 @@ class TargetSettings:
     #: snapshot further ahead is from a broken clock or forged, and would look fresh for
     #: ``max_age_s`` plus its lead (the review saw one 10^6 s ahead pass as fresh)
     max_clock_skew_s: float = 5.0
+
+    def recheck_after_s(self, misses: int) -> float:
+        """How long after its ``misses``-th NOT_FOUND in a row a cluster is asked about again."""
+        first = min(self.refresh_interval_s, self.not_found_recheck_s)
+        return float(min(first * 2 ** max(misses - 1, 0), self.not_found_recheck_s))
 
     def __post_init__(self) -> None:
         names = ("refresh_interval_s", "max_age_s", "fetch_timeout_s", "first_wait_s")
