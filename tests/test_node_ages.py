@@ -85,3 +85,25 @@ def test_nodes_first_seen_together_keep_one_stable_choice_one_node_pods_untouche
     assert picks == {OLD}  # the larger node id, whatever the order
     single = parse_status(_reply(a, _ns(OTHER, "w-b", pb.IDLE, 10)), SPEC)
     assert len(single.nodes) == 2 and single.superseded == ()
+
+
+def test_a_pod_whose_newest_node_died_has_no_live_node_and_the_old_one_stays_superseded() -> None:
+    """Fault (c) on the real node, 2026-11-27: the restarted raylet's node (NEW) was drained and
+    went DEAD while the GCS still listed the killed one (OLD) alive; taken for the pod's node it
+    called the drained victim back ("resurrected"). The pod has no live node then, and OLD stays
+    superseded for as long as it is listed, after NEW leaves the GCS's list too."""
+    old = _ns(OLD, "w-a", pb.RUNNING, 10)
+    new_dead = _ns(NEW, "w-a", pb.DEAD, 10)
+    state = parse_status(_reply(old, new_dead), SPEC, first_seen={OLD: 1, NEW: 2})
+    assert state.nodes == ()
+    assert state.superseded == (OLD,)
+    assert state.dead == frozenset({"w-a"})
+    later = parse_status(_reply(old), SPEC, first_seen={OLD: 1}, stale=frozenset({OLD}))
+    assert later.nodes == () and later.superseded == (OLD,)
+    ages = NodeAges()
+    ages.observe([OLD, NEW])
+    ages.supersede([OLD])
+    ages.observe([OLD])
+    assert ages.stale == frozenset({OLD})
+    ages.observe([NEW])
+    assert ages.stale == frozenset()  # forgotten once no longer listed

@@ -8,6 +8,11 @@ the GCS listed a SIGKILLed raylet's node as alive for 293 s beside its successor
 first saw each node id (the poll's number): of a pod's live nodes, the one seen last is the
 pod's node; the others are superseded (no capacity, no drain, no "new node" for a victim).
 
+A node once superseded stays superseded while the GCS lists it: the restarted raylet's node may
+be drained and go DEAD while the GCS still lists the killed one alive (fault (c) on the real
+node, 2026-11-27), and the killed one must not then pass for the pod's node. Likewise a pod whose
+node seen last is DEAD has no live node, whatever older node is still listed.
+
 Nodes first seen in the same poll (an agent that starts while a pod lists two) are equally
 new; :func:`~keda_ray_scaler.agent.ray_status.parse_status` then keeps the one with the larger
 node id, an arbitrary but stable choice.
@@ -24,9 +29,20 @@ class NodeAges:
     def __init__(self) -> None:
         self._first: dict[str, int] = {}
         self._polls = 0
+        self._stale: set[str] = set()
 
     def observe(self, node_ids: Iterable[str]) -> Mapping[str, int]:
         """Record one poll's node ids; returns every listed id's first poll."""
         self._polls += 1
         self._first = {nid: self._first.get(nid, self._polls) for nid in node_ids}
+        self._stale &= self._first.keys()
         return dict(self._first)
+
+    @property
+    def stale(self) -> frozenset[str]:
+        """Node ids superseded at some poll and listed since."""
+        return frozenset(self._stale)
+
+    def supersede(self, node_ids: Iterable[str]) -> None:
+        """These nodes were superseded: they stay so while listed."""
+        self._stale.update(node_ids)

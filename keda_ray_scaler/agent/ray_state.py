@@ -125,10 +125,18 @@ class RayReader:
         seen = self._ages.observe(
             ns.node_id.hex() for ns in reply.cluster_resource_state.node_states
         )
+        stale = self._ages.stale
         if self.demand is DemandRead.GCS:
-            return parse_status(
-                reply, self._specs.spec, v1_requests=v1, pods_by_ip=by_ip, first_seen=seen
+            state = parse_status(
+                reply,
+                self._specs.spec,
+                v1_requests=v1,
+                pods_by_ip=by_ip,
+                first_seen=seen,
+                stale=stale,
             )
+            self._ages.supersede(state.superseded)
+            return state
         # R1: after S returned (never before, never beside it); no failure here fails the poll.
         tasks = await read_task_load(client, self._raylet, reply, self._timeout_s)
         state = parse_status(
@@ -138,7 +146,9 @@ class RayReader:
             pods_by_ip=by_ip,
             tasks=tasks.queued,
             first_seen=seen,
+            stale=stale,
         )
+        self._ages.supersede(state.superseded)
         if tasks.fallback is None:
             return state
         return replace(state, fallback=tasks.fallback, fallback_error=tasks.error)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from keda_ray_scaler.agent.task_load import QueuedShape
@@ -165,6 +165,7 @@ def parse_status(
     pods_by_ip: Mapping[str, PodRef] | None = None,
     tasks: Iterable[QueuedShape] | None = None,
     first_seen: Mapping[str, int] | None = None,
+    stale: frozenset[str] = frozenset(),
 ) -> RayState:
     """Demand and worker nodes from a ``GetClusterStatusReply`` (pure).
 
@@ -202,6 +203,7 @@ def parse_status(
         pods_by_ip or {},
         {g.name for g in cluster.worker_groups},
         first_seen or {},
+        stale,
     )
     alive = {n.pod for n in read.nodes}
     return RayState(
@@ -263,32 +265,52 @@ class _NodeRead:
         by_ip: Mapping[str, PodRef],
         known: set[str],
         first_seen: Mapping[str, int],
+        stale: frozenset[str] = frozenset(),
     ) -> _NodeRead:
-        """Every live worker node of ``states``, one per pod (the one ``first_seen`` saw last,
+        """Every live worker node of ``states``, at most one per pod (its newest, module
         :mod:`~keda_ray_scaler.agent.node_ages`); dead ones only by their pod name."""
         read = cls()
+        dead_ids: dict[str, list[str]] = {}
         for ns in states:
             if ns.status == _DEAD:
                 if ns.instance_id:  # never by IP: a new pod may have the dead one's address
                     read.dead.add(ns.instance_id)
+                    dead_ids.setdefault(ns.instance_id, []).append(ns.node_id.hex())
             elif HEAD_RESOURCE not in ns.total_resources:
                 read.add(ns, by_ip, known)
-        read.keep_newest(first_seen)
+        read.keep_newest(first_seen, dead_ids, stale)
         return read
 
-    def keep_newest(self, first_seen: Mapping[str, int]) -> None:
-        """Of each pod's live nodes, keep the one first seen last; the others are superseded."""
+    def keep_newest(
+        self,
+        first_seen: Mapping[str, int],
+        dead_ids: Mapping[str, Sequence[str]],
+        stale: frozenset[str],
+    ) -> None:
+        """Of each pod's live nodes, keep the one first seen last, unless a node of the pod
+        seen later is dead (its restarted raylet's node, drained or gone: the pod has no live
+        node then) or the node was superseded before (``stale``); the others are superseded."""
         newest: dict[str, WorkerNode] = {}
         for node in self.nodes:
             held = newest.get(node.pod)
+            if node.node_id in stale:
+                continue
             if held is None or _age_key(node, first_seen) > _age_key(held, first_seen):
                 newest[node.pod] = node
+        for pod, ids in dead_ids.items():
+            held = newest.get(pod)
+            if held is not None and any(
+                _id_key(i, first_seen) > _age_key(held, first_seen) for i in ids
+            ):
+                del newest[pod]
         if len(newest) == len(self.nodes):
             return
         kept = {id(n) for n in newest.values()}
         self.superseded = [n for n in self.nodes if id(n) not in kept]
         self.nodes = [n for n in self.nodes if id(n) in kept]
-        self.starting = {p for p in self.starting if newest[p].node_id in self._starting_nodes}
+        self.starting = {
+            p for p in self.starting if p in newest and newest[p].node_id in self._starting_nodes
+        }
 
     def add(self, ns: NodeState, by_ip: Mapping[str, PodRef], known: set[str]) -> None:
         """One live worker node."""
@@ -320,4 +342,8 @@ class _NodeRead:
 
 def _age_key(node: WorkerNode, first_seen: Mapping[str, int]) -> tuple[int, str]:
     """Newer sorts higher: first seen later, then (seen in the same poll) the larger node id."""
-    return first_seen.get(node.node_id, 0), node.node_id
+    return _id_key(node.node_id, first_seen)
+
+
+def _id_key(node_id: str, first_seen: Mapping[str, int]) -> tuple[int, str]:
+    return first_seen.get(node_id, 0), node_id
