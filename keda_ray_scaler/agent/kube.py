@@ -87,21 +87,25 @@ class PodCache(PodStore):
         """List, then watch, forever; relist on 410 Gone or any failure. Cancel to stop."""
         loop = asyncio.get_running_loop()
         self._stopping.clear()
+        failed = 0  # watches failed in a row (not 410): each waits longer, as ObjectWatch's
         try:
             while True:
                 try:
                     version = await self.relist()
                     while not self._stopping.is_set():
                         version = await asyncio.to_thread(self._watch_blocking, loop, version)
+                        failed = 0
                 except asyncio.CancelledError:
                     raise
-                except k8s.ApiException as exc:
-                    self._unsync("watch", exc)
                 except KubernetesError as exc:  # relist gave up after its retries
                     self._log.error("pod list failed", error=str(exc))
                     await asyncio.sleep(self._settings.retry_max_s)
-                except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                     self._unsync("watch", exc)
+                    if status_of(exc) != "410":  # expired: relisting at once loses nothing
+                        failed += 1
+                        delay = self._settings.retry_initial_s * 2 ** (failed - 1)
+                        await asyncio.sleep(min(delay, self._settings.retry_max_s))
         finally:
             self.stop()
             self._synced = False  # nothing keeps the cache fresh any more
