@@ -24,8 +24,8 @@ class Profile:
     agent_interval_s: float | None  # the agent's --interval (5 s by default)
     settle_s: float | None  # the agent's --settle-delay (5 s by default)
     polling_s: int | None  # ScaledObject pollingInterval (5 s shipped)
-    cooldown_s: int | None  # ScaledObject cooldownPeriod (30 s shipped)
-    down_window_s: int | None  # HPA scaleDown stabilizationWindowSeconds (60 s shipped)
+    cooldown_s: int | None  # ScaledObject cooldownPeriod (5 s shipped in the KubeRay example)
+    down_window_s: int | None  # HPA scaleDown window (0 s in the KubeRay example)
     idle_s: int | None  # the groups' idleTimeoutSeconds, read by both sides (60 s / 300 s)
     ray_loop_s: int | None  # Ray's AUTOSCALER_UPDATE_INTERVAL_S (5 s by default)
 

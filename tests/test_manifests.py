@@ -20,6 +20,7 @@ import pytest
 import yaml
 from shared_ref import KEDA, missing
 
+from keda_ray_scaler.agent.raycluster_scale import GroupState, decide
 from keda_ray_scaler.rpc.trigger import TriggerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,6 +214,25 @@ def test_unavailable_keeps_replicas_and_scale_down_outlasts_the_view_lag() -> No
         assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 60
         assert behavior["scaleDown"]["tolerance"] == "0"
         assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+
+
+def test_the_kuberay_example_scales_down_without_a_window_because_its_applier_names_victims() -> (
+    None
+):
+    """KubeRay mode: no scale-down window and a 5 s cooldown. Safe because a lower target alone
+    removes nothing: the applier lowers a group's replicas only by drained victims it names."""
+    pods = tuple(f"w{i}" for i in range(10))
+    state = GroupState("cpu", 0, replicas=10, min_replicas=0, max_replicas=50)
+    for so in of_kind(render("manifests/kuberay/example"), "ScaledObject"):
+        behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
+        assert so["spec"]["cooldownPeriod"] == 5
+        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
+    # a stale answer of 0 with ten busy pods: nothing lowered
+    assert decide(state, 0, pods, ()).replicas == 10
+    # two drained victims: lowered by exactly those two, named
+    decision = decide(state, 0, pods, ("w3", "w7"))
+    assert (decision.replicas, set(decision.workers_to_delete)) == (8, {"w3", "w7"})
 
 
 def test_scaler_address_is_the_headless_grpc_service() -> None:
