@@ -25,14 +25,13 @@ from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.pod_view import complete_nodes
 from keda_ray_scaler.agent.ray_status import (
-    PodRef,
     RayState,
-    is_internal_resource,
     parse_status,
     parse_strategy,
     parse_v1_requests,
 )
 from keda_ray_scaler.agent.shapes import bound_shapes
+from keda_ray_scaler.agent.status_nodes import PodRef, is_internal_resource
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (

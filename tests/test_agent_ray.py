@@ -25,7 +25,8 @@ from keda_ray_scaler.agent.metrics_server import start_metrics_server
 from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import SystemClock
 from keda_ray_scaler.agent.ray_state import RayReader
-from keda_ray_scaler.agent.ray_status import PodRef, RayState
+from keda_ray_scaler.agent.ray_status import RayState
+from keda_ray_scaler.agent.status_nodes import PodRef
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs.client import GcsClient, GcsConnection
 from keda_ray_scaler.model import (

@@ -184,7 +184,7 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
     state = pb.GetClusterStatusReply(
         cluster_resource_state=pb.ClusterResourceState(node_states=nodes)
     )
-    from keda_ray_scaler.agent.ray_status import PodRef
+    from keda_ray_scaler.agent.status_nodes import PodRef
 
     got = parse_status(state, SPEC, pods_by_ip={"10.0.0.4": PodRef("w-new", "cpu")})
     assert got.dead == frozenset({"w-a"})
@@ -192,7 +192,8 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
 
 def test_a_node_with_resources_in_use_and_no_busy_worker_is_starting() -> None:
     """Leases granted, workers not running yet: Ray's node_activity names no busy worker."""
-    from keda_ray_scaler.agent.ray_status import BUSY_WORKERS_ACTIVITY, parse_status
+    from keda_ray_scaler.agent.ray_status import parse_status
+    from keda_ray_scaler.agent.status_nodes import BUSY_WORKERS_ACTIVITY
     from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 
     def ns(node_id: bytes, pod: str, free: int, *activity: str) -> pb.NodeState:

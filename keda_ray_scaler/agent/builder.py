@@ -25,7 +25,7 @@ from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import Clock, PodSource, SpecView, spec_view
 from keda_ray_scaler.agent.ray_state import DemandRead, RayReader
-from keda_ray_scaler.agent.ray_status import PodRef
+from keda_ray_scaler.agent.status_nodes import PodRef
 from keda_ray_scaler.agent.victims import VictimController
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.gcs.versions import UnsupportedRayVersion

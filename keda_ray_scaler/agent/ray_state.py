@@ -26,7 +26,8 @@ from typing import Protocol
 
 from keda_ray_scaler.agent.node_ages import NodeAges
 from keda_ray_scaler.agent.ports import SpecView, spec_view
-from keda_ray_scaler.agent.ray_status import V1_REQUEST_KEY, PodRef, RayState, parse_status
+from keda_ray_scaler.agent.ray_status import V1_REQUEST_KEY, RayState, parse_status
+from keda_ray_scaler.agent.status_nodes import PodRef
 from keda_ray_scaler.agent.task_load_read import (
     LoadsApi,
     RayletRead,

@@ -19,69 +19,30 @@ strategy only inside a ``details`` string. From the raw state:
 
 from __future__ import annotations
 
-import functools
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from keda_ray_scaler.agent.status_nodes import PG_RESOURCE, NodeRead, PodRef, resources_of
 from keda_ray_scaler.agent.task_load import QueuedShape
-from keda_ray_scaler.agent.task_load_read import (
-    HEAD_RESOURCE,
-    Fallback,
-)
+from keda_ray_scaler.agent.task_load_read import Fallback
 from keda_ray_scaler.errors import RayError
-from keda_ray_scaler.gcs._generated import autoscaler_pb2
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     GangResourceRequest,
     GetClusterStatusReply,
-    NodeState,
 )
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
     Demand,
-    NodeStatus,
     PlacementGroup,
     Resources,
     Strategy,
     WorkerNode,
-    to_units,
 )
 
 #: Ray's internal KV key where ``request_resources()`` writes with autoscaler v1.
 V1_REQUEST_KEY = b"autoscaler_resource_request"
-
-# Placement-group resources ("CPU_group_<pg>", "CPU_group_<i>_<pg>", "bundle_group_<pg>"):
-# reserved inside a placement group, never capacity a new pod could add.
-_PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
-
-# The status numbers of ray.rpc.autoscaler.NodeStatus, as the generated module names them.
-_RUNNING, _DEAD, _IDLE, _DRAINING = (
-    autoscaler_pb2.RUNNING,
-    autoscaler_pb2.DEAD,
-    autoscaler_pb2.IDLE,
-    autoscaler_pb2.DRAINING,
-)
-
-#: The ``NodeState.node_activity`` line Ray reports while a worker process runs on the node (as
-#: read from Ray 2.60: a node whose leases wait for their workers shows only its resources in
-#: use, ``"Resource: CPU currently in use."``).
-BUSY_WORKERS_ACTIVITY = "Busy workers on node."
-
-
-@functools.lru_cache(maxsize=4096)  # pure; the same few names recur on every node
-def is_internal_resource(name: str) -> bool:
-    """``node:<ip>`` / head markers and placement-group resources: not pod capacity."""
-    return name.startswith("node:") or bool(_PG_RESOURCE.match(name))
-
-
-@dataclass(frozen=True, slots=True)
-class PodRef:
-    """A pod as Kubernetes knows it: used to map Ray nodes by IP when they carry no name."""
-
-    pod: str
-    group: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +67,6 @@ class RayState:
     #: node ids the GCS lists alive for a pod that has a newer node (a restarted raylet's
     #: predecessor, :mod:`~keda_ray_scaler.agent.node_ages`): left out of ``nodes``
     superseded: tuple[str, ...] = ()
-
-
-def _resources(entries: Mapping[str, float]) -> Resources:
-    plain = dict(entries)  # one C-level copy: iterating a protobuf map in Python is slow
-    return Resources.from_units(
-        {k: to_units(v) for k, v in plain.items() if not is_internal_resource(k)}
-    )
 
 
 def parse_strategy(details: str) -> Strategy:
@@ -143,7 +97,7 @@ def parse_v1_requests(raw: bytes | None) -> tuple[Bundle, ...]:
     for item in items:
         if not isinstance(item, dict):
             raise RayError(f"{V1_REQUEST_KEY.decode()}: bad bundle {item!r}")
-        shape = _resources(item)
+        shape = resources_of(item)
         if shape:
             counts[shape] = counts.get(shape, 0) + 1
     return tuple(Bundle(r, n) for r, n in sorted(counts.items()))
@@ -189,7 +143,7 @@ def parse_status(
         raw = [(q.as_dict(), q.count) for q in tasks]
     task_pairs, dropped = _task_bundles(raw)
     constraints = merge_counts(
-        (_resources(r.request.resources_bundle), r.count)
+        (resources_of(r.request.resources_bundle), r.count)
         for c in state.cluster_resource_constraints
         for r in c.resource_requests
     )
@@ -198,7 +152,7 @@ def parse_status(
         placement_groups=_placement_groups(state.pending_gang_resource_requests),
         constraints=constraints or parse_v1_requests(v1_requests),
     )
-    read = _NodeRead.of(
+    read = NodeRead.of(
         state.node_states,
         pods_by_ip or {},
         {g.name for g in cluster.worker_groups},
@@ -226,10 +180,10 @@ def _task_bundles(
     pairs: list[tuple[Resources, int]] = []
     dropped = 0
     for bundle, count in raw:
-        if any(_PG_RESOURCE.match(k) for k in bundle):
+        if any(PG_RESOURCE.match(k) for k in bundle):
             dropped += 1
             continue
-        pairs.append((_resources(bundle), count))
+        pairs.append((resources_of(bundle), count))
     return pairs, dropped
 
 
@@ -237,113 +191,10 @@ def _placement_groups(gangs: Iterable[GangResourceRequest]) -> tuple[PlacementGr
     """Pending placement groups, alike ones counted together."""
     counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
     for gang in gangs:
-        bundles = tuple(_resources(r.resources_bundle) for r in gang.requests)
+        bundles = tuple(resources_of(r.resources_bundle) for r in gang.requests)
         if bundles:
             key = (parse_strategy(gang.details), bundles)
             counts[key] = counts.get(key, 0) + 1
     return tuple(
         PlacementGroup(strategy, bundles, n) for (strategy, bundles), n in sorted(counts.items())
     )
-
-
-@dataclass
-class _NodeRead:
-    """The worker nodes of one status reply, mapped to pods and groups (``parse_status``)."""
-
-    nodes: list[WorkerNode] = field(default_factory=list)
-    unmapped: int = 0
-    dead: set[str] = field(default_factory=set)
-    starting: set[str] = field(default_factory=set)
-    #: live nodes of a pod that lists a newer one (its restarted raylet's)
-    superseded: list[WorkerNode] = field(default_factory=list)
-    _starting_nodes: set[str] = field(default_factory=set)
-
-    @classmethod
-    def of(
-        cls,
-        states: Iterable[NodeState],
-        by_ip: Mapping[str, PodRef],
-        known: set[str],
-        first_seen: Mapping[str, int],
-        stale: frozenset[str] = frozenset(),
-    ) -> _NodeRead:
-        """Every live worker node of ``states``, at most one per pod (its newest, module
-        :mod:`~keda_ray_scaler.agent.node_ages`); dead ones only by their pod name."""
-        read = cls()
-        dead_ids: dict[str, list[str]] = {}
-        for ns in states:
-            if ns.status == _DEAD:
-                if ns.instance_id:  # never by IP: a new pod may have the dead one's address
-                    read.dead.add(ns.instance_id)
-                    dead_ids.setdefault(ns.instance_id, []).append(ns.node_id.hex())
-            elif HEAD_RESOURCE not in ns.total_resources:
-                read.add(ns, by_ip, known)
-        read.keep_newest(first_seen, dead_ids, stale)
-        return read
-
-    def keep_newest(
-        self,
-        first_seen: Mapping[str, int],
-        dead_ids: Mapping[str, Sequence[str]],
-        stale: frozenset[str],
-    ) -> None:
-        """Of each pod's live nodes, keep the one first seen last, unless a node of the pod
-        seen later is dead (its restarted raylet's node, drained or gone: the pod has no live
-        node then) or the node was superseded before (``stale``); the others are superseded."""
-        newest: dict[str, WorkerNode] = {}
-        for node in self.nodes:
-            held = newest.get(node.pod)
-            if node.node_id in stale:
-                continue
-            if held is None or _age_key(node, first_seen) > _age_key(held, first_seen):
-                newest[node.pod] = node
-        for pod, ids in dead_ids.items():
-            held = newest.get(pod)
-            if held is not None and any(
-                _id_key(i, first_seen) > _age_key(held, first_seen) for i in ids
-            ):
-                del newest[pod]
-        if len(newest) == len(self.nodes):
-            return
-        kept = {id(n) for n in newest.values()}
-        self.superseded = [n for n in self.nodes if id(n) not in kept]
-        self.nodes = [n for n in self.nodes if id(n) in kept]
-        self.starting = {
-            p for p in self.starting if p in newest and newest[p].node_id in self._starting_nodes
-        }
-
-    def add(self, ns: NodeState, by_ip: Mapping[str, PodRef], known: set[str]) -> None:
-        """One live worker node."""
-        node_id = ns.node_id.hex()
-        pod, group = ns.instance_id, ns.ray_node_type_name
-        ref = by_ip.get(ns.node_ip_address)
-        if ref is not None:
-            pod = pod or ref.pod
-            group = group or ref.group
-        if not pod or not group or group not in known:
-            self.unmapped += 1
-            group = "" if group not in known else group
-            pod = pod or node_id
-        node = WorkerNode(
-            pod=pod,
-            group=group,
-            total=_resources(ns.total_resources),
-            available=_resources(ns.available_resources),
-            idle_s=ns.idle_duration_ms / 1000.0,
-            status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
-            node_id=node_id,
-        )
-        self.nodes.append(node)
-        # resources allocated, no worker busy yet: a lease whose task is still starting
-        if node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity:
-            self.starting.add(pod)
-            self._starting_nodes.add(node_id)
-
-
-def _age_key(node: WorkerNode, first_seen: Mapping[str, int]) -> tuple[int, str]:
-    """Newer sorts higher: first seen later, then (seen in the same poll) the larger node id."""
-    return _id_key(node.node_id, first_seen)
-
-
-def _id_key(node_id: str, first_seen: Mapping[str, int]) -> tuple[int, str]:
-    return first_seen.get(node_id, 0), node_id

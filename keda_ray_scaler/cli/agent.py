@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.builder import AgentSettings, ApplierFactory
     from keda_ray_scaler.agent.join_tracker import JoinTracker
     from keda_ray_scaler.agent.kube import PodCache
+    from keda_ray_scaler.agent.object_watch import WatchSettings
     from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
     from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
@@ -137,28 +138,30 @@ def _kuberay_applier(
     return make
 
 
+def _custom_objects(args: argparse.Namespace, api: Any) -> tuple[Any, WatchSettings]:
+    """KubeRay mode's watches: the custom-objects client and where they look (one home)."""
+    from kubernetes import client
+
+    from keda_ray_scaler.agent.object_watch import WatchSettings
+
+    settings = WatchSettings(namespace=args.namespace, name=args.raycluster)
+    return client.CustomObjectsApi(api.api_client), settings
+
+
 def _raycluster_watch(
     args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
 ) -> RayClusterWatch:
     """KubeRay mode's worker groups: the RayCluster watched, from the start-up read on."""
-    from kubernetes import client
-
-    from keda_ray_scaler.agent.object_watch import WatchSettings
     from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
 
-    settings = WatchSettings(namespace=args.namespace, name=args.raycluster)
-    return RayClusterWatch(client.CustomObjectsApi(api.api_client), settings, spec, registry)
+    return RayClusterWatch(*_custom_objects(args, api), spec, registry)
 
 
 def _replicas_wake(args: argparse.Namespace, api: Any, tasks: list[asyncio.Task[None]]) -> Any:
     """KubeRay mode: the RayWorkerGroups watched; their new replicas wake the applier."""
-    from kubernetes import client
-
-    from keda_ray_scaler.agent.object_watch import WatchSettings
     from keda_ray_scaler.agent.rwg_watch import replicas_watch
 
-    settings = WatchSettings(namespace=args.namespace, name=args.raycluster)
-    watch, wake = replicas_watch(client.CustomObjectsApi(api.api_client), settings)
+    watch, wake = replicas_watch(*_custom_objects(args, api))
     tasks.append(asyncio.create_task(watch.run()))
     return wake.event
 

@@ -33,7 +33,7 @@ from keda_ray_scaler.cli.serve_flags import (
 )
 from keda_ray_scaler.errors import BindError, ConfigError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.rpc.refresher import SourceFactory
+from keda_ray_scaler.rpc.refresher_child import SourceFactory
 from keda_ray_scaler.rpc.server import ScalerServer
 from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.sources.base import Source

@@ -56,8 +56,7 @@ from keda_ray_scaler.rpc.messages import (
     ToParent,
     Want,
 )
-from keda_ray_scaler.rpc.refresher_child import ChildArgs
-from keda_ray_scaler.rpc.refresher_child import SourceFactory as SourceFactory  # re-exported
+from keda_ray_scaler.rpc.refresher_child import ChildArgs, SourceFactory
 from keda_ray_scaler.rpc.refresher_process import RefresherProcess, resolve
 from keda_ray_scaler.rpc.relay import RelayCollector
 from keda_ray_scaler.rpc.target_settings import TargetSettings
