@@ -20,6 +20,7 @@ import sys
 import tarfile
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -461,14 +462,35 @@ def pause(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return images.compile_pause(tmp_path_factory.mktemp("pause"))
 
 
+def _wait_for(check: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    """Until ``check()`` holds (an observed state, not a guessed delay)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def _state(pid: int) -> str:
+    """The process state letter of /proc/<pid>/stat ("" once gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return ""
+
+
+def _children(pid: str) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
 @pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 def test_pause_sleeps_until_sigterm_or_sigint_and_exits_0(pause: Path, signo: int) -> None:
-    """pause keeps running, then exits 0 at once on SIGTERM or SIGINT."""
+    """pause blocks (state S: asleep in pause(2)) without exiting, then exits 0 on SIGTERM or
+    SIGINT."""
     proc = subprocess.Popen([pause], stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    _wait_for(lambda: _state(proc.pid) == "S" or proc.poll() is not None, "pause to block")
     assert proc.poll() is None
     proc.send_signal(signo)
-    assert proc.wait(timeout=2) == 0
+    assert proc.wait(timeout=30) == 0
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root, unshare")
@@ -477,26 +499,23 @@ def test_pause_as_pid_1_reaps_orphans(pause: Path) -> None:
     init = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", pause])
     pause_pid = ""
     try:
-        children = Path(f"/proc/{init.pid}/task/{init.pid}/children")
-        deadline = time.monotonic() + 2
-        while not children.read_text().split() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        pause_pid = children.read_text().split()[0]
-        # sh exits at once; its child sleep is re-parented to pause and exits 0.2 s later
+        _wait_for(lambda: bool(_children(str(init.pid))), "pause to start")
+        pause_pid = _children(str(init.pid))[0]
+        # sh exits at once; its child sleep is re-parented to pause and sleeps until killed
         subprocess.run(
-            ["nsenter", "-t", pause_pid, "-p", "sh", "-c", "sleep 0.2 & exit 0"], check=True
+            ["nsenter", "-t", pause_pid, "-p", "sh", "-c", "sleep 600 & exit 0"], check=True
         )
-        orphans = Path(f"/proc/{pause_pid}/task/{pause_pid}/children")
-        time.sleep(0.1)
-        assert orphans.read_text().split(), "the orphan should be pause's child while it sleeps"
-        time.sleep(0.6)
-        assert orphans.read_text().split() == []  # reaped: not even a zombie
+        _wait_for(lambda: bool(_children(pause_pid)), "the orphan to become pause's child")
+        (orphan,) = _children(pause_pid)
+        os.kill(int(orphan), signal.SIGKILL)
+        # reaped: not even a zombie (a zombie stays in its parent's children until waited for)
+        _wait_for(lambda: _children(pause_pid) == [], "pause to reap the orphan")
     finally:  # unshare waits for pause, which exits 0 on SIGTERM
         if pause_pid:
             os.kill(int(pause_pid), signal.SIGTERM)
         else:
             init.kill()
-        init.wait(timeout=5)
+        init.wait(timeout=30)
 
 
 # --- the built images (controlplane: they are the real node's) -------------------------------
