@@ -30,6 +30,7 @@ from keda_ray_scaler.agent.ray_status import (
     parse_strategy,
     parse_v1_requests,
 )
+from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.shapes import bound_shapes
 from keda_ray_scaler.agent.status_nodes import PodRef, is_internal_resource
 from keda_ray_scaler.errors import RayError
@@ -461,6 +462,7 @@ def make_loop(
     reader: FakeReader,
     victims: FakeVictims | None = None,
     clock: FakeClock | None = None,
+    planned: PlannedTargets | None = None,
     **kw: Any,
 ) -> tuple[AgentLoop, CollectorRegistry]:
     """A loop on a fresh registry with fake time."""
@@ -476,6 +478,7 @@ def make_loop(
         LoopSettings(**kw),
         planner=plan,
         victims=victims,
+        planned=planned,
     )
     return loop, registry
 
@@ -509,6 +512,21 @@ async def test_a_failed_poll_keeps_the_last_data_with_its_old_time_and_success_z
     assert value(registry, schema.SNAPSHOT_SUCCESS) == 0.0
     assert value(registry, schema.SNAPSHOT_TIMESTAMP) == 1000.0
     assert value(registry, "ray_scaler_agent_poll_errors_total") == 1.0
+
+
+async def test_each_published_input_is_planned_for_the_lead_and_a_failed_poll_clears_it() -> None:
+    """The applier's lead gets the target the scaler will compute from the same export; after a
+    failed poll it gets nothing, however fresh."""
+    from keda_ray_scaler.planner import plan
+
+    planned = PlannedTargets(plan, max_age_s=30.0)
+    reader = FakeReader(ray_state(Bundle(r(CPU=5), 20)), RayError("down"))
+    loop, _ = make_loop(reader, planned=planned)
+    snap = await loop.poll_once()
+    assert planned.get("cpu", 1000.0) == plan(snap.input).groups["cpu"].target == 10
+    assert planned.wake.is_set()
+    await loop.poll_once()
+    assert planned.get("cpu", 1000.0) is None
 
 
 async def test_too_many_shapes_are_merged_and_counted() -> None:

@@ -347,6 +347,107 @@ async def test_a_list_that_keeps_failing_leaves_the_cache_unsynced(
     assert [e["event"] for e in logs if e["log_level"] == "error"] == ["kubernetes call failed"]
 
 
+class RecordedSleeps:
+    """The pod cache's back-off sleep: records each wait; from the ``block_at``-th on it never
+    returns (the test stops the cache there)."""
+
+    def __init__(self, block_at: int) -> None:
+        self.waits: list[float] = []
+        self.enough = asyncio.Event()
+        self._block_at = block_at
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        if len(self.waits) >= self._block_at:
+            self.enough.set()
+            await asyncio.Event().wait()
+
+
+async def stopped(cache: PodCache, task: asyncio.Task[None]) -> None:
+    """Stop the cache's loop and wait for it to end."""
+    cache.stop()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_watch_the_server_refuses_backs_off_doubling_unsynced_and_counted(
+    emulator: VersionedEmulator, api: k8s.CoreV1Api, registry: CollectorRegistry
+) -> None:
+    """Every watch refused (403, say a Role without ``watch``): each failure relists after a
+    wait doubling from retry_initial_s up to retry_max_s, never a tight loop of requests; the
+    cache is unsynced while it waits, and unsynced (gauge 0) once the loop ends."""
+    emulator[kmock.action.WATCH] << 403
+    emulator.put_pod("w-1")
+    sleeps = RecordedSleeps(block_at=6)
+    cache = PodCache(
+        api, settings(retry_initial_s=0.5, retry_max_s=4.0), registry,
+        wait=tenacity.wait_none(), sleep=sleeps,
+    )  # fmt: skip
+    task = asyncio.create_task(cache.run())
+    try:
+        async with asyncio.timeout(20):
+            await sleeps.enough.wait()
+        assert not cache.synced
+    finally:
+        await stopped(cache, task)
+    assert sleeps.waits == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    assert calls(emulator) == [("LIST", ""), ("WATCH", "")] * 6  # one wait before each relist
+    assert registry.get_sample_value(KUBE_RELISTS, {"cluster": "demo"}) == 6.0
+    errors = {"cluster": "demo", "operation": "watch", "code": "403"}
+    assert registry.get_sample_value(KUBE_API_ERRORS, errors) == 6.0
+    assert not cache.synced
+    assert registry.get_sample_value(KUBE_CACHE_SYNCED, {"cluster": "demo"}) == 0.0
+
+
+async def test_a_410_relists_at_once_without_a_wait(
+    emulator: VersionedEmulator, api: k8s.CoreV1Api, registry: CollectorRegistry
+) -> None:
+    """An expired watch loses nothing by relisting at once: no back-off."""
+    gone = {
+        "type": "ERROR",
+        "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
+    }
+    emulator[kmock.action.WATCH][:1] << json.dumps(gone).encode() + b"\n"
+    sleeps = RecordedSleeps(block_at=1)
+    cache = PodCache(api, settings(), registry, wait=tenacity.wait_none(), sleep=sleeps)
+    task = asyncio.create_task(cache.run())
+    try:
+        await until(watching(emulator, 2))
+        assert cache.synced
+    finally:
+        await stopped(cache, task)
+    assert sleeps.waits == []
+    assert registry.get_sample_value(KUBE_CACHE_SYNCED, {"cluster": "demo"}) == 0.0
+
+
+async def test_a_list_that_gives_up_waits_retry_max_s_before_listing_again(
+    emulator: VersionedEmulator, api: k8s.CoreV1Api, registry: CollectorRegistry
+) -> None:
+    """The list's retries spent (PodApi counted each attempt): logged, unsynced, and the next
+    list only after retry_max_s."""
+    emulator[kmock.action.LIST] << 503
+    sleeps = RecordedSleeps(block_at=1)
+    cache = PodCache(
+        api, settings(retry_max_s=4.0), registry, wait=tenacity.wait_none(), sleep=sleeps
+    )
+    task = asyncio.create_task(cache.run())
+    try:
+        with capture_logs() as logs:
+            async with asyncio.timeout(20):
+                await sleeps.enough.wait()
+    finally:
+        await stopped(cache, task)
+    assert sleeps.waits == [4.0]
+    assert calls(emulator) == [("LIST", "")] * 3
+    assert not cache.synced
+    errors = {"cluster": "demo", "operation": "list", "code": "503"}
+    assert registry.get_sample_value(KUBE_API_ERRORS, errors) == 3.0
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == [
+        "kubernetes call failed",
+        "pod list failed",
+    ]
+
+
 # --- patches ----------------------------------------------------------------------------------
 def write(values: Mapping[str, str | None]) -> Callable[[PodInfo], Mapping[str, str | None]]:
     """A decision that always asks for ``values``."""

@@ -25,6 +25,9 @@ from keda_ray_scaler.agent.kuberay import KubeRayApplier
 from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
 from keda_ray_scaler.agent.pod_store import PodStore
 from keda_ray_scaler.agent.ranking import PodInfo
+from keda_ray_scaler.agent.scale_up_lead import PAUSED, PlannedTargets
+from keda_ray_scaler.model import ClusterSpec, PlanningInput
+from keda_ray_scaler.plans import GroupPlan, Plan
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 _names = itertools.count()
@@ -82,7 +85,7 @@ class Env:
         self.victims: dict[str, str] = {}
         self.applier = self.make_applier(self.api)
 
-    def make_applier(self, api: Any) -> KubeRayApplier:
+    def make_applier(self, api: Any, planned: PlannedTargets | None = None) -> KubeRayApplier:
         """The applier on ``api`` (the real client, or a wrapper of it)."""
         settings = KubeRaySettings(namespace=self.ns, raycluster="demo")
         self.backoff: dict[str, str] = {}
@@ -95,6 +98,7 @@ class Env:
             CollectorRegistry(),
             cluster="demo",
             backoff=lambda group: self.backoff.get(group, ""),
+            planned=planned,
         )
 
     def scale(self, replicas: int) -> None:
@@ -185,6 +189,79 @@ class EditBeforePatch:
         if self.patches == 1:
             self._edit()
         return self._api.patch_namespaced_custom_object(*args, **kwargs)
+
+
+class PlannedCpu:
+    """The agent's plan as the test sets it: ``cpu`` at ``target``."""
+
+    def __init__(self) -> None:
+        self.target = 0
+
+    def __call__(self, inp: PlanningInput) -> Plan:
+        t = self.target
+        return Plan({"cpu": GroupPlan("cpu", t, t, floor=0, current=0, busy=0, new=t)})
+
+
+def test_the_agents_plan_leads_a_scale_up_and_a_paused_scaled_object_holds_it(
+    cp: ControlPlane,
+) -> None:
+    """The HPA says 1, the agent's fresh plan 10: the RayCluster goes to 10 at once. Paused,
+    the ScaledObject holds a plan of 20 (nothing lowered either); a stale plan leads nothing."""
+    crds = sorted((cp.bin_dir / "keda-crds").glob("*.yaml"))
+    cp.kubectl("apply", "--server-side", *[f"--filename={c}" for c in crds])
+    cp.wait_crds_established()
+    env = Env(cp, 1)
+    plan = PlannedCpu()
+    planned = PlannedTargets(plan, max_age_s=10.0)
+    env.applier = env.make_applier(env.api, planned)
+    so = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "ray-demo-cpu"},
+        "spec": {
+            "scaleTargetRef": {
+                "apiVersion": "keda-ray-scaler.io/v1alpha1",
+                "kind": "RayWorkerGroup",
+                "name": "ray-demo-cpu",
+            },
+            "maxReplicaCount": 50,
+            "triggers": [{"type": "cpu", "metadata": {"value": "50"}}],
+        },
+    }
+    env.api.create_namespaced_custom_object("keda.sh", "v1alpha1", env.ns, "scaledobjects", so)
+    env.scale(1)
+    now = Clock().now()
+    plan.target = 10
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), now)
+    (verdict,) = env.apply()
+    # Kubernetes' default scale-up policies (none set here): from 1, at most 5 in one period
+    assert (verdict.action, verdict.replicas, env.group()["replicas"]) == ("scale_up", 5, 5)
+    env.scale(5)  # the HPA caught up
+    (verdict,) = env.apply()
+    assert (verdict.action, env.group()["replicas"]) == ("scale_up", 10)
+
+    so_now = env.api.get_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", "ray-demo-cpu"
+    )
+    so_now["metadata"]["annotations"] = {PAUSED: "true"}
+    env.api.replace_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", "ray-demo-cpu", so_now
+    )
+    plan.target = 20
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), now)
+    (verdict,) = env.apply()
+    assert (verdict.action, env.group()["replicas"]) == ("wait_victims", 10)
+
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), now - 11.0)  # stale
+    so_now = env.api.get_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", "ray-demo-cpu"
+    )
+    so_now["metadata"]["annotations"] = {}
+    env.api.replace_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", "ray-demo-cpu", so_now
+    )
+    (verdict,) = env.apply()
+    assert env.group()["replicas"] == 10
 
 
 def test_conflicting_edit_between_read_and_patch_loses_nothing(cp: ControlPlane) -> None:

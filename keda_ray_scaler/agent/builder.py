@@ -25,6 +25,7 @@ from keda_ray_scaler.agent.marks import VictimSettings
 from keda_ray_scaler.agent.names import StandInLog
 from keda_ray_scaler.agent.ports import Clock, PodSource, SpecView, spec_view
 from keda_ray_scaler.agent.ray_state import DemandRead, RayReader
+from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.status_nodes import PodRef
 from keda_ray_scaler.agent.victims import VictimController
 from keda_ray_scaler.gcs.client import GcsConnection
@@ -92,13 +93,15 @@ def build_agent(
     wrap_reader: Callable[[RayReader], StateReader] | None = None,
     registry: CollectorRegistry | None = None,
     on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
+    planned: PlannedTargets | None = None,
 ) -> Agent:
     """The agent for ``spec`` (a fixed spec, or a view every part reads afresh at each use:
     the RayCluster's watch in KubeRay mode); with ``pods``, the join tracker and the victim
     protocol too (``settings.loop.scale_down`` False: export only, whatever ``pods``). Its
     series go to ``registry`` (a new one when None), where the caller's pod cache may have put
     its own. With ``on_unsupported`` the reader checks the head's Ray version first
-    (:class:`RayReader`)."""
+    (:class:`RayReader`). ``planned`` gets every published input (the applier's scale-up
+    lead, :mod:`~keda_ray_scaler.agent.scale_up_lead`)."""
     registry = registry if registry is not None else CollectorRegistry()
     specs = spec_view(spec)
     name = specs.spec.name
@@ -139,5 +142,6 @@ def build_agent(
         victims=victims,
         pods=(lambda: pod_entries(source)) if source is not None else None,
         joins=joins,
+        planned=planned,
     )
     return Agent(loop, reader, registry, victims, joins, made)

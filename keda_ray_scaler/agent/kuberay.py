@@ -42,6 +42,7 @@ from keda_ray_scaler.agent.raycluster_scale import (
     scale_patch,
 )
 from keda_ray_scaler.agent.rwg_status import GroupStatus, StatusWriter, selector_of
+from keda_ray_scaler.agent.scale_up_lead import PlannedTargets, lead_replicas, targeting
 from keda_ray_scaler.errors import KubernetesError
 
 log = structlog.get_logger(__name__)
@@ -50,6 +51,8 @@ log = structlog.get_logger(__name__)
 KUBERAY_DECISIONS = "ray_scaler_kuberay_decisions_total"
 #: counter {cluster}: RayCluster patches refused by a precondition (then re-decided)
 KUBERAY_CONFLICTS = "ray_scaler_kuberay_conflicts_total"
+#: counter {cluster, group}: scale-ups carried ahead of the HPA by the agent's own plan
+KUBERAY_LEADS = "ray_scaler_kuberay_scale_up_leads_total"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +81,16 @@ class KubeRayApplier:
         cluster: str,
         conflict_attempts: int = 5,
         backoff: Callable[[str], str] | None = None,
+        planned: PlannedTargets | None = None,
     ) -> None:
         """``conflict_attempts``: decisions per group and round when patches keep meeting a
         changed RayCluster (each on a fresh read); the next round starts over. ``backoff``:
         why a group is backed off after pods that did not join Ray ("" when not), shown as the
-        RayWorkerGroup's ``BackedOff`` condition."""
+        RayWorkerGroup's ``BackedOff`` condition. ``planned``: the agent's own targets, which
+        lead a scale-up ahead of the HPA (:mod:`~keda_ray_scaler.agent.scale_up_lead`)."""
         self._backoff = backoff
+        self._planned = planned
+        self._clock = clock
         self._api = api
         self._cluster = cluster
         self._attempts = conflict_attempts
@@ -103,6 +110,12 @@ class KubeRayApplier:
             KUBERAY_CONFLICTS,
             "RayCluster patches refused by a precondition, then re-decided.",
             ["cluster"],
+            registry=registry,
+        )
+        self._leads = Counter(
+            KUBERAY_LEADS,
+            "Scale-ups carried ahead of the HPA by the agent's own plan.",
+            ["cluster", "group"],
             registry=registry,
         )
 
@@ -167,7 +180,9 @@ class KubeRayApplier:
             verdict = GroupVerdict(group, "unset", "spec.replicas unset", state.replicas)
             status.condition("Ready", True, "Reconciled", verdict.reason)
         else:
-            verdict, rc = await self._scale(group, int(spec["replicas"]), rc)
+            verdict, rc = await self._scale_with_lead(
+                group, name, int(spec["replicas"]), rc, scaled
+            )
             status.condition("Ready", True, "Reconciled", verdict.reason)
         if state is not None:
             self._status.bounds(status, name, state, scaled)
@@ -179,8 +194,27 @@ class KubeRayApplier:
             await self._status.write(rwg, status)
         return verdict, rc
 
+    async def _scale_with_lead(
+        self,
+        group: str,
+        name: str,
+        desired: int,
+        rc: dict[str, Any],
+        scaled: Sequence[Mapping[str, Any]],
+    ) -> tuple[GroupVerdict, dict[str, Any]]:
+        """The HPA's ``desired``, raised to the agent's own target where the ScaledObjects
+        allow it (:func:`~keda_ray_scaler.agent.scale_up_lead.lead_replicas`), then scaled."""
+        if self._planned is None:
+            return await self._scale(group, desired, rc)
+        planned = self._planned.get(group, self._clock.now())
+        lead = lead_replicas(desired, planned, targeting(scaled, name))
+        verdict, rc = await self._scale(group, lead.replicas, rc, lead.reason)
+        if lead.leads and verdict.action == Action.SCALE_UP.value:
+            self._leads.labels(self._cluster, group).inc()
+        return verdict, rc
+
     async def _scale(
-        self, group: str, desired: int, rc: dict[str, Any]
+        self, group: str, desired: int, rc: dict[str, Any], lead: str = ""
     ) -> tuple[GroupVerdict, dict[str, Any]]:
         """Decide and patch; on a precondition failure re-read and decide again."""
         attempts = self._attempts
@@ -211,6 +245,7 @@ class KubeRayApplier:
                 replicas=decision.replicas,
                 workers_to_delete=list(decision.workers_to_delete),
                 reason=decision.reason,
+                lead=lead,
             )
             return self._verdict(group, decision), rc
         raise AssertionError("unreachable")  # pragma: no cover

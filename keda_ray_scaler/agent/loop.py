@@ -39,6 +39,7 @@ from keda_ray_scaler.agent.joins import PodEntry
 from keda_ray_scaler.agent.pod_view import complete_nodes, complete_nodes_again
 from keda_ray_scaler.agent.ports import Clock, SpecView, spec_view
 from keda_ray_scaler.agent.ray_status import RayState
+from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.shapes import bound_shapes
 from keda_ray_scaler.agent.task_load_read import Fallback
 from keda_ray_scaler.errors import KubernetesError, RayError
@@ -105,8 +106,10 @@ class AgentLoop:
         victims: VictimStep | None = None,
         pods: Callable[[], Sequence[PodEntry] | None] | None = None,
         joins: JoinTracker | None = None,
+        planned: PlannedTargets | None = None,
     ) -> None:
         self._specs = spec_view(cluster)
+        self._planned = planned  # the applier's scale-up lead: every published input planned
         self._stale = False  # the spec was not fresh at the last poll (logged once)
         self._reader = reader
         self._collector = collector
@@ -137,22 +140,28 @@ class AgentLoop:
     def _publish(self, inp: PlanningInput, when: float) -> None:
         self._last = schema.ClusterSnapshot(inp, when, True)
         self._collector.publish(self._last)
+        if self._planned is not None:
+            self._planned.observe(inp, when)
+
+    def _publish_failed(self) -> schema.ClusterSnapshot:
+        """The data already published, now with ``snapshot_success`` 0; no lead from it."""
+        self._last = replace(self._last, success=False)
+        self._collector.publish(self._last)
+        if self._planned is not None:
+            self._planned.clear()
+        return self._last
 
     async def poll_once(self) -> schema.ClusterSnapshot:
         """One poll; never raises for Ray or Kubernetes errors (they are counted and logged)."""
         started = self._clock.now()
         if not self._spec_fresh():
-            self._last = replace(self._last, success=False)
-            self._collector.publish(self._last)
-            return self._last
+            return self._publish_failed()
         try:
             state = await self._reader.read()
         except RayError as exc:
             self._metrics.poll_errors.inc()
-            self._last = replace(self._last, success=False)
-            self._collector.publish(self._last)
             self._log.warning("ray poll failed", error=str(exc))
-            return self._last
+            return self._publish_failed()
         self._note_fallback(state)
         cluster = self._specs.spec  # as the reader just mapped the nodes with
         demand = self._bounded(state)
@@ -284,4 +293,6 @@ class AgentLoop:
         self._metrics.poll_crashes.inc()
         self._last = replace(self._last, success=False)
         self._collector.mark_failed()
+        if self._planned is not None:
+            self._planned.clear()
         self._log.exception("poll crashed")

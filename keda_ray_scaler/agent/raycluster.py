@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import ROUND_UP, InvalidOperation
 from typing import Any
 
@@ -82,47 +83,78 @@ def _custom(params: Mapping[str, Any], where: str, field: str) -> dict[str, int]
     return dict(loaded)
 
 
-def group_resources(group: Mapping[str, Any], where: str, field: str) -> Resources:
-    """One pod's Ray logical resources, as Ray's KubeRay autoscaling config computes them."""
-    top: Mapping[str, Any] = group.get("resources") or {}
-    params: Mapping[str, Any] = group.get("rayStartParams") or {}
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """Where one group declares a pod's resources: its ``resources``, its ``rayStartParams``
+    and its Ray container's (the first container's) ``limits`` and ``requests``."""
+
+    top: Mapping[str, Any]
+    params: Mapping[str, Any]
+    limits: Mapping[str, Any]
+    requests: Mapping[str, Any]
+    where: str
+    field: str
+
+    @property
+    def container(self) -> str:
+        """The field path of the Ray container's resources."""
+        return f"{self.field}.template.spec.containers[0].resources"
+
+    def amount(self, name: str, param: str, k8s: str | None) -> int | None:
+        """``resources[name]``, else ``rayStartParams[param]``, else (unless ``k8s`` is None)
+        the container's ``limits[k8s]``, else its ``requests[k8s]``; None when none is set."""
+        where, field = self.where, self.field
+        if name in self.top:
+            return _round_up(self.top[name], where, f"{field}.resources.{name}")
+        if param in self.params:
+            return _int_param(self.params, param, where, f"{field}.rayStartParams")
+        if k8s is not None:
+            for kind, values in (("limits", self.limits), ("requests", self.requests)):
+                if k8s in values:
+                    return _round_up(values[k8s], where, f"{self.container}.{kind}.{k8s}")
+        return None
+
+
+def _declared(group: Mapping[str, Any], where: str, field: str) -> _Declared:
+    """The places ``group`` declares resources in; raises ConfigError without a container."""
     containers = ((group.get("template") or {}).get("spec") or {}).get("containers") or []
     if not containers:
         raise ConfigError(where, f"{field}.template.spec.containers", "no Ray container")
     k8s: Mapping[str, Any] = containers[0].get("resources") or {}
-    limits: Mapping[str, Any] = k8s.get("limits") or {}
-    requests: Mapping[str, Any] = k8s.get("requests") or {}
-    container = f"{field}.template.spec.containers[0].resources"
+    return _Declared(
+        top=group.get("resources") or {},
+        params=group.get("rayStartParams") or {},
+        limits=k8s.get("limits") or {},
+        requests=k8s.get("requests") or {},
+        where=where,
+        field=field,
+    )
+
+
+def group_resources(group: Mapping[str, Any], where: str, field: str) -> Resources:
+    """One pod's Ray logical resources, as Ray's KubeRay autoscaling config computes them."""
+    declared = _declared(group, where, field)
+    top, params = declared.top, declared.params
     out: dict[str, int] = {}
-    if "CPU" in top:
-        out["CPU"] = _round_up(top["CPU"], where, f"{field}.resources.CPU")
-    elif "num-cpus" in params:
-        out["CPU"] = _int_param(params, "num-cpus", where, f"{field}.rayStartParams")
-    elif "cpu" in limits:
-        out["CPU"] = _round_up(limits["cpu"], where, f"{container}.limits.cpu")
-    elif "cpu" in requests:
-        out["CPU"] = _round_up(requests["cpu"], where, f"{container}.requests.cpu")
-    else:
+    cpus = declared.amount("CPU", "num-cpus", "cpu")
+    if cpus is None:
         raise ConfigError(
             where, field, "no CPU: set rayStartParams num-cpus or the Ray container's cpu limit"
         )
-    if "GPU" in top:
-        out["GPU"] = _round_up(top["GPU"], where, f"{field}.resources.GPU")
-    elif "num-gpus" in params:
-        out["GPU"] = _int_param(params, "num-gpus", where, f"{field}.rayStartParams")
+    out["CPU"] = cpus
+    gpus = declared.amount("GPU", "num-gpus", None)
+    if gpus is not None:
+        out["GPU"] = gpus
     else:
-        for key, value in [*limits.items(), *requests.items()]:
-            if key.endswith("gpu") and (gpus := _round_up(value, where, f"{container}.{key}")):
-                out["GPU"] = gpus
+        for key, value in [*declared.limits.items(), *declared.requests.items()]:
+            if key.endswith("gpu") and (
+                found := _round_up(value, where, f"{declared.container}.{key}")
+            ):
+                out["GPU"] = found
                 break
-    if "memory" in top:
-        out["memory"] = _round_up(top["memory"], where, f"{field}.resources.memory")
-    elif "memory" in params:
-        out["memory"] = _int_param(params, "memory", where, f"{field}.rayStartParams")
-    elif "memory" in limits:
-        out["memory"] = _round_up(limits["memory"], where, f"{container}.limits.memory")
-    elif "memory" in requests:
-        out["memory"] = _round_up(requests["memory"], where, f"{container}.requests.memory")
+    memory = declared.amount("memory", "memory", "memory")
+    if memory is not None:
+        out["memory"] = memory
     if top:
         for key, value in top.items():
             if key not in ("CPU", "GPU", "TPU", "memory"):

@@ -20,10 +20,9 @@ import structlog
 from keda_ray_scaler.agent.kuberay_api import KubeRayApi
 from keda_ray_scaler.agent.ports import Clock
 from keda_ray_scaler.agent.raycluster_scale import GroupState
+from keda_ray_scaler.agent.scale_up_lead import KEDA_DEFAULT_MAX, targeting
 
 log = structlog.get_logger(__name__)
-
-_KEDA_DEFAULT_MAX = 100
 
 
 @dataclass
@@ -55,7 +54,7 @@ def bounds_problem(scaled_object: Mapping[str, Any], low: int, high: int) -> str
     """Empty when the ScaledObject's min/max equal the group's; else what differs."""
     spec = scaled_object.get("spec") or {}
     so_min = int(spec.get("minReplicaCount", 0))
-    so_max = int(spec.get("maxReplicaCount", _KEDA_DEFAULT_MAX))
+    so_max = int(spec.get("maxReplicaCount", KEDA_DEFAULT_MAX))
     name = (scaled_object.get("metadata") or {}).get("name", "")
     problems = []
     if so_min != low:
@@ -83,16 +82,9 @@ class StatusWriter:
         scaled: Sequence[Mapping[str, Any]],
     ) -> None:
         """``BoundsMatch`` for the RayWorkerGroup ``name``: the ScaledObjects targeting it."""
-        targeting = [
-            so
-            for so in scaled
-            if ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == "RayWorkerGroup"
-            and ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name
-        ]
+        aimed = targeting(scaled, name)
         problems = [
-            p
-            for so in targeting
-            if (p := bounds_problem(so, state.min_replicas, state.max_replicas))
+            p for so in aimed if (p := bounds_problem(so, state.min_replicas, state.max_replicas))
         ]
         if problems:
             message = "; ".join(problems) + " (min and max belong to the RayCluster's group)"
@@ -102,7 +94,7 @@ class StatusWriter:
                 )
             self._logged[state.name] = message
             status.condition("BoundsMatch", False, "ScaledObjectBounds", message)
-        elif targeting:
+        elif aimed:
             self._logged.pop(state.name, None)
             status.condition("BoundsMatch", True, "Match", "ScaledObject min/max match")
 

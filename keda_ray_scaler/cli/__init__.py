@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Protocol, cast
 
 from keda_ray_scaler.errors import ConfigError
@@ -77,6 +77,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         else:
             subparsers.add_parser(name, help=SUMMARY[name])
     return parser
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    description: str,
+    *flag_groups: Callable[[argparse.ArgumentParser], None],
+) -> argparse.ArgumentParser:
+    """Register command ``name``, its :data:`SUMMARY` as its help, then each of ``flag_groups``
+    (a function adding flags to the command's parser); the parser, for flags of its own."""
+    p = subparsers.add_parser(name, help=SUMMARY[name], description=description)
+    for add_flags in flag_groups:
+        add_flags(p)
+    return p
 
 
 def add_logging_flags(p: argparse.ArgumentParser) -> None:

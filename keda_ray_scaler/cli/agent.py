@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.kube import PodCache
     from keda_ray_scaler.agent.object_watch import WatchSettings
     from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
+    from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
     from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
 log = structlog.get_logger(__name__)
@@ -113,6 +114,7 @@ def _kuberay_applier(
     cache: PodCache,
     clock: SystemClock,
     registry: CollectorRegistry,
+    planned: PlannedTargets | None,
 ) -> ApplierFactory:
     """KubeRay mode's applier, made once the victims and the join tracker exist."""
     from kubernetes import client
@@ -133,9 +135,23 @@ def _kuberay_applier(
             registry,
             cluster=args.raycluster,
             backoff=joins.backoff_message,
+            planned=planned,
         )
 
     return make
+
+
+def _planned_targets(args: argparse.Namespace, wake: asyncio.Event) -> PlannedTargets | None:
+    """KubeRay mode's scale-up lead (``--scale-up-lead``, on by default): the agent's own
+    targets, fresh for as long as the health probe calls a poll fresh; a rise wakes ``wake``."""
+    if not args.scale_up_lead:
+        return None
+    from keda_ray_scaler.agent.health import max_age_s
+    from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
+    from keda_ray_scaler.planner import plan
+
+    age = max_age_s(args.health_intervals, args.interval)
+    return PlannedTargets(plan, max_age_s=age, wake=wake)
 
 
 def _custom_objects(args: argparse.Namespace, api: Any) -> tuple[Any, WatchSettings]:
@@ -180,8 +196,12 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         tasks.append(asyncio.create_task(specs.run()))
     cache = None if args.no_scale_down else _pod_cache(args, api, spec, registry)
     applier: ApplierFactory | None = None
+    wake: asyncio.Event | None = None
+    planned: PlannedTargets | None = None
     if cache is not None and args.raycluster is not None:  # KubeRay mode: RWGs -> RayCluster
-        applier = _kuberay_applier(args, api, cache, clock, registry)
+        wake = _replicas_wake(args, api, tasks)
+        planned = _planned_targets(args, wake)
+        applier = _kuberay_applier(args, api, cache, clock, registry, planned)
     stop = _Stop(asyncio.Event())
     agent = build_agent(
         specs,
@@ -192,13 +212,13 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         applier=applier,
         registry=registry,
         on_unsupported=stop.unsupported_ray,
+        planned=planned,
     )
     if cache is not None:
         tasks.append(asyncio.create_task(cache.run()))
     if agent.applier is not None:
         from keda_ray_scaler.agent.apply import run_applier
 
-        wake = _replicas_wake(args, api, tasks) if args.raycluster is not None else None
         tasks.append(asyncio.create_task(run_applier(agent.applier, clock, args.interval, wake)))
     loop = agent.loop
     max_age = max_age_s(args.health_intervals, args.interval)

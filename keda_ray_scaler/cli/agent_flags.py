@@ -22,7 +22,7 @@ from keda_ray_scaler.agent.joins import (
     BackoffSettings,
 )
 from keda_ray_scaler.agent.ray_state import DemandRead
-from keda_ray_scaler.cli import SUMMARY, add_logging_flags
+from keda_ray_scaler.cli import add_command, add_logging_flags
 from keda_ray_scaler.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,19 +30,15 @@ if TYPE_CHECKING:
 
 #: The ``where`` of the agent's ConfigErrors: its flags' and its start-up's.
 WHERE: Final = "agent"
+#: What ``agent --help`` says the command does.
+_DESCRIPTION: Final = (
+    "Poll one Ray cluster's GCS, serve /metrics and /healthz, run safe scale-down."
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``agent`` and its flags."""
-    p = subparsers.add_parser(
-        "agent",
-        help=SUMMARY["agent"],
-        description="Poll one Ray cluster's GCS, serve /metrics and /healthz, run safe scale-down.",
-    )
-    _ray_flags(p)
-    _metrics_flags(p)
-    _scale_down_flags(p)
-    add_logging_flags(p)
+    """Register ``agent`` and its flags (:data:`_FLAG_GROUPS`)."""
+    add_command(subparsers, "agent", _DESCRIPTION, *_FLAG_GROUPS)
 
 
 def _ray_flags(p: argparse.ArgumentParser) -> None:
@@ -156,6 +152,18 @@ def _scale_down_flags(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_BACKOFF_MAX_S,
         help="the longest back-off in seconds (600)",
     )
+    g.add_argument(
+        "--scale-up-lead",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="KubeRay mode: carry the agent's own planned target into the RayCluster at its "
+        "poll, ahead of the HPA; upward only, within the ScaledObject's maxReplicaCount and "
+        "scale-up policies, never while it is paused (on)",
+    )
+
+
+#: The flag groups of ``agent``, in ``--help`` order.
+_FLAG_GROUPS: Final = (_ray_flags, _metrics_flags, _scale_down_flags, add_logging_flags)
 
 
 def _check(ok: bool, flag: str, problem: str) -> None:

@@ -12,26 +12,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.cli import SUMMARY
+from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.telemetry import configure_logging
 
 if TYPE_CHECKING:
     from keda_ray_scaler.demo.record import DemoResult
 
+#: What ``demo --help`` says the command does.
+_DESCRIPTION = (
+    "Start a Ray head on 127.0.0.1, the agent and the scaler in-process (gRPC on "
+    "loopback), and a simulated Deployment that starts and stops worker raylets. "
+    "Submit 20 tasks of {CPU: 5}: the target goes to 10 pods, then back to 0 after the "
+    "idle timeout, removing only drained, idle pods. Prints a timeline."
+)
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``demo`` and its flags."""
-    p = subparsers.add_parser(
-        "demo",
-        help=SUMMARY["demo"],
-        description=(
-            "Start a Ray head on 127.0.0.1, the agent and the scaler in-process (gRPC on "
-            "loopback), and a simulated Deployment that starts and stops worker raylets. "
-            "Submit 20 tasks of {CPU: 5}: the target goes to 10 pods, then back to 0 after the "
-            "idle timeout, removing only drained, idle pods. Prints a timeline."
-        ),
-    )
+    p = add_command(subparsers, "demo", _DESCRIPTION)
     p.add_argument("--tasks", type=int, default=20, help="tasks to submit (default 20)")
     p.add_argument("--task-seconds", type=float, default=8.0, help="each task's duration")
     p.add_argument(

@@ -6,24 +6,23 @@ import argparse
 import json
 from typing import Any
 
-from keda_ray_scaler.cli import SUMMARY
+from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
 from keda_ray_scaler.model import Resources
 from keda_ray_scaler.planner import plan
 from keda_ray_scaler.plans import Decision, DecisionKind, Plan, Why
 
+#: What ``plan --help`` says the command does.
+_DESCRIPTION = (
+    "Print, per worker group, the target replicas, the pods kept busy, the pods to add "
+    "and the removable pods in order, then the demand that cannot be placed, with a "
+    "reason. Bad input exits with code 2 and one line naming the file and field."
+)
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``plan`` and its flags."""
-    p = subparsers.add_parser(
-        "plan",
-        help=SUMMARY["plan"],
-        description=(
-            "Print, per worker group, the target replicas, the pods kept busy, the pods to add "
-            "and the removable pods in order, then the demand that cannot be placed, with a "
-            "reason. Bad input exits with code 2 and one line naming the file and field."
-        ),
-    )
+    p = add_command(subparsers, "plan", _DESCRIPTION)
     p.add_argument("--cluster", required=True, help="cluster spec file (YAML or JSON)")
     p.add_argument(
         "--snapshot", required=True, help="snapshot file: demand and pods (YAML or JSON)"

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Final
 
-from keda_ray_scaler.cli import SUMMARY, add_logging_flags
+from keda_ray_scaler.cli import add_command, add_logging_flags
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc.server_settings import ServerSettings
@@ -23,6 +23,8 @@ from keda_ray_scaler.sources.caps import DataCaps
 
 #: The ``where`` of serve's ConfigErrors: its flags' and its start-up's.
 WHERE: Final = "serve"
+#: What ``serve --help`` says the command does.
+_DESCRIPTION: Final = "Answer KEDA with each Ray worker group's target replicas."
 
 #: ``(flag, DataCaps field, help)`` of each cap on one Ray cluster's series.
 _CAP_FLAGS: Final = (
@@ -37,18 +39,8 @@ _CAP_FLAGS: Final = (
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``serve`` and its flags."""
-    p = subparsers.add_parser(
-        "serve",
-        help=SUMMARY["serve"],
-        description="Answer KEDA with each Ray worker group's target replicas.",
-    )
-    _listening_flags(p)
-    _source_flags(p)
-    _behaviour_flags(p)
-    _bound_flags(p)
-    _connection_flags(p)
-    add_logging_flags(p)
+    """Register ``serve`` and its flags (:data:`_FLAG_GROUPS`)."""
+    add_command(subparsers, "serve", _DESCRIPTION, *_FLAG_GROUPS)
 
 
 def _listening_flags(p: argparse.ArgumentParser) -> None:
@@ -188,6 +180,17 @@ def _connection_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-concurrent-streams", type=int, default=4096, help="per connection")
     g.add_argument("--max-message-bytes", type=int, default=1024 * 1024, help="(1 MiB)")
     g.add_argument("--grace", type=float, default=10.0, help="graceful stop, seconds (10)")
+
+
+#: The flag groups of ``serve``, in ``--help`` order.
+_FLAG_GROUPS: Final = (
+    _listening_flags,
+    _source_flags,
+    _behaviour_flags,
+    _bound_flags,
+    _connection_flags,
+    add_logging_flags,
+)
 
 
 def check(ok: bool, flag: str, problem: str) -> None:

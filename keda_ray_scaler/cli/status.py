@@ -21,7 +21,7 @@ from typing import TextIO
 
 import grpc
 
-from keda_ray_scaler.cli import SUMMARY
+from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
@@ -34,10 +34,10 @@ EXIT_UNANSWERED = 1
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``status`` and its flags."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "status",
-        help=SUMMARY["status"],
-        description="Call a running scaler like KEDA does and print each worker group's "
+        "Call a running scaler like KEDA does and print each worker group's "
         "target, active flag and data age.",
     )
     p.add_argument("--address", required=True, help="the scaler's HOST:PORT (KEDA's scalerAddress)")

@@ -75,6 +75,7 @@ class DemoAgent:
         self.spec = spec
         self.gcs_address = gcs_address
         self.env = dict(env)
+        self._clock = clock
         settings = AgentSettings(
             loop=LoopSettings(interval_s=POLL_INTERVAL_S, use_window_s=use_window_s),
             victims=VictimSettings(settle_s=settle_s, confirm_timeout_s=5.0),
@@ -107,6 +108,17 @@ class DemoAgent:
         base = f"http://127.0.0.1:{http.server_port}"
         self.metrics_url = f"{base}/metrics"
         self.health_url = f"{base}{HEALTH_PATH}"
+
+    async def started(self) -> DemoAgent:
+        """This agent, serving its ``/metrics`` and ``/healthz``, once ``/healthz`` says Ray was
+        read (``fresh``: ``starting`` also answers 200, but nothing is exported yet)."""
+        self.serve()
+        while True:
+            await self.step()
+            status, body = await self.healthz()
+            if status == 200 and body.startswith(Health.FRESH.value):
+                return self
+            await self._clock.sleep(0.5)
 
     async def healthz(self) -> tuple[int, str]:
         """GET ``/healthz`` as a kubelet would: the status code and the one-line body."""
@@ -173,25 +185,3 @@ class DemoAgent:
             self._http.server_close()
             self._http = None
         await self._gcs.close()
-
-
-async def start_agent(
-    spec: ClusterSpec,
-    gcs_address: str,
-    env: Mapping[str, str],
-    pods: DemoPods,
-    clock: Clock,
-    settle_s: float,
-    demand_read: DemandRead = DemandRead.EXACT,
-    use_window_s: float = DEFAULT_WINDOW_S,
-) -> DemoAgent:
-    """Build the agent, serve its ``/metrics`` and ``/healthz``, wait until ``/healthz`` says
-    Ray was read (``fresh``: ``starting`` also answers 200, but nothing is exported yet)."""
-    agent = DemoAgent(spec, gcs_address, env, pods, clock, settle_s, demand_read, use_window_s)
-    agent.serve()
-    while True:
-        await agent.step()
-        status, body = await agent.healthz()
-        if status == 200 and body.startswith(Health.FRESH.value):
-            return agent
-        await clock.sleep(0.5)

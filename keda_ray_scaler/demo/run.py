@@ -26,7 +26,7 @@ import grpc
 import structlog
 
 from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.demo.agent import DemoAgent, start_agent
+from keda_ray_scaler.demo.agent import DemoAgent
 from keda_ray_scaler.demo.controller import DeploymentController
 from keda_ray_scaler.demo.driver import Driver, submit
 from keda_ray_scaler.demo.keda import Decision, ScaledObject
@@ -60,7 +60,7 @@ async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> 
             ray.start_head()
             say(f"Ray head started (pid {ray.head.pid if ray.head else '?'}, {ray.gcs_address})")
             pods = DemoPods()
-            agent = await start_agent(
+            agent = await DemoAgent(
                 settings.cluster_spec(),
                 ray.gcs_address,
                 ray.env,
@@ -69,7 +69,7 @@ async def run_demo(settings: DemoSettings, clock: Clock, out: TextIO | None) -> 
                 settings.settle_s,
                 settings.demand_read,
                 settings.use_window_s,
-            )
+            ).started()
             say(f"agent exporting {agent.metrics_url}")
             await _scale(settings, clock, say, ray, pods, agent, result, drivers)
     except TimeoutError:

@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
+from keda_ray_scaler import protoc_run
+
 PROTO_DIR: Final = Path(__file__).resolve().parents[2] / "protos" / "ray"
 OUT_DIR: Final = Path(__file__).resolve().parent / "_generated"
 PACKAGE: Final = "keda_ray_scaler.gcs._generated"
@@ -61,25 +63,17 @@ def generate(out_dir: Path = OUT_DIR, proto_dir: Path = PROTO_DIR) -> list[Path]
     Returns the files written, sorted. Raises ``RuntimeError`` when protoc fails (its messages
     go to stderr) or two files would get the same module name.
     """
-    # grpcio-tools is a dev dependency (imported only when generating) and ships no stubs.
-    from grpc_tools import protoc  # type: ignore[import-untyped]
-
     names = protos(proto_dir)
     modules = [Path(n).stem for n in names]
     if len(set(modules)) != len(modules):
         raise RuntimeError(f"two files of {proto_dir} share a module name: {modules}")
-    include = Path(protoc.__file__).parent / "_proto"
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for args in (["--python_out", "--pyi_out"], ["--grpc_python_out"]):
             chosen = names if "--python_out" in args else list(SERVICES)
             flags = [f"{flag}={work}" for flag in args]
-            code = protoc.main(
-                ["grpc_tools.protoc", f"-I{proto_dir}", f"-I{include}", *flags, *chosen]
-            )
-            if code != 0:
-                raise RuntimeError(f"protoc failed with exit code {code} on {proto_dir}")
+            protoc_run.run_protoc(proto_dir, flags, chosen, str(proto_dir))
         package_import = rf"from {PACKAGE} import \1 as "
         well_known: set[str] = set()
         for made in sorted(work.rglob("*.py*")):
@@ -109,11 +103,7 @@ def init_module(well_known: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Regenerate into ``OUT_DIR`` or the directory given as the only argument."""
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0]) if args else OUT_DIR
-    for path in generate(out):
-        print(path)
-    return 0
+    return protoc_run.main(generate, OUT_DIR, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from keda_ray_scaler import protoc_run
+
 PROTO_DIR: Final = Path(__file__).resolve().parents[2] / "protos"
 OUT_DIR: Final = Path(__file__).resolve().parent / "_generated"
 PACKAGE: Final = "keda_ray_scaler.rpc._generated"
@@ -26,25 +28,10 @@ def generate(out_dir: Path = OUT_DIR, proto_dir: Path = PROTO_DIR) -> list[Path]
     Returns the files written, sorted. Raises ``RuntimeError`` with protoc's exit code when
     protoc fails (its messages go to stderr).
     """
-    # grpcio-tools is a dev dependency (imported only when generating) and ships no stubs.
-    from grpc_tools import protoc  # type: ignore[import-untyped]
-
     out_dir.mkdir(parents=True, exist_ok=True)
-    include = Path(protoc.__file__).parent / "_proto"
+    flags = [f"{flag}={out_dir}" for flag in ("--python_out", "--pyi_out", "--grpc_python_out")]
     for name in PROTOS:
-        code = protoc.main(
-            [
-                "grpc_tools.protoc",
-                f"-I{proto_dir}",
-                f"-I{include}",
-                f"--python_out={out_dir}",
-                f"--pyi_out={out_dir}",
-                f"--grpc_python_out={out_dir}",
-                str(proto_dir / name),
-            ]
-        )
-        if code != 0:
-            raise RuntimeError(f"protoc failed with exit code {code} on {name}")
+        protoc_run.run_protoc(proto_dir, flags, [str(proto_dir / name)], name)
         _fix_grpc_import(out_dir / name.replace(".proto", "_pb2_grpc.py"), name)
     (out_dir / "__init__.py").write_text(_INIT)
     return sorted(p for p in out_dir.iterdir() if p.suffix in {".py", ".pyi"})
@@ -64,11 +51,7 @@ def _fix_grpc_import(path: Path, proto_name: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Regenerate into ``OUT_DIR`` or the directory given as the only argument."""
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0]) if args else OUT_DIR
-    for path in generate(out):
-        print(path)
-    return 0
+    return protoc_run.main(generate, OUT_DIR, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

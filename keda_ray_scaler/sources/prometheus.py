@@ -17,10 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import tenacity
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
-from prometheus_client import CollectorRegistry
 from urllib3.util.retry import Retry
 
 from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
@@ -28,10 +26,8 @@ from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.caps import DataCaps, check_series_count
-from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
-from keda_ray_scaler.sources.session import build_session
+from keda_ray_scaler.sources.http_source import HttpSource
 from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
-from keda_ray_scaler.sources.transport import call_with_retries, decode_checked, fail
 
 SOURCE: Final = "prometheus"
 _STATUS: Final = re.compile(r"HTTP Status Code (\d{3})")
@@ -60,7 +56,7 @@ class PrometheusSettings:
             raise ValueError(f"lost_window_s must be at least 1, got {self.lost_window_s}")
 
 
-class PrometheusSource:
+class PrometheusSource(HttpSource[PrometheusSettings]):
     """A :class:`~keda_ray_scaler.sources.base.Source` backed by Prometheus.
 
     Deliberately not a ``BatchSource``: with one query for every cluster, a cluster missing
@@ -73,26 +69,16 @@ class PrometheusSource:
     the retry backoff (tests pass ``tenacity.wait_none()``).
     """
 
-    def __init__(
-        self,
-        settings: PrometheusSettings,
-        *,
-        metrics: SourceMetrics | None = None,
-        wait: tenacity.wait.wait_base | None = None,
-    ) -> None:
-        self._settings = settings
-        self._metrics = metrics or source_metrics(CollectorRegistry())
-        self._wait = wait
+    SOURCE = SOURCE
+
+    def _open(self) -> None:
+        """The Prometheus client, on this source's session (which :meth:`close` closes)."""
         self._client = PrometheusConnect(
-            url=settings.url.rstrip("/"),
-            session=build_session(settings.http),
+            url=self._settings.url.rstrip("/"),
+            session=self._session,
             # retries are ours (tenacity, bounded by the deadline), not urllib3's
             retry=Retry(total=0, raise_on_status=False),
         )
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._client.close()
 
     async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
         """The latest snapshot of ``cluster``, from series of its namespace only.
@@ -122,9 +108,7 @@ class PrometheusSource:
                 f"Prometheus has no series for Ray cluster {cluster} "
                 f"in the last {self._settings.lost_window_s}s"
             )
-        raise fail(
-            self._metrics,
-            SOURCE,
+        raise self._fail(
             "empty",
             f"Prometheus returned no series for Ray cluster {cluster}, which it saw in the "
             f"last {self._settings.lost_window_s}s: the agent target may be lost",
@@ -146,22 +130,12 @@ class PrometheusSource:
                 raise SchemaError(f"query result is {type(result).__name__}, not a vector")
             return result
 
-        return await call_with_retries(
-            call,
-            source=SOURCE,
-            what=what,
-            retry=self._settings.retry,
-            metrics=self._metrics,
-            wait=self._wait,
-            deadline=deadline,
-        )
+        return await self._retried(call, what, deadline)
 
     def _decode(self, cluster: ClusterRef, result: list[Any]) -> dict[str, ClusterSnapshot]:
         """Every cluster in the answer, each checked against the caps before decoding."""
         parse = functools.partial(self._samples, cluster, result)
-        return decode_checked(
-            parse, self._settings.caps, self._metrics, SOURCE, f"cluster {cluster}"
-        )
+        return self._decoded(parse, f"cluster {cluster}")
 
     def _samples(self, cluster: ClusterRef, result: list[Any]) -> list[Sample]:
         check_series_count(cluster.name, len(result), self._settings.caps)  # before parsing

@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-import tenacity
-from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from keda_ray_scaler import schema
@@ -32,10 +30,8 @@ from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.caps import DataCaps
-from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
-from keda_ray_scaler.sources.session import build_session
+from keda_ray_scaler.sources.http_source import HttpSource
 from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
-from keda_ray_scaler.sources.transport import call_with_retries, decode_checked, fail
 from keda_ray_scaler.telemetry import strip_userinfo
 
 SOURCE: Final = "scrape"
@@ -86,28 +82,14 @@ def parse_exposition(text: str) -> list[Sample]:
     return out
 
 
-class ScrapeSource:
+class ScrapeSource(HttpSource[ScrapeSettings]):
     """A :class:`~keda_ray_scaler.sources.base.Source` reading the agents directly.
 
     ``snapshot_time_s`` is the agent's snapshot time and ``success`` its last poll of Ray: the
     caller judges staleness and refuses a failed poll. ``wait`` overrides the retry backoff.
     """
 
-    def __init__(
-        self,
-        settings: ScrapeSettings,
-        *,
-        metrics: SourceMetrics | None = None,
-        wait: tenacity.wait.wait_base | None = None,
-    ) -> None:
-        self._settings = settings
-        self._metrics = metrics or source_metrics(CollectorRegistry())
-        self._wait = wait
-        self._session = build_session(settings.http)
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._session.close()
+    SOURCE = SOURCE
 
     async def fetch(self, cluster: ClusterRef) -> ClusterSnapshot:
         """Scrape the agent of ``cluster``; ``NotFound`` when no target is configured for it
@@ -116,21 +98,12 @@ class ScrapeSource:
         if url is None:
             raise NotFound(f"no scrape target is configured for Ray cluster {cluster}")
         what = f"cluster {cluster} at {strip_userinfo(url)}"
-        text = await call_with_retries(
-            lambda timeout_s: self._get(url, timeout_s),
-            source=SOURCE,
-            what=what,
-            retry=self._settings.retry,
-            metrics=self._metrics,
-            wait=self._wait,
-        )
+        text = await self._retried(lambda timeout_s: self._get(url, timeout_s), what)
         # thousands of series: parse and decode off the event loop, like the HTTP call
         snapshots = await asyncio.to_thread(self._decode, text, what)
         snapshot = snapshots.get(cluster.name)
         if snapshot is None:
-            raise fail(
-                self._metrics,
-                SOURCE,
+            raise self._fail(
                 "empty",
                 f"{what}: the agent exports no series for this cluster "
                 f"(found {sorted(snapshots) or 'none'})",
@@ -139,7 +112,7 @@ class ScrapeSource:
 
     def _decode(self, text: str, what: str) -> dict[str, ClusterSnapshot]:
         parse = functools.partial(parse_exposition, text)
-        return decode_checked(parse, self._settings.caps, self._metrics, SOURCE, what)
+        return self._decoded(parse, what)
 
     def _get(self, url: str, timeout_s: float) -> str:
         with self._session.get(
