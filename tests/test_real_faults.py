@@ -394,8 +394,11 @@ def test_a_raylet_killed_under_its_tasks_loses_no_task(loop: RealLoop) -> None:
             what=f"the kubelet restarting {pod_name}'s container",
         )
         restarted = time.time() - killed
+        # Ray's owner reruns the tasks once the GCS calls the killed node dead: its health
+        # check, 17 s here once and 293 s once (docs/testing.md); not ours to bound, so a
+        # wide cap that still fits the test's 900 s
         rerun = wait_until(
-            lambda: len(work.started_after(killed)) == 2, timeout_s=240, what="both tasks rerun"
+            lambda: len(work.started_after(killed)) == 2, timeout_s=480, what="both tasks rerun"
         )
         assert rerun
         rerun_s = time.time() - killed
