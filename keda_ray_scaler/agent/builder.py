@@ -95,16 +95,13 @@ def build_agent(
     on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
     planned: PlannedTargets | None = None,
 ) -> Agent:
-    """The agent for ``spec`` (a fixed spec, or a view every part reads afresh at each use:
-    the RayCluster's watch in KubeRay mode); with ``pods``, the join tracker and the victim
-    protocol too (``settings.loop.scale_down`` False: export only, whatever ``pods``). Its
-    series go to ``registry`` (a new one when None), where the caller's pod cache may have put
-    its own. With ``on_unsupported`` the reader checks the head's Ray version first
-    (:class:`RayReader`). ``planned`` gets every published input (the applier's scale-up
-    lead, :mod:`~keda_ray_scaler.agent.scale_up_lead`)."""
+    """The agent for ``spec`` (fixed, or a view read afresh at each use: KubeRay mode's
+    RayCluster watch); with ``pods``, the join tracker and the victim protocol too (none when
+    ``settings.loop.scale_down`` is False). Series go to ``registry`` (new when None).
+    ``on_unsupported``: the reader checks the head's Ray version first (:class:`RayReader`);
+    ``planned`` gets every published input (:mod:`~keda_ray_scaler.agent.scale_up_lead`)."""
     registry = registry if registry is not None else CollectorRegistry()
     specs = spec_view(spec)
-    name = specs.spec.name
     source = pods if settings.loop.scale_down else None
     reader = RayReader(
         gcs,
@@ -134,8 +131,8 @@ def build_agent(
     loop = AgentLoop(
         specs,
         wrap_reader(reader) if wrap_reader is not None else reader,
-        SnapshotCollector(registry, StandInLog(registry, name)),
-        AgentMetrics(registry, name),
+        SnapshotCollector(registry, StandInLog(registry, specs.spec.name)),
+        AgentMetrics(registry, specs.spec.name),
         clock,
         settings.loop,
         planner=plan,
