@@ -44,6 +44,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from tls_certs import Pem
 
 from keda_ray_scaler.demo.raylets import free_port
 
@@ -58,28 +59,12 @@ _STOP_GRACE_S = 2.0  # then SIGKILL: everything lives in a temporary directory
 
 
 @dataclass(frozen=True)
-class KeyPair:
-    """A certificate (or public key) and its private key, PEM encoded."""
-
-    cert: bytes
-    key: bytes
-
-    def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        """Write ``<stem>.crt`` and ``<stem>.key`` (mode 0600); return their paths."""
-        cert, key = directory / f"{stem}.crt", directory / f"{stem}.key"
-        cert.write_bytes(self.cert)
-        key.write_bytes(self.key)
-        key.chmod(0o600)
-        return cert, key
-
-
-@dataclass(frozen=True)
 class Authority:
     """A certificate authority that issues leaf certificates."""
 
     name: x509.Name
     key: ec.EllipticCurvePrivateKey
-    pair: KeyPair
+    pair: Pem
 
     @classmethod
     def create(cls, common_name: str) -> Authority:
@@ -106,7 +91,7 @@ class Authority:
             )
             .sign(key, hashes.SHA256())
         )
-        return cls(name, key, KeyPair(_cert_pem(cert), _key_pem(key)))
+        return cls(name, key, Pem(_cert_pem(cert), _key_pem(key)))
 
     def issue(
         self,
@@ -116,7 +101,7 @@ class Authority:
         server: bool = False,
         client: bool = False,
         hosts: Sequence[str] = (),
-    ) -> KeyPair:
+    ) -> Pem:
         """A leaf certificate for ``common_name`` (O = each of ``organizations``)."""
         key = ec.generate_private_key(ec.SECP256R1())
         attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
@@ -136,7 +121,7 @@ class Authority:
             builder = builder.add_extension(
                 x509.SubjectAlternativeName([_general_name(h) for h in hosts]), critical=False
             )
-        return KeyPair(_cert_pem(builder.sign(self.key, hashes.SHA256())), _key_pem(key))
+        return Pem(_cert_pem(builder.sign(self.key, hashes.SHA256())), _key_pem(key))
 
 
 def _validity(builder: x509.CertificateBuilder) -> x509.CertificateBuilder:
@@ -167,13 +152,13 @@ def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     )
 
 
-def service_account_keys() -> KeyPair:
+def service_account_keys() -> Pem:
     """An RSA key pair for service-account tokens (``cert`` holds the public key)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     public = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    return KeyPair(public, _key_pem(key))
+    return Pem(public, _key_pem(key))
 
 
 def write_kubeconfig(

@@ -25,10 +25,11 @@ class Pem:
     key: bytes
 
     def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        """Write ``<stem>.crt`` and ``<stem>.key``; return their paths."""
+        """Write ``<stem>.crt`` and ``<stem>.key`` (mode 0600); return their paths."""
         cert, key = directory / f"{stem}.crt", directory / f"{stem}.key"
         cert.write_bytes(self.cert)
         key.write_bytes(self.key)
+        key.chmod(0o600)
         return cert, key
 
 
