@@ -1,4 +1,4 @@
-"""Small builders for scaler tests: snapshots, worker groups, nodes, metadata, a fake clock."""
+"""Small builders for scaler tests: snapshots, worker groups, nodes, metadata."""
 
 from __future__ import annotations
 
@@ -19,21 +19,7 @@ from keda_ray_scaler.plans import GroupPlan, Plan
 from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.schema import ClusterSnapshot
 
-T0 = 1_000_000.0  # the fake clock's start (unix seconds)
-
-
-class FakeClock:
-    """A clock that moves only when told."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        """Move forward."""
-        self.now += seconds
+T0 = 1_000_000.0  # the scaler tests' start of time: FakeClock(T0) (unix seconds)
 
 
 def group(name: str = "cpu", cpu: float = 10, min: int = 0, max: int = 100) -> WorkerGroup:

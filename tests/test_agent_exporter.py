@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import structlog
+from fake_clock import FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
@@ -404,19 +405,6 @@ def test_the_seed_demand_line_is_exact() -> None:
 
 
 # --- the loop ---------------------------------------------------------------------------------
-
-
-class FakeClock:
-    """Fake time: ``now`` advances only when told."""
-
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, s: float) -> None:
-        self.t += s
 
 
 class FakeReader:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pytest
+from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
@@ -62,19 +63,6 @@ class FakeLoop:
     """The loop's snapshot, set by the test."""
 
     snapshot: schema.ClusterSnapshot
-
-
-class FakeClock:
-    """Time that moves only when told."""
-
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, s: float) -> None:
-        self.t += s
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import structlog
-from rpc_builders import T0, FakeClock, cluster_ref, group, snapshot
+from fake_clock import FakeClock
+from rpc_builders import T0, cluster_ref, group, snapshot
 from tls_certs import Certs, make_certs
 
 from keda_ray_scaler.cli import main

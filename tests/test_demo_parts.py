@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from fake_clock import FakeClock
+
 from keda_ray_scaler.agent.marks import VictimSettings, set_cost
 from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
@@ -12,16 +14,11 @@ from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.raylets import RayProcesses
 
 
-class FakeClock:
-    """Fixed time; sleeping only yields."""
+class StepClock(FakeClock):
+    """Fake time at 1000 s that only the test moves; sleeping only yields."""
 
-    def now(self) -> float:
-        """Always 1000 s."""
-        return 1000.0
-
-    async def sleep(self, s: float) -> None:
-        """Yield once."""
-        await asyncio.sleep(0)
+    def __init__(self) -> None:
+        super().__init__(1000.0, advance_on_sleep=False, yield_on_sleep=True)
 
 
 def pod(name: str, cost: int | None = None) -> PodInfo:
@@ -74,7 +71,7 @@ async def test_scale_down_deletes_the_lowest_deletion_cost_first(tmp_path: Path)
     for name, cost in (("a", 10), ("b", -(2**31)), ("c", None), ("d", -1)):
         pods.add(pod(name, cost))
     ray = RayProcesses(Path("/nonexistent/ray"), tmp_path, {})
-    controller = DeploymentController("ray-demo-cpu", "cpu", 10, pods, ray, FakeClock())
+    controller = DeploymentController("ray-demo-cpu", "cpu", 10, pods, ray, StepClock())
     controller.replicas = 4
     created, deleted = await controller.scale(2)
     assert created == []
@@ -91,17 +88,6 @@ def test_the_slow_start_hook_is_named_by_a_path_a_ray_worker_can_import() -> Non
 
     module, _, name = workload.SLOW_START_HOOK.rpartition(".")
     assert getattr(importlib.import_module(module), name) is workload.slow_start
-
-
-class StepClock(FakeClock):
-    """A fake time that the test moves on."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def now(self) -> float:
-        """The time the test set."""
-        return self.t
 
 
 async def test_the_demo_agent_serves_healthz_beside_metrics(tmp_path: Path) -> None:
@@ -161,7 +147,7 @@ async def test_a_pod_the_agent_deletes_is_stopped_and_replaced_as_a_replicaset_w
     raylet and makes a new pod, replicas unchanged; another uid is not deleted."""
     pods = DemoPods()
     ray = FakeRaylets()
-    controller = DeploymentController("ray-demo-cpu", "cpu", 10, pods, ray, FakeClock())  # type: ignore[arg-type]
+    controller = DeploymentController("ray-demo-cpu", "cpu", 10, pods, ray, StepClock())  # type: ignore[arg-type]
     first = "ray-demo-cpu-00001"
     assert (await controller.scale(2))[0] == [first, "ray-demo-cpu-00002"]
     for _ in range(100):  # yield until the "kubelet" task started both

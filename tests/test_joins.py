@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 import pytest
+from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
@@ -402,19 +403,6 @@ def test_failing_pods_and_launch_limits_survive_the_export() -> None:
 # --- the loop ---------------------------------------------------------------------------------
 
 
-class Clock:
-    """Fake time."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, s: float) -> None:
-        self.t += s
-
-
 class Reader:
     """Always the same Ray state."""
 
@@ -428,7 +416,7 @@ class Reader:
 def test_the_loop_exports_a_pod_past_its_join_timeout_as_failing_and_backs_its_group_off() -> None:
     """One pod created 400 s ago with no Ray node: failing (not_joined), cpu limited to 0."""
     registry = CollectorRegistry()
-    clock = Clock()
+    clock = FakeClock()
     pods: Sequence[PodEntry] = [PodEntry("c-1", "cpu", True, PodJoinFacts(clock.t - 400.0))]
     loop = AgentLoop(
         SPEC,
@@ -469,7 +457,7 @@ def test_the_builder_wires_joins_victims_and_the_applier_only_with_pods() -> Non
     from keda_ray_scaler.demo.pods import DemoPods
     from keda_ray_scaler.gcs.client import GcsConnection
 
-    clock = Clock()
+    clock = FakeClock()
     bare = build_agent(SPEC, GcsConnection("127.0.0.1:1"), clock, AgentSettings())
     assert (bare.victims, bare.joins, bare.applier) == (None, None, None)
     made: list[object] = []

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import tenacity
 from control_plane import ControlPlane, build_binaries
+from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 from real_kuberay import RC, RWG, api_server, custom_api
 from test_kuberay_spec import example
@@ -31,17 +32,6 @@ from keda_ray_scaler.plans import GroupPlan, Plan
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 _names = itertools.count()
-
-
-class Clock:
-    """A clock that stands still."""
-
-    def now(self) -> float:
-        """A fixed unix time."""
-        return 1_790_000_000.0
-
-    async def sleep(self, s: float) -> None:
-        """Return at once."""
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +84,7 @@ class Env:
             self.pods,
             lambda: True,
             lambda: dict(self.victims),
-            Clock(),
+            FakeClock(1_790_000_000.0, advance_on_sleep=False),
             CollectorRegistry(),
             cluster="demo",
             backoff=lambda group: self.backoff.get(group, ""),
@@ -230,7 +220,7 @@ def test_the_agents_plan_leads_a_scale_up_and_a_paused_scaled_object_holds_it(
     }
     env.api.create_namespaced_custom_object("keda.sh", "v1alpha1", env.ns, "scaledobjects", so)
     env.scale(1)
-    now = Clock().now()
+    now = 1_790_000_000.0  # the applier's clock
     plan.target = 10
     planned.observe(PlanningInput(ClusterSpec("demo", ())), now)
     (verdict,) = env.apply()

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 from test_kube import VersionedEmulator, api, cache, calls, emulator, registry, running
 from test_victims import (
     CLUSTER,
-    FakeClock,
     FakeDrainer,
     FakeRay,
     annotations,

@@ -20,10 +20,11 @@ from typing import Any
 import kmock
 import pytest
 import tenacity
+from fake_clock import FakeClock
 from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
-from test_agent_exporter import FakeClock, FakeReader, FakeVictims, r, ray_state
+from test_agent_exporter import FakeReader, FakeVictims, r, ray_state
 from test_kuberay_spec import example
 
 from keda_ray_scaler import schema

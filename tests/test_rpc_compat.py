@@ -9,9 +9,10 @@ from typing import Any
 
 import grpc
 import pytest
+from fake_clock import FakeClock
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc
-from rpc_builders import FakeClock, cluster_ref, meta, snapshot
+from rpc_builders import T0, cluster_ref, meta, snapshot
 from shared_ref import KEDA, missing
 
 from keda_ray_scaler.rpc import protogen
@@ -73,7 +74,7 @@ async def keda(tmp_path: Path) -> AsyncIterator[tuple[KedaClient, ScalerServer]]
     assert code == 0
     server = build_server(
         MemorySource({RAY: snapshot(tasks={5: 20})}),
-        clock=FakeClock(),
+        clock=FakeClock(T0),
         target_settings=TargetSettings(refresh_interval_s=3600),
     )
     await server.start()

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from fake_clock import FakeClock
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rpc_builders import FakeClock, cluster_ref, snapshot
+from rpc_builders import T0, cluster_ref, snapshot
 
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.sources.base import MemorySource
@@ -22,7 +23,7 @@ PROBE_LIMIT = 64
 async def server() -> AsyncIterator[ScalerServer]:
     srv = build_server(
         MemorySource({cluster_ref("ray"): snapshot()}),
-        clock=FakeClock(),
+        clock=FakeClock(T0),
         health_port=0,
         extra=[("max_health_watches", 4)],
     )

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import grpc
 import pytest
 import structlog.testing
+from fake_clock import FakeClock
 from prometheus_client import generate_latest
-from rpc_builders import T0, FakeClock, cluster_ref, meta, snapshot
+from rpc_builders import T0, cluster_ref, meta, snapshot
 
 from keda_ray_scaler.errors import Refusal, UntrustedData
 from keda_ray_scaler.identity import NamespaceGrants
@@ -41,7 +42,7 @@ class Env:
 
 @pytest.fixture
 async def env() -> AsyncIterator[Env]:
-    clock = FakeClock()
+    clock = FakeClock(T0)
     source = MemorySource(
         {
             TEAM_A_DEMO: snapshot("demo", tasks={5: 20}),

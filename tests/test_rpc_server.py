@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import grpc
 import pytest
 import structlog.testing
+from fake_clock import FakeClock
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from rpc_builders import T0, FakeClock, cluster_ref, meta, node, snapshot
+from rpc_builders import T0, cluster_ref, meta, node, snapshot
 
 from keda_ray_scaler.errors import DemandUnavailable
 from keda_ray_scaler.model import NodeStatus
@@ -42,7 +43,7 @@ class Env:
 
 @pytest.fixture
 async def env() -> AsyncIterator[Env]:
-    clock = FakeClock()
+    clock = FakeClock(T0)
     source = MemorySource({RAY: snapshot(tasks={5: 20})})
     server = build_server(
         source,
@@ -370,7 +371,7 @@ async def test_calls_beyond_max_concurrent_rpcs_are_resource_exhausted() -> None
     """With a limit of 1, an open stream holds the only slot: a unary call is refused."""
     server = build_server(
         MemorySource({RAY: snapshot()}),
-        clock=FakeClock(),
+        clock=FakeClock(T0),
         target_settings=TargetSettings(refresh_interval_s=3600),
         extra=[("max_concurrent_rpcs", 1)],
     )

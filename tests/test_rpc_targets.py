@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 import structlog.testing
+from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
-from rpc_builders import T0, FakeClock, cluster_ref, fixed_planner, group, node, snapshot
+from rpc_builders import T0, cluster_ref, fixed_planner, group, node, snapshot
 
 from keda_ray_scaler.errors import (
     DemandUnavailable,
@@ -44,7 +45,7 @@ def cache(source: MemorySource, clock: FakeClock, planner=None, **settings: floa
 
 async def test_seed_example_twenty_five_cpu_tasks_need_ten_ten_cpu_pods() -> None:
     """20 pending {CPU: 5} bundles on a 10-CPU group: target 10, active."""
-    c = cache(MemorySource({RAY: snapshot(tasks={5: 20})}), FakeClock())
+    c = cache(MemorySource({RAY: snapshot(tasks={5: 20})}), FakeClock(T0))
     t = await c.get(RAY, "cpu")
     assert (t.target, t.active) == (10, True)
 
@@ -97,7 +98,7 @@ async def test_stale_snapshot_is_unavailable_never_zero() -> None:
     c = cache(MemorySource({RAY: snapshot(t=T0)}), clock, max_age_s=60)
     with pytest.raises(DemandUnavailable, match=r"61s old \(max 60s\)"):
         await c.get(RAY, "cpu")
-    clock.now = T0 + 60
+    clock.t = T0 + 60
     assert (await c.get(RAY, "cpu")).target == 0
 
 
@@ -111,7 +112,7 @@ async def test_trigger_max_age_only_tightens() -> None:
 
 async def test_agent_poll_failure_is_unavailable() -> None:
     """A snapshot with success=False is DemandUnavailable."""
-    c = cache(MemorySource({RAY: snapshot(success=False)}), FakeClock())
+    c = cache(MemorySource({RAY: snapshot(success=False)}), FakeClock(T0))
     with pytest.raises(DemandUnavailable, match="last poll of Ray failed"):
         await c.get(RAY, "cpu")
 
@@ -119,7 +120,7 @@ async def test_agent_poll_failure_is_unavailable() -> None:
 async def test_failed_refresh_after_good_data_is_unavailable_not_last_value() -> None:
     """Once a refresh fails, the previous target is no longer served."""
     src = MemorySource({RAY: snapshot(tasks={5: 20})})
-    c = cache(src, FakeClock())
+    c = cache(src, FakeClock(T0))
     assert (await c.get(RAY, "cpu")).target == 10
     src.failure = DemandUnavailable("prometheus down")
     await c.refresh()
@@ -134,7 +135,7 @@ async def test_failed_refresh_is_logged_with_the_cluster_and_counted() -> None:
     """A failed refresh logs a warning bound to the cluster and counts it by outcome."""
     src = MemorySource({RAY: snapshot()})
     registry = CollectorRegistry()
-    c = TargetCache(src, clock=FakeClock(), metrics=scaler_metrics(registry))
+    c = TargetCache(src, clock=FakeClock(T0), metrics=scaler_metrics(registry))
     await c.get(RAY, "cpu")
     src.failure = DemandUnavailable("prometheus down")
     with structlog.testing.capture_logs() as logs:
@@ -170,7 +171,7 @@ async def test_restart_holds_scale_down_until_a_snapshot_newer_than_start() -> N
 async def test_restart_hold_does_not_block_scale_up() -> None:
     """Held scale-down still reports a higher planned target."""
     src = MemorySource({RAY: snapshot(nodes=(node("a"),), t=T0 - 5)})
-    t = await cache(src, FakeClock(), fixed_planner({"cpu": 7})).get(RAY, "cpu")
+    t = await cache(src, FakeClock(T0), fixed_planner({"cpu": 7})).get(RAY, "cpu")
     assert (t.target, t.held) == (7, False)
 
 
@@ -178,7 +179,7 @@ async def test_concurrent_first_requests_share_one_fetch() -> None:
     """50 requests for a new cluster while its first fetch is in flight: 1 fetch."""
     src = MemorySource({RAY: snapshot(tasks={5: 20})})
     src.gate = asyncio.Event()
-    c = cache(src, FakeClock())
+    c = cache(src, FakeClock(T0))
     waiting = [asyncio.create_task(c.get(RAY, "cpu")) for _ in range(50)]
     await asyncio.sleep(0)
     src.gate.set()
@@ -189,7 +190,7 @@ async def test_concurrent_first_requests_share_one_fetch() -> None:
 async def test_fetches_per_refresh_do_not_grow_with_requests() -> None:
     """3 clusters, 300 requests, 2 refreshes: 3 first fetches + 3 per refresh = 9."""
     src = MemorySource({cluster_ref(n): snapshot(n) for n in ("a", "b", "c")})
-    c = cache(src, FakeClock())
+    c = cache(src, FakeClock(T0))
     for _ in range(100):
         for n in ("a", "b", "c"):
             await c.get(cluster_ref(n), "cpu")
@@ -201,7 +202,7 @@ async def test_fetches_per_refresh_do_not_grow_with_requests() -> None:
 async def test_batch_source_refreshes_every_cluster_with_one_fetch_all() -> None:
     """A BatchSource is asked once per refresh for all clusters."""
     src = MemoryBatchSource({cluster_ref(n): snapshot(n) for n in ("a", "b", "c")})
-    c = cache(src, FakeClock())
+    c = cache(src, FakeClock(T0))
     for n in ("a", "b", "c"):
         await c.get(cluster_ref(n), "cpu")
     await c.refresh()
@@ -211,7 +212,7 @@ async def test_batch_source_refreshes_every_cluster_with_one_fetch_all() -> None
 async def test_batch_source_missing_cluster_becomes_not_found() -> None:
     """A cluster absent from fetch_all's answer is NotFound."""
     src = MemoryBatchSource({cluster_ref("a"): snapshot("a")})
-    c = cache(src, FakeClock())
+    c = cache(src, FakeClock(T0))
     await c.get(cluster_ref("a"), "cpu")
     del src.snapshots[cluster_ref("a")]
     await c.refresh()
@@ -221,7 +222,7 @@ async def test_batch_source_missing_cluster_becomes_not_found() -> None:
 
 async def test_unknown_cluster_and_group_are_not_found() -> None:
     """NotFound names the missing cluster or group."""
-    c = cache(MemorySource({RAY: snapshot()}), FakeClock())
+    c = cache(MemorySource({RAY: snapshot()}), FakeClock(T0))
     with pytest.raises(NotFound, match="ray/nope"):
         await c.get(cluster_ref("nope"), "cpu")
     with pytest.raises(NotFound, match="worker group 'gpu' not found in Ray cluster ray/ray"):
@@ -232,10 +233,10 @@ async def test_source_that_never_answers_is_unavailable_after_the_deadlines() ->
     """A request waits first_wait_s for a new cluster; the fetch itself ends at fetch_timeout_s."""
     src = MemorySource({RAY: snapshot()})
     src.gate = asyncio.Event()
-    c = cache(src, FakeClock(), first_wait_s=0.01, fetch_timeout_s=0.2)
+    c = cache(src, FakeClock(T0), first_wait_s=0.01, fetch_timeout_s=0.2)
     with pytest.raises(DemandUnavailable, match="no data yet for Ray cluster ray/ray"):
         await c.get(RAY, "cpu")
-    c2 = cache(src, FakeClock(), first_wait_s=5, fetch_timeout_s=0.01)
+    c2 = cache(src, FakeClock(T0), first_wait_s=5, fetch_timeout_s=0.01)
     with pytest.raises(DemandUnavailable, match=r"source did not answer within 0.01s"):
         await c2.get(RAY, "cpu")
     src.gate.set()
@@ -250,12 +251,12 @@ async def test_source_bug_and_planner_bug_read_as_unavailable() -> None:
             raise KeyError(cluster)
 
     with pytest.raises(DemandUnavailable, match="source failed: KeyError"):
-        await cache(Broken(), FakeClock()).get(RAY, "cpu")
+        await cache(Broken(), FakeClock(T0)).get(RAY, "cpu")
 
     def bad_planner(inp: PlanningInput) -> Plan:
         raise ZeroDivisionError
 
-    c = cache(MemorySource({RAY: snapshot()}), FakeClock(), bad_planner)
+    c = cache(MemorySource({RAY: snapshot()}), FakeClock(T0), bad_planner)
     with pytest.raises(DemandUnavailable, match="planner failed: ZeroDivisionError"):
         await c.get(RAY, "cpu")
 
@@ -263,7 +264,7 @@ async def test_source_bug_and_planner_bug_read_as_unavailable() -> None:
 async def test_clusters_nobody_asks_about_are_forgotten() -> None:
     """After forget_after_s without a request, a cluster is no longer fetched."""
     src = MemorySource({cluster_ref("a"): snapshot("a"), cluster_ref("b"): snapshot("b")})
-    clock = FakeClock()
+    clock = FakeClock(T0)
     c = cache(src, clock, forget_after_s=100)
     await c.get(cluster_ref("a"), "cpu")
     await c.get(cluster_ref("b"), "cpu")
@@ -286,7 +287,7 @@ async def test_refresh_loop_survives_a_failing_round() -> None:
 
     c = TargetCache(
         MemorySource(),
-        clock=FakeClock(),
+        clock=FakeClock(T0),
         settings=TargetSettings(refresh_interval_s=7),
         sleep=fake_sleep,
     )
@@ -314,7 +315,7 @@ async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once()
 
     names = ("a", "b", "c", "d")
     src = MemorySource({cluster_ref(n): snapshot(n) for n in names})
-    c = TargetCache(src, clock=FakeClock(), sleep=fake_sleep)
+    c = TargetCache(src, clock=FakeClock(T0), sleep=fake_sleep)
     for n in names:
         await c.get(cluster_ref(n), "cpu")
     fetched = src.fetches
@@ -325,7 +326,7 @@ async def test_a_paced_round_spreads_the_clusters_evenly_and_fetches_each_once()
 async def test_clusters_beyond_the_maximum_are_unavailable_not_fetched() -> None:
     """With max_clusters=2, a third cluster is refused without a fetch."""
     src = MemorySource({cluster_ref(n): snapshot(n) for n in ("a", "b", "c")})
-    c = TargetCache(src, clock=FakeClock(), settings=TargetSettings(max_clusters=2))
+    c = TargetCache(src, clock=FakeClock(T0), settings=TargetSettings(max_clusters=2))
     await c.get(cluster_ref("a"), "cpu")
     await c.get(cluster_ref("b"), "cpu")
     with pytest.raises(DemandUnavailable, match="already refreshing 2 clusters"):
@@ -345,7 +346,7 @@ async def test_the_refresh_loop_fetches_one_cluster_once_per_interval() -> None:
         slept.append(seconds)
 
     c = TargetCache(
-        src, clock=FakeClock(), settings=TargetSettings(refresh_interval_s=5), sleep=fake_sleep
+        src, clock=FakeClock(T0), settings=TargetSettings(refresh_interval_s=5), sleep=fake_sleep
     )
     await c.get(cluster_ref("a"), "cpu")  # the first fetch, on demand
     with pytest.raises(asyncio.CancelledError):
@@ -362,7 +363,7 @@ async def test_a_paced_round_spans_its_pace_with_a_batch_source_and_with_no_clus
         slept.append(seconds)
 
     src = MemoryBatchSource({cluster_ref("a"): snapshot("a")})
-    c = TargetCache(src, clock=FakeClock(), sleep=fake_sleep)
+    c = TargetCache(src, clock=FakeClock(T0), sleep=fake_sleep)
     await c.refresh(pace_s=2.0)  # no cluster asked for yet
     await c.get(cluster_ref("a"), "cpu")  # a new cluster's first fetch is its own, not a batch
     await c.refresh(pace_s=2.0)
@@ -379,7 +380,7 @@ async def test_a_snapshot_from_the_future_is_refused_and_never_planned() -> None
 
     src = MemorySource({RAY: snapshot(t=T0 + 1e6)})
     with pytest.raises(UntrustedData) as info:
-        await cache(src, FakeClock(), planner).get(RAY, "cpu")
+        await cache(src, FakeClock(T0), planner).get(RAY, "cpu")
     assert info.value.reason is Refusal.FUTURE_SNAPSHOT
     assert str(info.value) == (
         "Ray cluster ray/ray: agent snapshot time is 1000000s in the future "
@@ -409,17 +410,17 @@ async def test_a_future_snapshot_does_not_end_the_scale_down_hold() -> None:
 async def test_the_clock_skew_is_a_setting(skew_s: float) -> None:
     """A lead of exactly max_clock_skew_s is accepted; one second more is refused."""
     src = MemorySource({RAY: snapshot(t=T0 + skew_s)})
-    assert (await cache(src, FakeClock(), max_clock_skew_s=skew_s).get(RAY, "cpu")).target == 0
+    assert (await cache(src, FakeClock(T0), max_clock_skew_s=skew_s).get(RAY, "cpu")).target == 0
     src = MemorySource({RAY: snapshot(t=T0 + skew_s + 1)})
     with pytest.raises(UntrustedData, match="in the future"):
-        await cache(src, FakeClock(), max_clock_skew_s=skew_s).get(RAY, "cpu")
+        await cache(src, FakeClock(T0), max_clock_skew_s=skew_s).get(RAY, "cpu")
 
 
 async def test_a_forgotten_clusters_series_are_removed_from_the_registry() -> None:
     """Once forgotten, a cluster leaves no plan, refresh, error, age or target series behind."""
     registry = CollectorRegistry()
     src = MemorySource({cluster_ref("a"): snapshot("a")})
-    clock = FakeClock()
+    clock = FakeClock(T0)
     c = TargetCache(
         src,
         clock=clock,
@@ -449,7 +450,7 @@ async def test_one_namespace_holds_at_most_its_quota_of_clusters() -> None:
     without a fetch, while team-b still gets its clusters."""
     names = [ClusterRef("team-a", n) for n in ("a", "b", "c")] + [ClusterRef("team-b", "a")]
     src = MemorySource({n: snapshot(n.name) for n in names})
-    c = TargetCache(src, clock=FakeClock(), settings=TargetSettings(max_clusters_per_namespace=2))
+    c = TargetCache(src, clock=FakeClock(T0), settings=TargetSettings(max_clusters_per_namespace=2))
     await c.get(names[0], "cpu")
     await c.get(names[1], "cpu")
     with pytest.raises(LimitReached, match="quota, --max-clusters-per-namespace") as info:
@@ -464,7 +465,7 @@ async def test_unknown_clusters_are_rechecked_rarely_and_within_one_shared_budge
     rounds all their rechecks share 10 a second, never 1,000 a round."""
     registry = CollectorRegistry()
     src = MemorySource()
-    clock = FakeClock()
+    clock = FakeClock(T0)
     c = TargetCache(
         src,
         clock=clock,
@@ -502,7 +503,7 @@ async def test_a_cluster_created_with_its_scaled_object_is_found_within_seconds(
             self.asked.append((cluster.name, clock() - t0))
             return await super().fetch(cluster)
 
-    clock = FakeClock()
+    clock = FakeClock(T0)
     t0 = clock()
     src = Counting()
     c = TargetCache(src, clock=clock, settings=TargetSettings(refresh_interval_s=5))

@@ -12,7 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 from cryptography import x509
-from rpc_builders import FakeClock, cluster_ref, meta, snapshot
+from fake_clock import FakeClock
+from rpc_builders import T0, cluster_ref, meta, snapshot
 from tls_certs import Certs, make_certs
 
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
@@ -39,7 +40,7 @@ async def serve(tmp_path: Path, certs: Certs, *, mtls: bool) -> ScalerServer:
     ca.write_bytes(certs.ca.cert)
     server = build_server(
         MemorySource({RAY: snapshot(tasks={5: 20})}),
-        clock=FakeClock(),
+        clock=FakeClock(T0),
         tls=TlsFiles(cert, key, ca if mtls else None),
         target_settings=TargetSettings(refresh_interval_s=3600),
     )

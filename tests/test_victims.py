@@ -15,6 +15,7 @@ from typing import Any
 
 import kmock
 import pytest
+from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 from test_kube import (  # the emulator fixtures and helpers
@@ -96,24 +97,6 @@ class FakeDrainer:
         return DrainResult(True)
 
 
-class FakeClock:
-    """Fake time: sleeping records the delay and advances ``now`` at once."""
-
-    def __init__(self) -> None:
-        self.t = 1_795_341_700.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        """Fake unix time."""
-        return self.t
-
-    async def sleep(self, s: float) -> None:
-        """Advance time, yield once."""
-        self.sleeps.append(s)
-        self.t += s
-        await asyncio.sleep(0)
-
-
 def test_fakes_satisfy_the_ports() -> None:
     """The fakes implement the protocols B1's real classes implement."""
     assert isinstance(FakeRay(), RayView)
@@ -157,8 +140,8 @@ def drainer() -> FakeDrainer:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    """Fake time."""
-    return FakeClock()
+    """Fake unix time; sleeping records the delay, advances ``now`` at once and yields once."""
+    return FakeClock(1_795_341_700.0, yield_on_sleep=True)
 
 
 def put_three(emulator: VersionedEmulator, **costs: Mapping[str, str]) -> None:
