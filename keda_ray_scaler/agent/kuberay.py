@@ -18,7 +18,8 @@ Each round (:meth:`KubeRayApplier.apply`, every poll interval):
    (:mod:`~keda_ray_scaler.agent.rwg_status`).
 
 RBAC: ``rayclusters`` get/list/watch/patch; ``rayworkergroups`` get/list/watch and their
-``status`` patch; ``scaledobjects`` get/list (the bounds check only).
+``status`` patch; ``scaledobjects`` get/list (the bounds check, and the scale-up lead's bounds
+and pause: without them nothing leads).
 """
 
 from __future__ import annotations
