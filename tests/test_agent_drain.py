@@ -259,6 +259,45 @@ async def test_a_task_landing_on_a_victim_after_selection_makes_the_drain_fail(
         ray.cancel(ref, force=True)
 
 
+async def test_a_fenced_busy_node_keeps_its_task_and_gets_no_new_work(
+    cluster: RayCluster, gcs: GcsConnection
+) -> None:
+    """The fence (a pod being deleted): Ray accepts a preemption drain of a busy node, the
+    node turns DRAINING, its task runs on, and a task that prefers the node runs elsewhere."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    reader = RayReader(gcs, SPEC)
+    node = await node_of(reader, "ray-cpu-b", lambda n: n.status == NodeStatus.RUNNING)
+
+    @ray.remote(num_cpus=1)
+    def hold() -> None:
+        time.sleep(300)
+
+    @ray.remote(num_cpus=1)
+    def where() -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
+    held = hold.options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+    ).remote()
+    try:
+        await node_of(reader, "ray-cpu-b", lambda n: n.available.get("CPU") == 90_000)
+        assert await RayDrainer(gcs.get).fence(node.node_id, "test: pod deleted") == (
+            DrainResult(True, "")
+        )
+        fenced = await node_of(reader, "ray-cpu-b", lambda n: n.status == NodeStatus.DRAINING)
+        assert (fenced.node_id, fenced.status) == (node.node_id, NodeStatus.DRAINING)
+        assert ray.wait([held], timeout=0)[0] == []  # still running
+        prefers = NodeAffinitySchedulingStrategy(node.node_id, soft=True)
+        ran_on = await asyncio.to_thread(
+            ray.get, where.options(scheduling_strategy=prefers).remote(), timeout=60
+        )
+        assert ran_on != node.node_id
+    finally:
+        ray.cancel(held, force=True)
+
+
 async def test_a_malformed_node_id_is_refused_before_ray_accepts_it_as_nil(
     gcs: GcsConnection,
 ) -> None:

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 import tenacity
 from control_plane import ControlPlane, Process, build_binaries, spawn, wait_until
+from fake_clock import FakeClock
 from kubernetes import client, config
 from prometheus_client import CollectorRegistry
 from real_kuberay import RC, RWG, api_server, custom_api
-from test_kuberay_api import Clock, Pods
+from test_kuberay_api import Pods
 from test_kuberay_spec import example
 
 from keda_ray_scaler.agent.kuberay import KubeRayApplier
@@ -103,7 +104,7 @@ def test_one_patch_removes_exactly_the_named_drained_pods(
         pods,
         lambda: True,
         lambda: victims,
-        Clock(),
+        FakeClock(1_790_000_000.0, advance_on_sleep=False),
         CollectorRegistry(),
         cluster="demo",
     )

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from keda_ray_scaler.agent.apply import Applier
 from keda_ray_scaler.agent.drain import RayDrainer
 from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.fence import Fence
 from keda_ray_scaler.agent.join_tracker import JoinSettings, JoinTracker
 from keda_ray_scaler.agent.joins import PodEntry, PodJoinFacts
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
@@ -116,17 +117,11 @@ def build_agent(
         joins = JoinTracker(specs, registry, settings.joins)
         holder: list[VictimController] = []
         made = applier(lambda: holder[0].victims(), joins) if applier is not None else None
+        drainer = RayDrainer(gcs.get, timeout_s=settings.ray_timeout_s)
         victims = VictimController(
-            specs,
-            source,
-            reader,
-            RayDrainer(gcs.get, timeout_s=settings.ray_timeout_s),
-            clock,
-            registry,
-            settings.victims,
-            applier=made,
-            launch_limit=joins.launch_limit,
-        )
+            specs, source, reader, drainer, clock, registry, settings.victims,
+            applier=made, launch_limit=joins.launch_limit, fence=Fence(drainer),
+        )  # fmt: skip
         holder.append(victims)
     loop = AgentLoop(
         specs,

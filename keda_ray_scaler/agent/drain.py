@@ -33,6 +33,8 @@ log = structlog.get_logger(__name__)
 
 #: ray.rpc.autoscaler.DrainNodeReason.DRAIN_NODE_REASON_IDLE_TERMINATION (1)
 DRAIN_NODE_REASON_IDLE_TERMINATION: Final = autoscaler_pb2.DRAIN_NODE_REASON_IDLE_TERMINATION
+#: DRAIN_NODE_REASON_PREEMPTION (2): accepted busy or not; the node takes no new work
+DRAIN_NODE_REASON_PREEMPTION: Final = autoscaler_pb2.DRAIN_NODE_REASON_PREEMPTION
 
 #: A Ray NodeID is 28 bytes; the GCS wants it as hex.
 _NODE_ID = re.compile(r"[0-9a-f]{56}")
@@ -59,14 +61,20 @@ class RayDrainer:
         self._gcs = gcs
         self._timeout_s = timeout_s
 
-    async def _drain(self, node_id: str, message: str, deadline_ms: int) -> DrainResult:
+    async def _drain(
+        self,
+        node_id: str,
+        message: str,
+        deadline_ms: int,
+        reason: autoscaler_pb2.DrainNodeReason = DRAIN_NODE_REASON_IDLE_TERMINATION,
+    ) -> DrainResult:
         if not _NODE_ID.fullmatch(node_id):
             # Ray would decode it to the nil id and answer "accepted" without draining anything.
             return DrainResult(False, f"not a Ray node id (56 hex digits): {node_id!r}")
         try:
             accepted, rejection = await self._gcs().drain_node(
                 node_id,
-                DRAIN_NODE_REASON_IDLE_TERMINATION,
+                reason,
                 message,
                 deadline_ms,
                 timeout_s=self._timeout_s,
@@ -85,4 +93,11 @@ class RayDrainer:
             rejection=result.rejection,
             deadline_ms=deadline_ms,
         )
+        return result
+
+    async def fence(self, node_id: str, message: str) -> DrainResult:
+        """Drain ``node_id`` for preemption, no deadline: its pod is being deleted, Ray must
+        place no new work there (:mod:`~keda_ray_scaler.agent.fence`)."""
+        result = await self._drain(node_id, message, 0, DRAIN_NODE_REASON_PREEMPTION)
+        log.info("ray fence", node_id=node_id, accepted=result.accepted, rejection=result.rejection)
         return result

@@ -26,6 +26,7 @@ class Outcome(enum.StrEnum):
     DELETED = "deleted"  # a published victim's pod is gone: the scale-down took it
     RELEASED = "released"  # a victim no scale-down would take, deleted by the agent: replaced
     WRONG_VICTIM = "wrong_victim"  # a pod that was not a victim went: group frozen
+    FENCED = "fenced"  # the pod is being deleted: its Ray node drained so it takes no new work
     REFUSED = "refused"  # the applier refuses scale-down of the group (e.g. in-tree autoscaler)
 
 

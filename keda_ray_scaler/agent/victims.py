@@ -30,9 +30,9 @@ number of victims) only after every step below succeeded for it:
    is a wrong victim: counted, logged, and the group's scale-down is frozen until
    :meth:`VictimController.unfreeze` (or an agent restart). A pod that was no live Ray node at
    the last read (:meth:`VictimController.saw_in_ray`, every poll) held no Ray state: its going
-   is no wrong victim (the ReplicaSet takes unscheduled and not-ready pods first, e.g. KEDA's
-   fallback pod, one that never joined, or one whose raylet died at start and whose container
-   the kubelet restarts: seen on the real node under load).
+   is no wrong victim (the ReplicaSet takes unscheduled and not-ready pods first).
+7. **fence**: the Ray node of a pod being deleted, victim or not, is drained for preemption
+   so it takes no new work (:mod:`~keda_ray_scaler.agent.fence`).
 
 Every step starts with :meth:`VictimController.reconcile`: a pod carrying the agent's victim
 mark that is not a published victim gets its cost restored unless its Ray node is draining or
@@ -50,6 +50,7 @@ from prometheus_client import CollectorRegistry, Counter
 from keda_ray_scaler.agent.apply import Applier
 from keda_ray_scaler.agent.choose import GroupView, choose, removal_reasons, to_release
 from keda_ray_scaler.agent.cost_marks import CostMarks
+from keda_ray_scaler.agent.fence import Fence
 from keda_ray_scaler.agent.marks import VictimSettings, has_mark
 from keda_ray_scaler.agent.ports import Clock, Drainer, PodSource, RayView, SpecView, spec_view
 from keda_ray_scaler.agent.ranking import PodInfo
@@ -88,10 +89,12 @@ class VictimController:
         *,
         applier: Applier | None = None,
         launch_limit: Callable[[str], int | None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """``launch_limit(group)``: the new pods the group may get now (its back-off after pods
         that did not join; None: no limit); bounds the victims released (:func:`to_release`)."""
         self._launch_limit = launch_limit or _no_limit
+        self._fence = fence
         self._specs = spec_view(cluster)  # the groups' idle timeouts, read at each step
         self._name = self._specs.spec.name
         self._pods = pods
@@ -145,6 +148,8 @@ class VictimController:
             verdicts += [Verdict(g, "", Outcome.RAY_UNAVAILABLE, str(exc)) for g in groups]
             return self._record(verdicts)
         self.saw_in_ray(frozenset(n.pod for n in nodes))
+        if self._fence is not None:
+            verdicts += await self._fence.step(self._pods.pods(), nodes)
         verdicts += await self._reconcile(nodes)
         for name in groups:
             verdicts += await self._release(plan.groups[name])
@@ -154,7 +159,7 @@ class VictimController:
     def _needs_ray(self, plan: Plan) -> bool:
         """A Ray read is needed only with candidates, published victims or marked pods."""
         published = self._ledger.pods()
-        if published:
+        if published or (self._fence is not None and self._fence.wanted(self._pods.pods())):
             return True
         if any(p not in published for gp in plan.groups.values() for p in gp.removable):
             return True
