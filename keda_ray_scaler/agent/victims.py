@@ -1,10 +1,8 @@
 """Safe scale-down: choose, mark, confirm, drain, publish, verify; one worker group at a time.
 
-Three steps in code: :func:`~keda_ray_scaler.agent.choose.choose` (pure: which pods, with typed
-verdicts), :meth:`~keda_ray_scaler.agent.cost_marks.CostMarks.confirm` (re-validate right before
-acting, as Karpenter does: marks seen through the watch, the ReplicaSet's ranking) and the
-patches and drains around them (marks in :mod:`~keda_ray_scaler.agent.marks`), on a
-:class:`~keda_ray_scaler.agent.ports.PodSource`.
+In code: :func:`~keda_ray_scaler.agent.choose.choose` (pure), then
+:meth:`~keda_ray_scaler.agent.cost_marks.CostMarks.confirm` (re-validate right before acting,
+as Karpenter does) and the patches and drains around them, on a ``PodSource``.
 
 The pod-deletion-cost annotation is only a hint the ReplicaSet controller reads from its cache
 (kubernetes/kubernetes#126138), and a Ray node may get work right after it was seen idle. So a
@@ -34,10 +32,9 @@ number of victims) only after every step below succeeded for it:
 7. **fence**: the Ray node of a pod being deleted, victim or not, is drained for preemption
    so it takes no new work (:mod:`~keda_ray_scaler.agent.fence`).
 
-Every step starts with :meth:`VictimController.reconcile`: a pod carrying the agent's victim
-mark that is not a published victim gets its cost restored unless its Ray node is draining or
-gone (then it was drained before a restart and is adopted as a victim). So an agent killed
-mid-protocol leaves no undrained pod marked as victim once it runs again.
+Every step starts with :meth:`VictimController.reconcile`: a pod with the agent's victim mark
+that is no published victim gets its cost restored unless its Ray node is draining or gone
+(then it is adopted): an agent killed mid-protocol leaves no undrained pod marked.
 """
 
 from __future__ import annotations
