@@ -49,12 +49,8 @@ class Lead:
     """The replicas to carry into the RayCluster and why they differ from ``spec.replicas``."""
 
     replicas: int
-    reason: str = ""  # "" when the lead changed nothing
-
-    @property
-    def leads(self) -> bool:
-        """The plan raised the replicas above the HPA's."""
-        return bool(self.reason) and not self.reason.startswith("held")
+    reason: str = ""  # "" when the plan asked no more than the HPA
+    leads: bool = False  # the plan raised the replicas above the HPA's
 
 
 def targeting(scaled: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
@@ -120,7 +116,7 @@ def lead_replicas(
         limit = min(limit, so_max, scale_up_limit(desired, so))
     if limit <= desired:
         return Lead(desired, f"held: the ScaledObject caps {planned} at {desired}")
-    return Lead(limit, f"planned {planned}, the HPA asks {desired}")
+    return Lead(limit, f"planned {planned}, the HPA asks {desired}", leads=True)
 
 
 class PlannedTargets:
