@@ -15,7 +15,12 @@ task functions by value.
 4. once every task is done and at least ``FLOOR_S`` after the start: the floor cleared and the
    placement group removed.
 
-Needed: 3 cpu pods (the spread; the floor's 2 fit in them), 3 gpu pods.
+Needed: 2 cpu pods (the floor: a gpu pod has 8 CPUs, a floor bundle 10) and 3 gpu pods (one GPU
+each); the spread's 3 bundles of ``{CPU: 2}`` fit on any 3 of those 5 nodes, and Ray's raylet
+places them there (seen on the bed: every spread task ran, one of them on a gpu pod). Ray's
+autoscaler v2 launches a third cpu pod for the spread because it schedules placement groups
+before tasks (``_sched_gang_resource_requests`` then ``_sched_resource_requests``), when no
+gpu pod is in its plan yet.
 """
 
 from __future__ import annotations

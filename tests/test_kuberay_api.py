@@ -46,7 +46,9 @@ class Pods(PodStore):
     """A pod store filled by the test."""
 
     def set(self, group: str, names: list[str]) -> None:
-        """The active pods of ``group``."""
+        """The active pods of ``group`` (those not named are gone)."""
+        for gone in [n for n, p in self._pods.items() if p.group == group and n not in names]:
+            del self._pods[gone]
         for name in names:
             self._pods[name] = PodInfo(name, group=group, owner="RayCluster/demo")
 
@@ -192,33 +194,54 @@ class PlannedCpu:
         return Plan({"cpu": GroupPlan("cpu", t, t, floor=0, current=0, busy=0, new=t)})
 
 
+def keda_scaled_object(scale_down: dict[str, Any] | None) -> dict[str, Any]:
+    """A ScaledObject on the cpu RayWorkerGroup; ``scale_down``: its HPA scaleDown behavior."""
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {
+            "apiVersion": "keda-ray-scaler.io/v1alpha1",
+            "kind": "RayWorkerGroup",
+            "name": "ray-demo-cpu",
+        },
+        "minReplicaCount": 0,
+        "maxReplicaCount": 50,
+        "cooldownPeriod": 5,
+        "triggers": [{"type": "cpu", "metadata": {"value": "50"}}],
+    }
+    if scale_down is not None:
+        behavior = {"scaleDown": scale_down}
+        spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "ray-demo-cpu"},
+        "spec": spec,
+    }
+
+
+def planned_env(
+    cp: ControlPlane, replicas: int, scaled_object: dict[str, Any]
+) -> tuple[Env, PlannedCpu, PlannedTargets]:
+    """An :class:`Env` whose applier follows the agent's plan, with KEDA's CRDs and
+    ``scaled_object`` on the cpu RayWorkerGroup."""
+    crds = sorted((cp.bin_dir / "keda-crds").glob("*.yaml"))
+    cp.kubectl("apply", "--server-side", *[f"--filename={c}" for c in crds])
+    cp.wait_crds_established()
+    env = Env(cp, replicas)
+    plan = PlannedCpu()
+    planned = PlannedTargets(plan, max_age_s=10.0)
+    env.applier = env.make_applier(env.api, planned)
+    env.api.create_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", scaled_object
+    )
+    return env, plan, planned
+
+
 def test_the_agents_plan_leads_a_scale_up_and_a_paused_scaled_object_holds_it(
     cp: ControlPlane,
 ) -> None:
     """The HPA says 1, the agent's fresh plan 10: the RayCluster goes to 10 at once. Paused,
     the ScaledObject holds a plan of 20 (nothing lowered either); a stale plan leads nothing."""
-    crds = sorted((cp.bin_dir / "keda-crds").glob("*.yaml"))
-    cp.kubectl("apply", "--server-side", *[f"--filename={c}" for c in crds])
-    cp.wait_crds_established()
-    env = Env(cp, 1)
-    plan = PlannedCpu()
-    planned = PlannedTargets(plan, max_age_s=10.0)
-    env.applier = env.make_applier(env.api, planned)
-    so = {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"name": "ray-demo-cpu"},
-        "spec": {
-            "scaleTargetRef": {
-                "apiVersion": "keda-ray-scaler.io/v1alpha1",
-                "kind": "RayWorkerGroup",
-                "name": "ray-demo-cpu",
-            },
-            "maxReplicaCount": 50,
-            "triggers": [{"type": "cpu", "metadata": {"value": "50"}}],
-        },
-    }
-    env.api.create_namespaced_custom_object("keda.sh", "v1alpha1", env.ns, "scaledobjects", so)
+    env, plan, planned = planned_env(cp, 1, keda_scaled_object(None))
     env.scale(1)
     now = 1_790_000_000.0  # the applier's clock
     plan.target = 10
@@ -252,6 +275,46 @@ def test_the_agents_plan_leads_a_scale_up_and_a_paused_scaled_object_holds_it(
     )
     (verdict,) = env.apply()
     assert env.group()["replicas"] == 10
+
+
+def test_the_agents_plan_deletes_drained_victims_before_the_hpa_and_never_recreates_them(
+    cp: ControlPlane,
+) -> None:
+    """10 pods, the HPA still at 10, victims cpu-3 and cpu-7 drained, the plan 8: one patch
+    names them at once. While the HPA still asks 10 the group is not raised back; with the
+    default scale-down window (300 s) the next victim waits for the HPA."""
+    so = keda_scaled_object({"stabilizationWindowSeconds": 0})
+    env, plan, planned = planned_env(cp, 10, so)
+    env.scale(10)
+    now = 1_790_000_000.0  # the applier's clock
+    env.victims = {"cpu-3": "cpu", "cpu-7": "cpu"}
+    plan.target = 8
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), now)
+    (verdict,) = env.apply()
+    group = env.group()
+    assert verdict.action == "scale_down"
+    assert (group["replicas"], group["scaleStrategy"]["workersToDelete"]) == (8, ["cpu-3", "cpu-7"])
+
+    env.pods.set("cpu", [f"cpu-{i}" for i in (0, 1, 2, 4, 5, 6, 8, 9)])  # KubeRay deleted them
+    env.victims = {}
+    (verdict,) = env.apply()  # the HPA still asks 10: nothing is created back
+    assert (verdict.action, env.group()["replicas"]) == ("clear", 8)
+    env.scale(8)  # the HPA caught up
+    (verdict,) = env.apply()
+    assert (verdict.action, env.group()["replicas"]) == ("none", 8)
+
+    so_now = env.api.get_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", "ray-demo-cpu"
+    )
+    so_now["spec"]["advanced"] = {}  # Kubernetes' default window: 300 s
+    env.api.replace_namespaced_custom_object(
+        "keda.sh", "v1alpha1", env.ns, "scaledobjects", "ray-demo-cpu", so_now
+    )
+    env.victims = {"cpu-0": "cpu"}
+    plan.target = 7
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), now)
+    (verdict,) = env.apply()
+    assert (verdict.action, env.group()["replicas"]) == ("none", 8)
 
 
 def test_conflicting_edit_between_read_and_patch_loses_nothing(cp: ControlPlane) -> None:

@@ -141,7 +141,7 @@ class FixedPlanner:
         )  # fmt: skip
 
 
-def test_planned_targets_wake_the_applier_when_a_target_rises_only() -> None:
+def test_planned_targets_wake_the_applier_when_a_target_moves() -> None:
     async def scenario() -> list[bool]:
         planner = FixedPlanner()
         planned = PlannedTargets(planner, max_age_s=10.0)
@@ -154,7 +154,24 @@ def test_planned_targets_wake_the_applier_when_a_target_rises_only() -> None:
             woke.append(planned.wake.is_set())
         return woke
 
-    assert asyncio.run(scenario()) == [True, False, False, True, True]
+    assert asyncio.run(scenario()) == [True, False, True, True, True]
+
+
+def test_planned_targets_know_how_long_a_group_has_planned_zero() -> None:
+    planner = FixedPlanner()
+    planned = PlannedTargets(planner, max_age_s=10.0, wake=asyncio.Event())
+    inp = PlanningInput(ClusterSpec("demo", ()))
+    for at, target in ((100.0, 2), (105.0, 0), (110.0, 0)):
+        planner.targets = {"cpu": target}
+        planned.observe(inp, at)
+    assert planned.zero_for("cpu", 112.0) == 7.0  # zero since 105, not since 110
+    planner.targets = {"cpu": 1}
+    planned.observe(inp, 115.0)
+    assert planned.zero_for("cpu", 116.0) == 0.0
+    planner.targets = {"cpu": 0}
+    planned.observe(inp, 120.0)
+    planned.clear()
+    assert planned.zero_for("cpu", 130.0) == 0.0
 
 
 def test_a_stale_or_cleared_plan_leads_nothing() -> None:

@@ -43,7 +43,8 @@ from keda_ray_scaler.agent.raycluster_scale import (
     scale_patch,
 )
 from keda_ray_scaler.agent.rwg_status import GroupStatus, StatusWriter, selector_of
-from keda_ray_scaler.agent.scale_up_lead import PlannedTargets, lead_replicas, targeting
+from keda_ray_scaler.agent.scale_down_lead import lead_down
+from keda_ray_scaler.agent.scale_up_lead import Lead, PlannedTargets, lead_replicas, targeting
 from keda_ray_scaler.errors import KubernetesError
 
 log = structlog.get_logger(__name__)
@@ -54,6 +55,8 @@ KUBERAY_DECISIONS = "ray_scaler_kuberay_decisions_total"
 KUBERAY_CONFLICTS = "ray_scaler_kuberay_conflicts_total"
 #: counter {cluster, group}: scale-ups carried ahead of the HPA by the agent's own plan
 KUBERAY_LEADS = "ray_scaler_kuberay_scale_up_leads_total"
+#: counter {cluster, group}: drained victims deleted ahead of the HPA by the agent's own plan
+KUBERAY_DOWN_LEADS = "ray_scaler_kuberay_scale_down_leads_total"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +86,20 @@ class KubeRayApplier:
         conflict_attempts: int = 5,
         backoff: Callable[[str], str] | None = None,
         planned: PlannedTargets | None = None,
+        lead_up: bool = True,
+        lead_down: bool = True,
     ) -> None:
         """``conflict_attempts``: decisions per group and round when patches keep meeting a
         changed RayCluster (each on a fresh read); the next round starts over. ``backoff``:
         why a group is backed off after pods that did not join Ray ("" when not), shown as the
         RayWorkerGroup's ``BackedOff`` condition. ``planned``: the agent's own targets, which
-        lead a scale-up ahead of the HPA (:mod:`~keda_ray_scaler.agent.scale_up_lead`)."""
+        lead a scale-up ahead of the HPA (:mod:`~keda_ray_scaler.agent.scale_up_lead`) and a
+        ``lead_up`` and ``lead_down`` (each on by default), a drained victim's deletion
+        (:mod:`~keda_ray_scaler.agent.scale_down_lead`)."""
         self._backoff = backoff
         self._planned = planned
+        self._lead_up = lead_up
+        self._lead_down = lead_down
         self._clock = clock
         self._api = api
         self._cluster = cluster
@@ -116,6 +125,12 @@ class KubeRayApplier:
         self._leads = Counter(
             KUBERAY_LEADS,
             "Scale-ups carried ahead of the HPA by the agent's own plan.",
+            ["cluster", "group"],
+            registry=registry,
+        )
+        self._down_leads = Counter(
+            KUBERAY_DOWN_LEADS,
+            "Drained victims deleted ahead of the HPA by the agent's own plan.",
             ["cluster", "group"],
             registry=registry,
         )
@@ -203,15 +218,24 @@ class KubeRayApplier:
         rc: dict[str, Any],
         scaled: Sequence[Mapping[str, Any]],
     ) -> tuple[GroupVerdict, dict[str, Any]]:
-        """The HPA's ``desired``, raised to the agent's own target where the ScaledObjects
-        allow it (:func:`~keda_ray_scaler.agent.scale_up_lead.lead_replicas`), then scaled."""
+        """The HPA's ``desired``, moved to the agent's own target where the ScaledObjects
+        allow it (:func:`~keda_ray_scaler.agent.scale_up_lead.lead_replicas`, and
+        :func:`~keda_ray_scaler.agent.scale_down_lead.lead_down`), then scaled."""
         if self._planned is None:
             return await self._scale(group, desired, rc)
-        planned = self._planned.get(group, self._clock.now())
-        lead = lead_replicas(desired, planned, targeting(scaled, name))
+        now = self._clock.now()
+        planned = self._planned.get(group, now)
+        targets = targeting(scaled, name)
+        lead = Lead(desired)
+        if self._lead_up:
+            lead = lead_replicas(desired, planned, targets)
+        if self._lead_down and planned is not None and planned < desired:
+            lead = lead_down(desired, planned, targets, self._planned.zero_for(group, now))
         verdict, rc = await self._scale(group, lead.replicas, rc, lead.reason)
         if lead.leads and verdict.action == Action.SCALE_UP.value:
             self._leads.labels(self._cluster, group).inc()
+        if lead.leads and verdict.action == Action.SCALE_DOWN.value:
+            self._down_leads.labels(self._cluster, group).inc()
         return verdict, rc
 
     async def _scale(

@@ -1,13 +1,16 @@
 """KubeRay mode's scale-up lead: the agent's own plan raises a group at once, ahead of the HPA.
 
+(Its mirror for drained victims is :mod:`~keda_ray_scaler.agent.scale_down_lead`.)
+
 Our path from demand to pods runs agent poll -> Prometheus scrape -> scaler refresh -> the HPA's
 sync (15 s by default, not settable on managed Kubernetes) -> the RayWorkerGroup -> the applier
 (``docs/concepts/latency.md``). The agent plans the very input it exports, with the planner the
 scaler runs, so it knows the target the HPA will ask for one to four hops later. With the lead,
 the applier carries ``max(spec.replicas, planned target)`` into the RayCluster:
 
-- **scale-up only**: a lead never lowers anything; scale-down stays the HPA's target, lowered
-  only by drained victims the applier names (:mod:`~keda_ray_scaler.agent.raycluster_scale`);
+- **scale-up here**: this lead only raises; a lower plan is the scale-down lead's, which
+  lowers only by drained victims the applier names
+  (:mod:`~keda_ray_scaler.agent.scale_down_lead`, :mod:`~keda_ray_scaler.agent.raycluster_scale`);
 - **the ScaledObject's word first**: no lead for a RayWorkerGroup that no ScaledObject targets,
   nor while one that does is paused (``autoscaling.keda.sh/paused: "true"``,
   ``paused-replicas``, ``paused-scale-out: "true"``); the lead is capped by its
@@ -137,18 +140,25 @@ class PlannedTargets:
         self._max_age_s = max_age_s
         self.wake = wake if wake is not None else asyncio.Event()
         self._targets: dict[str, int] = {}
+        self._zero_since: dict[str, float] = {}
         self._at = -math.inf
 
     def observe(self, inp: PlanningInput, at: float) -> None:
-        """Plan ``inp`` (published at ``at``); wake the applier when a group's target rose."""
+        """Plan ``inp`` (published at ``at``); wake the applier when a group's target moved."""
         targets = {g: gp.target for g, gp in self._planner(inp).groups.items()}
-        if any(t > self._targets.get(g, 0) for g, t in targets.items()):
+        if any(t != self._targets.get(g, 0) for g, t in targets.items()):
             self.wake.set()
+        self._zero_since = {g: self._zero_since.get(g, at) for g, t in targets.items() if t == 0}
         self._targets, self._at = targets, at
 
     def clear(self) -> None:
         """A failed poll: nothing leads until the next success."""
-        self._targets, self._at = {}, -math.inf
+        self._targets, self._zero_since, self._at = {}, {}, -math.inf
+
+    def zero_for(self, group: str, now: float) -> float:
+        """How long the group's plans have asked zero in a row (0 when the last did not)."""
+        since = self._zero_since.get(group)
+        return 0.0 if since is None else max(now - since, 0.0)
 
     def get(self, group: str, now: float) -> int | None:
         """The group's planned target if the plan is fresh, else None."""

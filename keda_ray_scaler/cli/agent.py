@@ -136,15 +136,18 @@ def _kuberay_applier(
             cluster=args.raycluster,
             backoff=joins.backoff_message,
             planned=planned,
+            lead_up=args.scale_up_lead,
+            lead_down=args.scale_down_lead,
         )
 
     return make
 
 
 def _planned_targets(args: argparse.Namespace, wake: asyncio.Event) -> PlannedTargets | None:
-    """KubeRay mode's scale-up lead (``--scale-up-lead``, on by default): the agent's own
-    targets, fresh for as long as the health probe calls a poll fresh; a rise wakes ``wake``."""
-    if not args.scale_up_lead:
+    """KubeRay mode's leads (``--scale-up-lead``, ``--scale-down-lead``, on by default): the
+    agent's own targets, fresh for as long as the health probe calls a poll fresh; a target
+    that moved wakes ``wake``."""
+    if not (args.scale_up_lead or args.scale_down_lead):
         return None
     from keda_ray_scaler.agent.health import max_age_s
     from keda_ray_scaler.agent.scale_up_lead import PlannedTargets

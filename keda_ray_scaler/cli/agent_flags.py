@@ -160,6 +160,14 @@ def _scale_down_flags(p: argparse.ArgumentParser) -> None:
         "poll, ahead of the HPA; upward only, within the ScaledObject's maxReplicaCount and "
         "scale-up policies, never while it is paused (on)",
     )
+    g.add_argument(
+        "--scale-down-lead",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="KubeRay mode: delete drained victims at the agent's poll, ahead of the HPA, "
+        "where the ScaledObject sets no scale-down window; never below its minReplicaCount or "
+        "scale-down policies, to zero only after its cooldownPeriod, never while paused (on)",
+    )
 
 
 #: The flag groups of ``agent``, in ``--help`` order.
