@@ -40,19 +40,19 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # time, the modules that start a real node one after another on one worker, the longest first
 # (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own
 # (tests/worker_netns.py).
-# The real node's own checks (tests/test_real_node.py), the fault matrix
-# (tests/test_real_faults.py, a real loop of its own: about 7 minutes) and the short form of the
-# side-by-side benchmark with Ray's own autoscaler (tests/test_vs_ray.py: about 10 minutes) run in
-# e2e-local only, for CI's time. Two workers (the default, as in CI): the real-node modules on one,
-# everything else on the other meanwhile; the suite takes about as long as the real modules
-# (641 s against 1071 s in one process, quiet; see docs/testing.md). TEST_WORKERS=0: one process.
+# The real node's own checks (tests/test_real_node.py) and the fault matrix
+# (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in e2e-local only, for
+# CI's time; the short form of the side-by-side benchmark with Ray's own autoscaler
+# (tests/test_vs_ray.py, the seed with 5 s tasks at fast settings, both sides: about 3 minutes
+# quiet) runs in both, so that it cannot rot. Two workers (the default, as in CI): the real-node
+# modules on one, everything else on the other meanwhile; the suite takes about as long as the
+# real modules (see docs/testing.md). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
 	$(BED) $(BIN)/pytest -q --durations=25 $(XDIST) \
-	  --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py \
-	  --ignore=tests/test_vs_ray.py $(PYTEST_ARGS)
+	  --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null

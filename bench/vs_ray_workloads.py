@@ -15,6 +15,8 @@ attempt ran on, even when Ray retried it elsewhere):
   ``{CPU: 10}`` held 120 s (``bench/vs_ray_mix.py``). Needed: 2 cpu pods (the floor) and 3 gpu
   pods (the GPU tasks); the spread's 3 bundles fit on 3 of those 5 nodes (a gpu pod has 8 CPUs,
   the GPU task takes 1), as Ray's own scheduler places them.
+- **s, seed's short form** (CI's, ``tests/test_vs_ray.py``): (a) with its short tasks and the
+  held tasks' release 5 s each instead of 20 s and 30 s. Needed: 10 pods.
 - **d, cycles**: the real-control-plane test's random waves (seed 20261123), 14 waves 6 s apart
   of 1-6 tasks of ``{CPU: 5}``, 1-5 s each. Needed: at most 3 pods at a time (a wave's tasks on
   10-CPU pods; waves do not overlap once pods are there).
@@ -119,7 +121,13 @@ CYCLE = Spec(
     sum(len(d) for _, d in cycle_waves()),
 )  # fmt: skip
 MIX = Spec("c", "mix: cpu + gpu, STRICT_SPREAD, floor", ("cpu", "gpu"), {"cpu": 2, "gpu": 3}, 6)
-SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE)}
+#: CI's short form of the seed (``tests/test_vs_ray.py``): short tasks and the release 5 s each
+SHORT_FORM_S = 5.0
+SHORT_FORM_WAVES = [
+    (t, [SHORT_FORM_S if d > 0 else d for d in durations]) for t, durations in SEED_WAVES
+]
+SEED_SHORT_FORM = Spec("s", "seed, short form: 20 x {CPU: 5}, 5 s", ("cpu",), {"cpu": 10}, 20)
+SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE, SEED_SHORT_FORM)}
 
 
 def _submit(
@@ -173,16 +181,27 @@ def _finish(spec: Spec, workload: Workload, attempts: Path) -> Run:
 
 def run_seed(bed: Bed, cluster: Cluster) -> Run:
     """Workload (a): see the module docstring."""
-    workload, attempts = _submit(bed, cluster, SEED_WAVES, wait_for_start=True)
+    return _seed(bed, cluster, SEED, SEED_WAVES, RELEASE_AFTER_S)
+
+
+def run_seed_short(bed: Bed, cluster: Cluster) -> Run:
+    """Workload (s), CI's short form of (a): the same 20 tasks and 10 pods, seconds shorter."""
+    return _seed(bed, cluster, SEED_SHORT_FORM, SHORT_FORM_WAVES, SHORT_FORM_S)
+
+
+def _seed(
+    bed: Bed, cluster: Cluster, spec: Spec, waves: list[tuple[float, list[float]]], release: float
+) -> Run:
+    workload, attempts = _submit(bed, cluster, waves, wait_for_start=True)
     try:
-        needed = SEED.needed["cpu"]
+        needed = spec.needed["cpu"]
         _wait(lambda: len(bed.pods.running_pods("cpu")) >= needed, START_AFTER_S, workload)
         workload.start()
         _wait(lambda: workload.count("done") >= SEED_SHORT, 600, workload)
-        time.sleep(RELEASE_AFTER_S)
+        time.sleep(release)
     finally:
         workload.release()
-    return _finish(SEED, workload, attempts)
+    return _finish(spec, workload, attempts)
 
 
 def run_burst(bed: Bed, cluster: Cluster) -> Run:
@@ -228,4 +247,4 @@ def run_cycles(bed: Bed, cluster: Cluster) -> Run:
     return _finish(CYCLE, workload, attempts)
 
 
-RUNNERS = {"a": run_seed, "b": run_burst, "c": run_mix, "d": run_cycles}
+RUNNERS = {"a": run_seed, "b": run_burst, "c": run_mix, "d": run_cycles, "s": run_seed_short}

@@ -1,11 +1,11 @@
-"""The side-by-side benchmark's short form (issue 16): the seed example at the bed's fast
-settings, once with the project's loop (KubeRay mode) and once with Ray 2.60's own autoscaler v2
-as KubeRay's sidecar, each on a fresh RayCluster of the same bed (``bench/vs_ray_bench.py``).
+"""The side-by-side benchmark's short form (issue 16): the seed example (its short form, ``s``:
+5 s tasks) at the bed's fast settings, once with the project's loop (KubeRay mode) and once
+with Ray 2.60's own autoscaler v2 as KubeRay's sidecar, each on a fresh RayCluster of the same
+bed (``bench/vs_ray_bench.py``).
 
 The figures are printed (one ``vs-ray:`` line); only what could really go wrong is asserted:
 both sides ran the workload to its end with every task done and no pod deleted while a task
-ran on it. Run inside ``e2e/netns.sh``: ``make e2e-local`` runs it, ``make test`` leaves it
-out for CI's time.
+ran on it. Run inside ``e2e/netns.sh`` by ``make test`` (CI) and ``make e2e-local``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ pytestmark = [*(m for m in REAL_LOOP_MARKS if m.name != "timeout"), pytest.mark.
 def test_seed_side_by_side_with_rays_own_autoscaler(capsys: pytest.CaptureFixture[str]) -> None:
     """Both sides run the seed to its end: 20 tasks done, none failed, no busy pod deleted."""
     require_bed()
-    results = vs_ray_bench.run(["fast"], ["a"])
+    results = vs_ray_bench.run(["fast"], ["s"])
     with capsys.disabled():
         print("\n" + vs_ray_line(results))
-    sides = results[("fast", "a")]
+    sides = results[("fast", "s")]
     for side in ("ours", "ray"):
         figures = sides.get(side)
         assert isinstance(figures, Figures), f"{side}: {figures}"
