@@ -17,7 +17,7 @@ from keda_ray_scaler.agent.scale_up_lead import (
     scale_up_limit,
     targeting,
 )
-from keda_ray_scaler.model import ClusterSpec, PlanningInput
+from keda_ray_scaler.model import ClusterSpec, NodeStatus, PlanningInput, Resources, WorkerNode
 from keda_ray_scaler.plans import GroupPlan, Plan
 
 
@@ -184,3 +184,43 @@ def test_a_stale_or_cleared_plan_leads_nothing() -> None:
     assert planned.get("cpu", 111.0) is None  # older than max_age_s
     planned.clear()
     assert planned.get("cpu", 100.0) is None
+
+
+def joining(group: str, pods: int) -> PlanningInput:
+    """An input whose ``group`` has ``pods`` pods not yet in Ray."""
+    nodes = tuple(
+        WorkerNode(f"{group}-{i}", group, Resources(), Resources(), status=NodeStatus.PENDING)
+        for i in range(pods)
+    )
+    return PlanningInput(ClusterSpec("demo", ()), nodes=nodes)
+
+
+def test_while_pods_join_a_rise_leads_only_once_two_polls_agree() -> None:
+    """A node's free capacity and the tasks about to land on it can be read one poll apart:
+    with pods still joining, one poll's 11 leads nothing until the next poll says 11 too."""
+    planner = FixedPlanner()
+    planned = PlannedTargets(planner, max_age_s=10.0, wake=asyncio.Event())
+    seen = []
+    for at, target in ((100.0, 10), (101.0, 11), (102.0, 10), (103.0, 12), (104.0, 12)):
+        planner.targets = {"cpu": target}
+        planned.observe(joining("cpu", 5), at)
+        seen.append(planned.get("cpu", at))
+    assert seen == [10, 10, 10, 10, 12]
+    planner.targets = {"cpu": 12}
+    planned.observe(joining("cpu", 5), 104.0)  # the same poll published again: no second poll
+    planner.targets = {"cpu": 15}
+    planned.observe(joining("cpu", 5), 104.0)
+    assert planned.get("cpu", 104.0) == 12
+
+
+def test_with_no_pod_joining_a_rise_leads_at_once_and_a_fall_always_does() -> None:
+    planner = FixedPlanner()
+    planned = PlannedTargets(planner, max_age_s=10.0, wake=asyncio.Event())
+    planner.targets = {"cpu": 2}
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), 100.0)
+    planner.targets = {"cpu": 10}
+    planned.observe(PlanningInput(ClusterSpec("demo", ())), 101.0)
+    assert planned.get("cpu", 101.0) == 10
+    planner.targets = {"cpu": 4}
+    planned.observe(joining("cpu", 3), 102.0)
+    assert planned.get("cpu", 102.0) == 4

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from keda_ray_scaler.model import PlanningInput
+from keda_ray_scaler.model import NodeStatus, PlanningInput
 from keda_ray_scaler.plans import Plan
 
 #: KEDA's pause annotations on a ScaledObject that hold its scale-up (``paused-scale-in`` does not)
@@ -141,11 +141,26 @@ class PlannedTargets:
         self.wake = wake if wake is not None else asyncio.Event()
         self._targets: dict[str, int] = {}
         self._zero_since: dict[str, float] = {}
+        self._planned: dict[str, int] = {}  # this poll's plan, as planned
+        self._previous: dict[str, int] = {}  # the previous poll's
         self._at = -math.inf
 
     def observe(self, inp: PlanningInput, at: float) -> None:
-        """Plan ``inp`` (published at ``at``); wake the applier when a group's target moved."""
-        targets = {g: gp.target for g, gp in self._planner(inp).groups.items()}
+        """Plan ``inp`` (published at ``at``); wake the applier when a group's target moved.
+
+        While a group has pods not yet in Ray, a rise must show on two polls in a row: as a
+        node joins, its free capacity and the tasks about to land on it can be read one poll
+        apart, and a lead acts on a single plan (seen on the busy real node: an 11th pod for
+        10 needed). A republish within the same poll (newly confirmed victims) is no second
+        poll."""
+        planned = {g: gp.target for g, gp in self._planner(inp).groups.items()}
+        if at != self._at:
+            self._previous = self._planned
+        self._planned = planned
+        joining = {n.group for n in inp.nodes if n.status is NodeStatus.PENDING}
+        targets = {
+            g: min(t, self._previous.get(g, t)) if g in joining else t for g, t in planned.items()
+        }
         if any(t != self._targets.get(g, 0) for g, t in targets.items()):
             self.wake.set()
         self._zero_since = {g: self._zero_since.get(g, at) for g, t in targets.items() if t == 0}
@@ -154,6 +169,7 @@ class PlannedTargets:
     def clear(self) -> None:
         """A failed poll: nothing leads until the next success."""
         self._targets, self._zero_since, self._at = {}, {}, -math.inf
+        self._planned, self._previous = {}, {}
 
     def zero_for(self, group: str, now: float) -> float:
         """How long the group's plans have asked zero in a row (0 when the last did not)."""
