@@ -35,7 +35,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from keda_ray_scaler.demo.raylets import free_port, signal_group, stop_group
+from keda_ray_scaler.demo.raylets import (
+    distinct_free_ports,
+    free_port,
+    signal_group,
+    stop_group,
+)
 from keda_ray_scaler.errors import RayError
 
 _RAY = str(Path(sys.executable).with_name("ray"))
@@ -136,8 +141,10 @@ class RayCluster:
         return RayProcess(pod=name, group=group, popen=popen, log=log)
 
     def start_head(self) -> None:
-        """Start the head (0 CPUs, no dashboard) and wait for the GCS."""
-        self.port = free_port()
+        """Start the head (0 CPUs, no dashboard) and wait for the GCS.
+
+        Every port is given, all distinct (:func:`distinct_free_ports` says why)."""
+        self.port, dashboard, agent, metrics = distinct_free_ports(4)
         (self.root / "home").mkdir(parents=True, exist_ok=True)
         self.head = self._spawn(
             "head",
@@ -148,8 +155,9 @@ class RayCluster:
                 f"--node-ip-address={self.head_ip}",
                 "--num-cpus=0",
                 "--include-dashboard=false",
-                f"--dashboard-port={free_port()}",
-                f"--dashboard-agent-listen-port={free_port()}",
+                f"--dashboard-port={dashboard}",
+                f"--dashboard-agent-listen-port={agent}",
+                f"--metrics-export-port={metrics}",
                 f"--temp-dir={self.root / 'ray'}",
                 *(self._venv_head_args() if self.venv is not None else self._head_args()),
             ],

@@ -33,6 +33,18 @@ def free_port() -> int:
         return port
 
 
+def distinct_free_ports(n: int) -> list[int]:
+    """``n`` TCP ports free on 127.0.0.1 now, all different (held open together while chosen).
+
+    A Ray head is given every port it would otherwise pick at random: left to itself Ray 2.10
+    picked the GCS's own port for ``metrics_export`` and refused to start (CI, 2026-11-27)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+
+
 @dataclass
 class RayProcess:
     """One ``ray start --block`` process."""
@@ -122,7 +134,7 @@ class RayProcesses:
     def start_head(self) -> RayProcess:
         """The head: no CPUs (as in KubeRay it runs no work), no dashboard."""
         (self.root / "home").mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port, client, agent, metrics = distinct_free_ports(4)
         self.head = self._spawn(
             "head",
             [
@@ -131,8 +143,9 @@ class RayProcesses:
                 "--node-ip-address=127.0.0.1",
                 "--num-cpus=0",
                 "--include-dashboard=false",
-                f"--ray-client-server-port={free_port()}",
-                f"--dashboard-agent-listen-port={free_port()}",
+                f"--ray-client-server-port={client}",
+                f"--dashboard-agent-listen-port={agent}",
+                f"--metrics-export-port={metrics}",
                 f"--temp-dir={self.root / 'ray'}",
             ],
             {},
