@@ -43,8 +43,8 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # The real node's own checks (tests/test_real_node.py) and the fault matrix
 # (tests/test_real_faults.py, a real loop of its own: about 7 minutes) run in e2e-local only, for
 # CI's time; the short form of the side-by-side benchmark with Ray's own autoscaler
-# (tests/test_vs_ray.py, the seed with 5 s tasks at fast settings, both sides: about 3 minutes
-# quiet) runs in both, so that it cannot rot. Two workers (the default, as in CI): the real-node
+# (tests/test_vs_ray.py, the seed with 5 s tasks at fast settings, both sides: 226 s in CI)
+# runs in both, so that it cannot rot. Two workers (the default, as in CI): the real-node
 # modules on one, everything else on the other meanwhile; the suite takes about as long as the
 # real modules (see docs/testing.md). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
