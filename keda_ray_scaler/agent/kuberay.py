@@ -93,9 +93,9 @@ class KubeRayApplier:
         changed RayCluster (each on a fresh read); the next round starts over. ``backoff``:
         why a group is backed off after pods that did not join Ray ("" when not), shown as the
         RayWorkerGroup's ``BackedOff`` condition. ``planned``: the agent's own targets, which
-        lead a scale-up ahead of the HPA (:mod:`~keda_ray_scaler.agent.scale_up_lead`) and a
-        ``lead_up`` and ``lead_down`` (each on by default), a drained victim's deletion
-        (:mod:`~keda_ray_scaler.agent.scale_down_lead`)."""
+        lead a scale-up (``lead_up``, :mod:`~keda_ray_scaler.agent.scale_up_lead`) and a
+        drained victim's deletion (``lead_down``, :mod:`~keda_ray_scaler.agent.scale_down_lead`)
+        ahead of the HPA; each on by default."""
         self._backoff = backoff
         self._planned = planned
         self._lead_up = lead_up

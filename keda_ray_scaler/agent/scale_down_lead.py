@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from keda_ray_scaler.agent.scale_up_lead import PAUSED, PAUSED_REPLICAS, Lead
+from keda_ray_scaler.agent.scale_up_lead import Lead, paused_both_ways
 
 #: KEDA's pause annotation for scale-in only (``paused`` and ``paused-replicas`` hold both ways)
 PAUSED_SCALE_IN = "autoscaling.keda.sh/paused-scale-in"
@@ -42,11 +42,12 @@ DEFAULT_SCALE_DOWN: tuple[Mapping[str, Any], ...] = (
 
 def scale_in_held(scaled_object: Mapping[str, Any]) -> str:
     """Why the ScaledObject's own HPA would not lower the group at once ("" when it would)."""
+    paused = paused_both_ways(scaled_object)
+    if paused:
+        return paused
     meta = scaled_object.get("metadata") or {}
     notes = meta.get("annotations") or {}
     name = meta.get("name", "")
-    if str(notes.get(PAUSED, "")).lower() == "true" or PAUSED_REPLICAS in notes:
-        return f"ScaledObject {name} is paused"
     if str(notes.get(PAUSED_SCALE_IN, "")).lower() == "true":
         return f"ScaledObject {name} has scale-in paused"
     down = _scale_down(scaled_object)

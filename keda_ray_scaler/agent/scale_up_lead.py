@@ -66,15 +66,25 @@ def targeting(scaled: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[st
     ]
 
 
-def paused_reason(scaled_object: Mapping[str, Any]) -> str:
-    """Why KEDA holds this ScaledObject's scale-up ("" when it does not)."""
+def paused_both_ways(scaled_object: Mapping[str, Any]) -> str:
+    """Why KEDA holds this ScaledObject in both directions ("" when it does not)."""
     notes = (scaled_object.get("metadata") or {}).get("annotations") or {}
     name = (scaled_object.get("metadata") or {}).get("name", "")
     if str(notes.get(PAUSED, "")).lower() == "true":
         return f"ScaledObject {name} is paused"
     if PAUSED_REPLICAS in notes:
         return f"ScaledObject {name} is paused at {notes[PAUSED_REPLICAS]} replicas"
+    return ""
+
+
+def paused_reason(scaled_object: Mapping[str, Any]) -> str:
+    """Why KEDA holds this ScaledObject's scale-up ("" when it does not)."""
+    both = paused_both_ways(scaled_object)
+    if both:
+        return both
+    notes = (scaled_object.get("metadata") or {}).get("annotations") or {}
     if str(notes.get(PAUSED_SCALE_OUT, "")).lower() == "true":
+        name = (scaled_object.get("metadata") or {}).get("name", "")
         return f"ScaledObject {name} has scale-out paused"
     return ""
 

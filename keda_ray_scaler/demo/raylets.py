@@ -27,10 +27,7 @@ _STOP_TIMEOUT_S = 10.0
 
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    return distinct_free_ports(1)[0]
 
 
 def distinct_free_ports(n: int) -> list[int]:
