@@ -17,7 +17,9 @@ limit) is gone: every Ray worker of every bed on the machine takes one start loc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
+from types import MappingProxyType
 
 from xdist.scheduler import LoadScopeScheduling
 
@@ -26,7 +28,7 @@ class ModuleScheduling(LoadScopeScheduling):
     """``loadscope`` by module, the modules of each real-node chain one scope."""
 
     #: module file name -> the chain (scope) it runs in
-    chains: dict[str, str] = {}
+    chains: Mapping[str, str] = MappingProxyType({})
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
