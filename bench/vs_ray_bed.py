@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,20 +59,30 @@ class Bed:
 def bed(profile: Profile) -> Iterator[Bed]:
     """Start the shared bed at ``profile``'s timings (``tests/bed.py``, no kwok node), the
     namespace ``ray`` on it; stop everything by PID on exit."""
+    with start_bed(
+        bin_dir(),
+        images_json(),
+        hpa_sync_s=profile.hpa_sync_s,
+        scrape_s=profile.scrape_s,
+        refresh_s=profile.refresh_s,
+        kwok=False,
+        prefix="krs-vs-ray-",
+    ) as started, on_bed(started, profile) as ready:  # fmt: skip
+        yield ready
+
+
+@contextlib.contextmanager
+def on_bed(started: TestBed, profile: Profile) -> Iterator[Bed]:
+    """The benchmark on a bed already up (the tests' session bed: ``tests/test_vs_ray.py``),
+    whose timings must be ``profile``'s: the namespace ``ray`` made for the run and deleted
+    after it, the share and the pod watch."""
+    timings = (started.hpa_sync_s, started.scrape_s, started.refresh_s)
+    wanted = (profile.hpa_sync_s, profile.scrape_s, profile.refresh_s)
+    if timings != wanted:
+        raise ValueError(f"the bed's HPA sync, scrape and refresh {timings} are not {wanted}")
     with contextlib.ExitStack() as stack:
-        started: TestBed = stack.enter_context(
-            start_bed(
-                bin_dir(),
-                images_json(),
-                hpa_sync_s=profile.hpa_sync_s,
-                scrape_s=profile.scrape_s,
-                refresh_s=profile.refresh_s,
-                kwok=False,
-                prefix="krs-vs-ray-",
-            )
-        )
         stack.enter_context(ray_namespace(started.cp))
-        share = make_share(started.workdir / "share")
+        share = make_share(Path(tempfile.mkdtemp(prefix="vs-ray-", dir=started.workdir)) / "share")
         core = started.core
         pods = stack.enter_context(
             PodWatch(core, NAMESPACE, f"ray.io/cluster={CLUSTER},ray.io/node-type=worker")

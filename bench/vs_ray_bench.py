@@ -32,7 +32,7 @@ import traceback
 from pathlib import Path
 
 from bench import vs_ray_cpu as cpu
-from bench.vs_ray_bed import Bed, bed
+from bench.vs_ray_bed import Bed, TestBed, bed, on_bed
 from bench.vs_ray_clusters import cluster
 from bench.vs_ray_figures import Figures, figures
 from bench.vs_ray_hops import HopProbe, budget_lines
@@ -140,9 +140,12 @@ def save_raw(
     path.write_text(json.dumps(record))
 
 
-def run_profile(profile: Profile, workloads: list[str], results: Results) -> None:
-    """Start a bed at ``profile`` and run each workload on both sides, taking turns."""
-    with bed(profile) as started:
+def run_profile(
+    profile: Profile, workloads: list[str], results: Results, on: TestBed | None = None
+) -> None:
+    """Run each workload on both sides, taking turns, on a bed started at ``profile`` or on
+    ``on``, a bed already up at its timings."""
+    with bed(profile) if on is None else on_bed(on, profile) as started:
         print(f"vs_ray: {profile.name} bed up in {started.workdir}", flush=True)
         for n, key in enumerate(workloads):
             sides = SIDES if n % 2 == 0 else SIDES[::-1]
@@ -158,15 +161,15 @@ def run_profile(profile: Profile, workloads: list[str], results: Results) -> Non
                       f"{result}", flush=True)  # fmt: skip
 
 
-def run(profiles: list[str], workloads: list[str]) -> Results:
-    """Run ``workloads`` at each of ``profiles``, print the table and the ``vs-ray:`` line; the
-    results by (profile, workload)."""
+def run(profiles: list[str], workloads: list[str], on: TestBed | None = None) -> Results:
+    """Run ``workloads`` at each of ``profiles`` (on ``on``, a bed already up, if given), print
+    the table and the ``vs-ray:`` line; the results by (profile, workload)."""
     results: Results = {}
     started = time.monotonic()
     try:
         for name in profiles:
             try:
-                run_profile(PROFILES[name], workloads, results)
+                run_profile(PROFILES[name], workloads, results, on)
             except Exception:  # the bed itself failed: print, go on
                 traceback.print_exc()
     finally:  # interrupted too: what ran is printed

@@ -17,11 +17,12 @@ namespace (``e2e/netns.sh``; every listener on its loopback or the node IP, noth
 
 The Ray clusters come and go on it: :func:`ray_namespace` makes the namespace ``ray`` for one
 cluster and deletes it (and with it every pod, Secret and KEDA object of that cluster) when the
-cluster's module ends, so the next one starts on an empty namespace. The real-loop modules
-(``test_real_control_plane``, ``test_real_kuberay``, ``test_real_faults``) get the bed from the
-session fixture ``bed`` (``tests/conftest.py``), started once for all of them (they run one after
-another on one worker: ``tests/xdist_modules.py``); the side-by-side benchmark
-(``bench/vs_ray_bed.py``) starts one at its profile's timings.
+cluster's module ends, so the next one starts on an empty namespace. The modules that run a Ray
+cluster (``test_vs_ray``, ``test_real_control_plane``, ``test_real_kuberay``, ``test_real_faults``)
+get the bed from the session fixture ``bed`` (``tests/conftest.py``), started once per pytest
+process for those of its chain (they run one after another on one worker:
+``tests/xdist_modules.py``); the side-by-side benchmark (``bench/vs_ray_bed.py``) starts one at
+its profile's timings when run alone, and runs on the session's bed in ``test_vs_ray``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ class Bed:
     operator: Process  # KubeRay's
     prometheus: PrometheusServer
     api: client.ApiClient
+    hpa_sync_s: float  # the timings it was started with
+    scrape_s: float
+    refresh_s: int
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -123,7 +127,10 @@ def start_bed(
         api = config.new_client_from_config(config_file=str(cp.admin_kubeconfig))
         core = client.CoreV1Api(api)
         wait_until(lambda: scaler_pods(core) == 1, timeout_s=180, what="the scaler pod Ready")
-        yield Bed(workdir, bin_dir, images, refs, cp, node, operator, prometheus, api)
+        yield Bed(
+            workdir, bin_dir, images, refs, cp, node, operator, prometheus, api,
+            hpa_sync_s, scrape_s, refresh_s,
+        )  # fmt: skip
 
 
 def images_json() -> Path:

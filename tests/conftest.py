@@ -73,7 +73,7 @@ def bed() -> Iterator[object]:
 
 #: The modules that start a real node, in the order they run: one after another within a chain,
 #: on one worker (tests/xdist_modules.py), each chain on a worker and a bed of its own. In a chain,
-#: those that start a node of their own come first, then those on the worker's session bed
+#: ``test_real_node`` (a node of its own) comes first, then those on the worker's session bed
 #: (tests/bed.py, the fixture ``bed``), which stays up until the session ends: two real nodes at
 #: once in one worker would share the node IP and the kubelet's ports. The fault matrix (about
 #: 10 minutes, mostly waiting out back-offs, outages and scale-down windows) is a chain of its own

@@ -1,7 +1,8 @@
 """The side-by-side benchmark's short form (issue 16): the seed example (its short form, ``s``:
 5 s tasks) at the bed's fast settings, once with the project's loop (KubeRay mode) and once
 with Ray 2.60's own autoscaler v2 as KubeRay's sidecar, each on a fresh RayCluster of the same
-bed (``bench/vs_ray_bench.py``).
+bed (``bench/vs_ray_bench.py``): the session's bed (the fixture ``bed``), whose timings are the
+fast profile's, so that the real-node chain boots one bed, not two.
 
 The figures are printed (one ``vs-ray:`` line); only what could really go wrong is asserted:
 both sides ran the workload to its end with every task done and no pod deleted while a task
@@ -11,7 +12,7 @@ ran on it. Run inside ``e2e/netns.sh`` by ``make test`` (CI) and ``make e2e-loca
 from __future__ import annotations
 
 import pytest
-from ray_on_node import require_bed
+from bed import Bed
 from real_loop import REAL_LOOP_MARKS
 
 from bench import vs_ray_bench
@@ -23,10 +24,11 @@ from bench.vs_ray_table import vs_ray_line
 pytestmark = [*(m for m in REAL_LOOP_MARKS if m.name != "timeout"), pytest.mark.timeout(1800)]
 
 
-def test_seed_side_by_side_with_rays_own_autoscaler(capsys: pytest.CaptureFixture[str]) -> None:
+def test_seed_side_by_side_with_rays_own_autoscaler(
+    bed: Bed, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Both sides run the seed to its end: 20 tasks done, none failed, no busy pod deleted."""
-    require_bed()
-    results = vs_ray_bench.run(["fast"], ["s"])
+    results = vs_ray_bench.run(["fast"], ["s"], on=bed)
     with capsys.disabled():
         print("\n" + vs_ray_line(results))
     sides = results[("fast", "s")]
