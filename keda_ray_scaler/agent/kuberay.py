@@ -110,6 +110,10 @@ class KubeRayApplier:
         self._refused = ""
         self._status = StatusWriter(api, clock, cluster=cluster)
         self._log = log.bind(cluster=cluster)
+        self._register_metrics(registry)
+
+    def _register_metrics(self, registry: CollectorRegistry) -> None:
+        """The applier's counters: decisions, conflicts, and leads both ways."""
         self._decisions = Counter(
             KUBERAY_DECISIONS,
             "KubeRay scale decisions by action.",

@@ -132,6 +132,12 @@ def _scale_down_flags(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="drain deadline in seconds after now; 0 = none, as Ray's autoscaler (0)",
     )
+    _failure_flags(g)
+    _lead_flags(g)
+
+
+def _failure_flags(g: argparse._ArgumentGroup) -> None:
+    """Pods that do not join Ray: when they are failing, and the group's back-off."""
     g.add_argument(
         "--join-timeout",
         action="append",
@@ -152,6 +158,10 @@ def _scale_down_flags(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_BACKOFF_MAX_S,
         help="the longest back-off in seconds (600)",
     )
+
+
+def _lead_flags(g: argparse._ArgumentGroup) -> None:
+    """KubeRay mode: the agent's own plan carried into the RayCluster ahead of the HPA."""
     g.add_argument(
         "--scale-up-lead",
         action=argparse.BooleanOptionalAction,
