@@ -75,15 +75,16 @@ def bed() -> Iterator[object]:
 #: on one worker (tests/xdist_modules.py), each chain on a worker and a bed of its own. In a chain,
 #: ``test_real_node`` (a node of its own) comes first, then those on the worker's session bed
 #: (tests/bed.py, the fixture ``bed``), which stays up until the session ends: two real nodes at
-#: once in one worker would share the node IP and the kubelet's ports. The fault matrix (about
-#: 10 minutes, mostly waiting out back-offs, outages and scale-down windows) is a chain of its own
-#: beside the others (about 13 minutes).
+#: once in one worker would share the node IP and the kubelet's ports. Two chains of about the
+#: same length (CI, 2026-11-27, three workers): the side-by-side short form and Deployment mode
+#: (about 250 + 500 s), KubeRay mode and the fault matrix (about 200 + 600 s, mostly waiting out
+#: back-offs, outages and scale-down windows).
 REAL_NODE_CHAINS = {
     "test_real_node.py": "real-node",
     "test_vs_ray.py": "real-node",
     "test_real_control_plane.py": "real-node",
-    "test_real_kuberay.py": "real-node",
-    "test_real_faults.py": "real-node-faults",
+    "test_real_kuberay.py": "real-node-kuberay-faults",
+    "test_real_faults.py": "real-node-kuberay-faults",
 }
 REAL_NODE_ORDER = tuple(REAL_NODE_CHAINS)
 #: Under pytest-xdist, the longest modules (minutes each: a real node, a control plane, Ray)

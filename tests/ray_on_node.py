@@ -196,10 +196,16 @@ def kuberay_worker_ops(group: str, share: Path) -> list[Op]:
 
 
 def make_share(path: Path) -> Path:
-    """The share directory, writable by the image's non-root user (mode 1777, like /tmp), its
-    ``ray-start.lock`` the machine's (:data:`MACHINE_START_LOCK`, hard-linked)."""
+    """A directory of the share, writable by the image's non-root user (mode 1777, like /tmp)."""
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o1777)
+    return path
+
+
+def pod_share(path: Path) -> Path:
+    """The share the Ray pods mount at :data:`SHARE_MOUNT` (:func:`make_share`), its
+    ``ray-start.lock`` the machine's (:data:`MACHINE_START_LOCK`, hard-linked)."""
+    make_share(path)
     link_start_lock(path / Path(START_LOCK).name)
     return path
 

@@ -618,11 +618,13 @@ def test_ray_image_runs_as_ray_with_debian_python(built: dict[str, dict[str, Any
 
 @pytest.mark.controlplane
 @pytest.mark.timeout(1800)
-def test_a_cache_hit_builds_nothing_within_2_s(built: dict[str, dict[str, Any]]) -> None:
-    """Run again with everything cached: nothing is built, the same images.json, under 2 s."""
-    done, seconds = run_script()
+def test_a_cache_hit_builds_nothing(built: dict[str, dict[str, Any]]) -> None:
+    """Run again with everything cached: nothing is built, the same images.json. (How long a
+    cache hit takes is a figure the script prints, "ready in", not a test: a busy CI machine
+    took 3.1 s where a quiet one takes 0.1 s.)"""
+    done, _ = run_script()
     assert done.returncode == 0, done.stderr[-3000:]
     assert "building" not in done.stderr
+    assert "built 0.0 s of images now" in done.stderr
     listing = Path(done.stdout.splitlines()[-1]) / "images.json"
     assert json.loads(listing.read_text()) == built
-    assert seconds < 2.0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import os
 import signal
 import time
@@ -237,19 +238,25 @@ def test_unschedulable_pods_go_and_their_demand_moves_to_a_group_that_can_run_it
     (done,) = [e for e in events if e["event"] == "done"]
     assert done["pod"].startswith(_deployment(GROUP)), done
     deleted = wait_until(
-        lambda: _victims_before_deletion(loop, SPOT, since),
+        lambda: d if pod in dict(d := _victims_before_deletion(loop, SPOT, since)) else None,
         timeout_s=detected + REMOVAL_CYCLE_S,
         what=f"{pod} deleted",
     )
-    assert [p for p, _ in deleted] == [pod]
+    # Where the task still waits when spot's back-off ends (the cpu pod not joined yet: a busy
+    # CI machine), spot, the cheaper, is tried again: each try only after the back-off, never
+    # two at once, each a victim first
+    tries = loop.pods.created_since(since, SPOT)
+    gaps = [b - a for (_, a), (_, b) in itertools.pairwise(tries)]
+    assert all(gap >= BACKOFF_INITIAL_S for gap in gaps), tries
     assert loop.pods.most_alive(SPOT, since) == 1
     assert loop.timeline is not None and loop.timeline.agent[-1].wrong_victims == 0
     for group in (SPOT, GROUP):
         loop.wait_replicas(0, 180, ready=False, name=_deployment(group))
     FAULT_FIGURES["unschedulable"] = (
-        f"detected {detected:.1f} s, removed {deleted[0][1] - created_at:.1f} s after creation, "
+        f"detected {detected:.1f} s, "
+        f"removed {dict(deleted)[pod] - created_at:.1f} s after creation, "
         f"task done on {GROUP} {done['end'] - since:.1f} s after submission, "
-        f"1 spot pod at peak, tasks 1/0 done/failed"
+        f"{len(tries)} spot pod(s) tried, 1 at peak, tasks 1/0 done/failed"
     )
 
 
