@@ -31,7 +31,7 @@ from control_plane import ControlPlane, Process  # noqa: E402
 from kubernetes import client  # noqa: E402
 from pod_watch import PodWatch  # noqa: E402
 from prometheus_server import PrometheusServer  # noqa: E402
-from ray_on_node import pod_share  # noqa: E402
+from ray_on_node import make_share  # noqa: E402
 from real_kuberay import CLUSTER  # noqa: E402
 from real_node import RealNode  # noqa: E402
 
@@ -82,7 +82,7 @@ def on_bed(started: TestBed, profile: Profile) -> Iterator[Bed]:
         raise ValueError(f"the bed's HPA sync, scrape and refresh {timings} are not {wanted}")
     with contextlib.ExitStack() as stack:
         stack.enter_context(ray_namespace(started.cp))
-        share = pod_share(Path(tempfile.mkdtemp(prefix="vs-ray-", dir=started.workdir)) / "share")
+        share = make_share(Path(tempfile.mkdtemp(prefix="vs-ray-", dir=started.workdir)) / "share")
         core = started.core
         pods = stack.enter_context(
             PodWatch(core, NAMESPACE, f"ray.io/cluster={CLUSTER},ray.io/node-type=worker")

@@ -71,22 +71,19 @@ def bed() -> Iterator[object]:
         yield started
 
 
-#: The modules that start a real node, in the order they run: one after another within a chain,
-#: on one worker (tests/xdist_modules.py), each chain on a worker and a bed of its own. In a chain,
-#: ``test_real_node`` (a node of its own) comes first, then those on the worker's session bed
-#: (tests/bed.py, the fixture ``bed``), which stays up until the session ends: two real nodes at
-#: once in one worker would share the node IP and the kubelet's ports. Two chains of about the
-#: same length (CI, 2026-11-27, three workers): the side-by-side short form and Deployment mode
-#: (about 250 + 500 s), KubeRay mode and the fault matrix (about 200 + 600 s, mostly waiting out
-#: back-offs, outages and scale-down windows).
-REAL_NODE_CHAINS = {
-    "test_real_node.py": "real-node",
-    "test_vs_ray.py": "real-node",
-    "test_real_control_plane.py": "real-node",
-    "test_real_kuberay.py": "real-node-kuberay-faults",
-    "test_real_faults.py": "real-node-kuberay-faults",
-}
-REAL_NODE_ORDER = tuple(REAL_NODE_CHAINS)
+#: The modules that start a real node, in the order they run, one after another on one worker
+#: (tests/xdist_modules.py): ``test_real_node`` (a node of its own) first, then those on the
+#: session's shared bed (tests/bed.py, the fixture ``bed``), which stays up until the session
+#: ends: two real nodes at once would share the node IP and the kubelet's ports. (Two chains on
+#: two beds side by side, three workers, starved the machine's 2 CPUs: docs/testing.md.)
+REAL_NODE_ORDER = (
+    "test_real_node.py",
+    "test_vs_ray.py",
+    "test_real_control_plane.py",
+    "test_real_kuberay.py",
+    "test_real_faults.py",
+)
+REAL_NODE_MODULES = frozenset(REAL_NODE_ORDER)
 #: Under pytest-xdist, the longest modules (minutes each: a real node, a control plane, Ray)
 #: run first, so that the short ones fill the other workers around them; a long module picked
 #: last would make the run that much longer.
@@ -96,11 +93,11 @@ LONG_FIRST = (*REAL_NODE_ORDER, "test_e2e_local.py")
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """``make test``'s scheduler (tests/xdist_modules.py): each module one unit of work, the
-    modules of each real-node chain together one."""
+    real-node modules together one."""
     from xdist_modules import ModuleScheduling
 
     scheduling = ModuleScheduling(config, log)
-    scheduling.chains = REAL_NODE_CHAINS
+    scheduling.real_node_modules = REAL_NODE_MODULES
     return scheduling
 
 

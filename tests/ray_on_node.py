@@ -30,10 +30,7 @@ On the real node (:mod:`real_node`) that overlay says, besides the test's timing
   has its own node; here ten start on one 2-CPU node at once, all ten missed the 30 s and, the
   kubelet restarting them together (the bed's 5 s back-off cap), missed it again for four
   minutes (CI, 2026-11-27). The gate spaces the starts as separate nodes would be; both sides of
-  the side-by-side benchmark start through it. The lock is the **machine's**: each share's
-  ``ray-start.lock`` is a hard link to :data:`MACHINE_START_LOCK` (one inode, so one ``flock``),
-  so the beds of two pytest-xdist workers running side by side (``tests/xdist_modules.py``) start
-  their Ray workers in one queue too.
+  the side-by-side benchmark start through it.
 
 The workload's driver (``tests/ray_workload.py``) runs on this machine and reaches the head
 through Ray Client (``ray://NODE_IP:10001``), which checks Ray's version and Python's minor
@@ -42,9 +39,7 @@ version only: the test's venv and the image both have Ray 2.60.0 and Python 3.11
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,8 +63,6 @@ HEAD_RESOURCES = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"me
 #: the gap between two Ray starts on the real node (see the module's docstring)
 START_SPACING_S = 3
 START_LOCK = f"{SHARE_MOUNT}/ray-start.lock"
-#: the lock every bed's share links to: one queue of Ray starts for the whole machine
-MACHINE_START_LOCK = Path("/tmp/krs-e2e-ray-start.lock")
 #: the gate itself, run before ``ray start`` in both modes
 START_GATE = ["flock", START_LOCK, "sleep", str(START_SPACING_S)]
 
@@ -196,34 +189,10 @@ def kuberay_worker_ops(group: str, share: Path) -> list[Op]:
 
 
 def make_share(path: Path) -> Path:
-    """A directory of the share, writable by the image's non-root user (mode 1777, like /tmp)."""
+    """The share directory, writable by the image's non-root user (mode 1777, like /tmp)."""
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o1777)
     return path
-
-
-def pod_share(path: Path) -> Path:
-    """The share the Ray pods mount at :data:`SHARE_MOUNT` (:func:`make_share`), its
-    ``ray-start.lock`` the machine's (:data:`MACHINE_START_LOCK`, hard-linked)."""
-    make_share(path)
-    link_start_lock(path / Path(START_LOCK).name)
-    return path
-
-
-def link_start_lock(lock: Path) -> None:
-    """``lock`` as a hard link to :data:`MACHINE_START_LOCK` (made, readable by all, if
-    missing); a file of its own where no link can be made (another file system): then only this
-    bed's starts queue on it."""
-    with contextlib.suppress(FileExistsError):
-        MACHINE_START_LOCK.touch(mode=0o666, exist_ok=False)
-        MACHINE_START_LOCK.chmod(0o666)  # past the umask
-    try:
-        os.link(MACHINE_START_LOCK, lock)
-    except FileExistsError:
-        return
-    except OSError:
-        lock.touch(mode=0o666)
-        lock.chmod(0o666)
 
 
 def require_bed() -> None:

@@ -43,9 +43,9 @@ from ray_on_node import (
     container_ops,
     kuberay_worker_ops,
     kustomize_images,
+    make_share,
     patch,
     pod_ops,
-    pod_share,
 )
 from real_loop import (
     AGENT_CONTAINER,
@@ -256,7 +256,7 @@ def kuberay_loop(bed: Bed) -> Iterator[KubeRayLoop]:
     with contextlib.ExitStack() as stack:
         (workdir / "logs").mkdir()
         stack.enter_context(ray_namespace(cp, workdir / "logs"))
-        share = pod_share(workdir / "share")
+        share = make_share(workdir / "share")
         core = client.CoreV1Api(bed.api)
         custom = client.CustomObjectsApi(bed.api)
         overlay = _overlay(workdir, share, bed.refs, cp.apiserver_port)

@@ -65,7 +65,6 @@ from ray_on_node import (
     make_share,
     patch,
     pod_ops,
-    pod_share,
     share_ops,
     worker_args,
 )
@@ -824,7 +823,7 @@ def real_loop(bed: Bed, transform: Callable[[Docs], Docs] | None = None) -> Iter
     with contextlib.ExitStack() as stack:
         (workdir / "logs").mkdir()
         stack.enter_context(ray_namespace(cp, workdir / "logs"))
-        share = pod_share(workdir / "share")
+        share = make_share(workdir / "share")
         core, apps = client.CoreV1Api(bed.api), client.AppsV1Api(bed.api)
         _ray_token_secret(cp)
         apply_overlay(
