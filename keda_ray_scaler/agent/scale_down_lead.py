@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from keda_ray_scaler.agent.scale_up_lead import Lead, paused_both_ways
+from keda_ray_scaler.agent.scale_up_lead import Lead, name_and_notes, paused_both_ways
 
 #: KEDA's pause annotation for scale-in only (``paused`` and ``paused-replicas`` hold both ways)
 PAUSED_SCALE_IN = "autoscaling.keda.sh/paused-scale-in"
@@ -45,9 +45,7 @@ def scale_in_held(scaled_object: Mapping[str, Any]) -> str:
     paused = paused_both_ways(scaled_object)
     if paused:
         return paused
-    meta = scaled_object.get("metadata") or {}
-    notes = meta.get("annotations") or {}
-    name = meta.get("name", "")
+    name, notes = name_and_notes(scaled_object)
     if str(notes.get(PAUSED_SCALE_IN, "")).lower() == "true":
         return f"ScaledObject {name} has scale-in paused"
     down = _scale_down(scaled_object)

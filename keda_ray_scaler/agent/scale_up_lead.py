@@ -66,10 +66,15 @@ def targeting(scaled: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[st
     ]
 
 
+def name_and_notes(scaled_object: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """A ScaledObject's name and annotations (each empty when absent)."""
+    meta = scaled_object.get("metadata") or {}
+    return meta.get("name", ""), meta.get("annotations") or {}
+
+
 def paused_both_ways(scaled_object: Mapping[str, Any]) -> str:
     """Why KEDA holds this ScaledObject in both directions ("" when it does not)."""
-    notes = (scaled_object.get("metadata") or {}).get("annotations") or {}
-    name = (scaled_object.get("metadata") or {}).get("name", "")
+    name, notes = name_and_notes(scaled_object)
     if str(notes.get(PAUSED, "")).lower() == "true":
         return f"ScaledObject {name} is paused"
     if PAUSED_REPLICAS in notes:
@@ -82,9 +87,8 @@ def paused_reason(scaled_object: Mapping[str, Any]) -> str:
     both = paused_both_ways(scaled_object)
     if both:
         return both
-    notes = (scaled_object.get("metadata") or {}).get("annotations") or {}
+    name, notes = name_and_notes(scaled_object)
     if str(notes.get(PAUSED_SCALE_OUT, "")).lower() == "true":
-        name = (scaled_object.get("metadata") or {}).get("name", "")
         return f"ScaledObject {name} has scale-out paused"
     return ""
 
