@@ -3,9 +3,14 @@ a bed: pod events and driver events made by hand."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
 from pod_watch import PodEvent
 
+from bench.vs_ray_bed import on_bed
 from bench.vs_ray_figures import figures
+from bench.vs_ray_profile import FAST
 from bench.vs_ray_table import table, vs_ray_line
 from bench.vs_ray_workloads import SEED, Attempt, Run
 
@@ -64,3 +69,13 @@ def test_table_and_line() -> None:
     line = vs_ray_line(results)
     assert line.startswith("vs-ray: fast a peak 3/3 pod-s 113/113 (1.00)")
     assert line.endswith("fast b error (ours, ray)")
+
+
+def test_the_benchmark_refuses_a_bed_at_other_timings() -> None:
+    """``on_bed`` runs the side-by-side benchmark on a bed already up (the tests' session bed)
+    only where that bed has the profile's HPA sync, scrape and refresh: else the figures would
+    be named for settings they were not taken at."""
+    started = SimpleNamespace(hpa_sync_s=15.0, scrape_s=1.0, refresh_s=1)
+    refused = pytest.raises(ValueError, match=r"HPA sync, scrape and refresh \(15.0, 1.0, 1\)")
+    with refused, on_bed(started, FAST):  # type: ignore[arg-type]
+        pass
