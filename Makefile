@@ -96,8 +96,8 @@ bench-vs-ray: install e2e-build ## side by side with Ray's own autoscaler on the
 	$(BED) $(BIN)/python -m bench vs_ray
 
 proto: install ## regenerate keda_ray_scaler/rpc/_generated from protos/ (KEDA) and gcs/_generated from protos/ray/ (Ray)
-	$(BIN)/python -m keda_ray_scaler.rpc.protogen
-	$(BIN)/python -m keda_ray_scaler.gcs.protogen
+	$(BIN)/python -m keda_ray_scaler.rpc.keda_protogen
+	$(BIN)/python -m keda_ray_scaler.gcs.ray_protogen
 
 lock: install ## refresh locks/ (hashed, uv pip compile) and the Dockerfile's base image digests (crane, skopeo or docker buildx)
 	$(BIN)/python tools/lock.py

@@ -265,13 +265,13 @@ def main() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
     from keda_ray_scaler import schema
-    from keda_ray_scaler.agent.demand_filter import double_counted, poll_of, without
-    from keda_ray_scaler.agent.exporter import SnapshotCollector
-    from keda_ray_scaler.agent.pod_view import complete_nodes
-    from keda_ray_scaler.agent.ray_status import parse_status
-    from keda_ray_scaler.agent.raycluster import cluster_spec
-    from keda_ray_scaler.agent.shapes import bound_shapes
-    from keda_ray_scaler.agent.task_load import node_load, task_load
+    from keda_ray_scaler.agent.http.exporter import SnapshotCollector
+    from keda_ray_scaler.agent.joining.pod_view import complete_nodes
+    from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec
+    from keda_ray_scaler.agent.ray.demand_filter import double_counted, poll_of, without
+    from keda_ray_scaler.agent.ray.ray_status import parse_status
+    from keda_ray_scaler.agent.ray.shape_bound import bound_shapes
+    from keda_ray_scaler.agent.ray.task_load import node_load, task_load
     from keda_ray_scaler.gcs._generated.autoscaler_pb2 import GetClusterStatusReply
     from keda_ray_scaler.gcs._generated.gcs_service_pb2 import GetAllResourceUsageReply
     from keda_ray_scaler.gcs._generated.node_manager_pb2 import GetResourceLoadReply

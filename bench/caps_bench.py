@@ -8,7 +8,7 @@ imports (the baseline every refresher has). Wall and CPU time both: on a loaded 
 wall time is mostly waiting for a core.
 
 - before: no caps, 5,000 forged shapes decoded and planned (what the scaler did);
-- after: the same series refused by :func:`~keda_ray_scaler.sources.caps.check_caps`;
+- after: the same series refused by :func:`~keda_ray_scaler.sources.series_caps.check_caps`;
 - worst within the default caps: 256 shapes over 64 distinct resource names, 32 placement
   groups of 128 STRICT_SPREAD bundles, 64 worker groups: what a forger can still make one
   plan cost.
@@ -56,7 +56,7 @@ def forged(shapes: int = FORGED_SHAPES) -> list[Any]:
 
 def worst_within_caps() -> list[Any]:
     """As much as the default caps let through, in the planner's costliest form."""
-    from keda_ray_scaler.sources.caps import DataCaps
+    from keda_ray_scaler.sources.series_caps import DataCaps
 
     caps = DataCaps()
     pgs = caps.max_placement_groups
@@ -77,7 +77,7 @@ def _case(conn: Connection, build: str, capped: bool) -> None:
 
     from keda_ray_scaler.planner import plan
     from keda_ray_scaler.schema import decoding
-    from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
+    from keda_ray_scaler.sources.series_caps import CapExceeded, DataCaps, check_caps
 
     baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     samples = forged() if build == "forged" else worst_within_caps()

@@ -1,7 +1,8 @@
-"""What :mod:`keda_ray_scaler.rpc.protogen` and :mod:`keda_ray_scaler.gcs.protogen` share.
+"""What :mod:`keda_ray_scaler.rpc.keda_protogen` and :mod:`keda_ray_scaler.gcs.ray_protogen` share.
 
 :func:`run_protoc` calls grpc_tools' protoc with protobuf's own files on the include path;
-:func:`main` is the command line of both (``python -m keda_ray_scaler.rpc.protogen [OUT_DIR]``).
+:func:`main` is the command line of both (``python -m keda_ray_scaler.rpc.keda_protogen
+[OUT_DIR]``).
 grpcio-tools is a dev dependency, imported only when generating.
 """
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from keda_ray_scaler.agent.drain import RayDrainer
-from keda_ray_scaler.agent.ports import Drainer, DrainResult
-from keda_ray_scaler.agent.ray_state import RayReader
+from keda_ray_scaler.agent.interfaces import Drainer, DrainResult
+from keda_ray_scaler.agent.ray.drain import RayDrainer
+from keda_ray_scaler.agent.ray.ray_state import RayReader
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs.client import GcsClient, GcsConnection
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, Resources, WorkerGroup, WorkerNode

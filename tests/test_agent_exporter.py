@@ -21,19 +21,19 @@ from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.joins import PodEntry
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.joining.joins import PodEntry
+from keda_ray_scaler.agent.joining.pod_view import complete_nodes
+from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
-from keda_ray_scaler.agent.pod_view import complete_nodes
-from keda_ray_scaler.agent.ray_status import (
+from keda_ray_scaler.agent.ray.ray_status import (
     RayState,
     parse_status,
     parse_strategy,
     parse_v1_requests,
 )
-from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
-from keda_ray_scaler.agent.shapes import bound_shapes
-from keda_ray_scaler.agent.status_nodes import PodRef, is_internal_resource
+from keda_ray_scaler.agent.ray.shape_bound import bound_shapes
+from keda_ray_scaler.agent.ray.status_nodes import PodRef, is_internal_resource
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (

@@ -15,9 +15,9 @@ from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import SnapshotCollector
-from keda_ray_scaler.agent.health import Health, HealthProbe, check, max_age_s
-from keda_ray_scaler.agent.metrics_server import start_metrics_server
+from keda_ray_scaler.agent.http.agent_health import Health, HealthProbe, check, max_age_s
+from keda_ray_scaler.agent.http.exporter import SnapshotCollector
+from keda_ray_scaler.agent.http.metrics_server import start_metrics_server
 from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
 
 SPEC = ClusterSpec("demo", (WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50),))

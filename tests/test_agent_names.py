@@ -6,8 +6,8 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import SnapshotCollector
-from keda_ray_scaler.agent.names import StandInLog, resource_names, stood_in
+from keda_ray_scaler.agent.http.exporter import SnapshotCollector
+from keda_ray_scaler.agent.ray.resource_names import StandInLog, resource_names, stood_in
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from real_loop import agent_sample
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import SnapshotCollector
+from keda_ray_scaler.agent.http.exporter import SnapshotCollector
 from keda_ray_scaler.model import (
     ClusterSpec,
     Demand,

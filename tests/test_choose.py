@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from keda_ray_scaler.agent.choose import Choice, GroupView, choose, to_release
-from keda_ray_scaler.agent.marks import VictimSettings
-from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
+from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
+from keda_ray_scaler.agent.victims.choose import Choice, GroupView, choose, to_release
+from keda_ray_scaler.agent.victims.marks import VictimSettings
 from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
 from keda_ray_scaler.plans import GroupPlan
 

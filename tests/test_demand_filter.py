@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from keda_ray_scaler.agent.demand_filter import (
+from keda_ray_scaler.agent.ray.demand_filter import (
     Poll,
     UseHistory,
     double_counted,

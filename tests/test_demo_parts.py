@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fake_clock import FakeClock
 
-from keda_ray_scaler.agent.marks import VictimSettings, set_cost
-from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
+from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
+from keda_ray_scaler.agent.victims.marks import VictimSettings, set_cost
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.raylets import RayProcesses
@@ -95,8 +95,8 @@ async def test_the_demo_agent_serves_healthz_beside_metrics(tmp_path: Path) -> N
     poll, 503 ``stale`` once no poll has succeeded for 30 s; /metrics on the same port."""
     import urllib.request
 
-    from keda_ray_scaler.demo.agent import DemoAgent
-    from keda_ray_scaler.demo.settings import DemoSettings
+    from keda_ray_scaler.demo.demo_agent import DemoAgent
+    from keda_ray_scaler.demo.demo_settings import DemoSettings
 
     settings = DemoSettings(workdir=tmp_path, ray_bin=tmp_path, python=tmp_path, base_env={})
     clock = StepClock()

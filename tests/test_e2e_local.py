@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from keda_ray_scaler.agent.ports import SystemClock
+from keda_ray_scaler.agent.interfaces import SystemClock
+from keda_ray_scaler.demo.demo_settings import DemoSettings
 from keda_ray_scaler.demo.record import DemoResult
 from keda_ray_scaler.demo.run import run_demo
-from keda_ray_scaler.demo.settings import DemoSettings
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(420)]
 
@@ -93,7 +93,7 @@ def test_the_group_goes_back_to_zero_and_every_pod_is_accounted_for(demo: DemoRe
 
 
 def test_the_group_never_exceeds_the_ten_pods_the_demand_needs(demo: DemoResult) -> None:
-    """No transient 11th pod while tasks move onto joining pods (agent/demand_filter.py): the
+    """No transient 11th pod while tasks move onto joining pods (agent/ray/demand_filter.py): the
     Deployment's replicas and the scaler's every answer stay at or below 10."""
     assert demo.peak_replicas == 10
     answers = [s.target for s in demo.samples if s.target is not None]

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from keda_ray_scaler.agent.ray_state import DemandRead, RayReader
-from keda_ray_scaler.agent.ray_status import RayState
+from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
+from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.demo.raylets import stop_group
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup

@@ -24,12 +24,12 @@ from test_kube import (  # the emulator fixtures and helpers
 )
 from test_victims import CLUSTER, FakeDrainer, FakeRay
 
-from keda_ray_scaler.agent.fence import Fence, to_fence
-from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.ports import DrainResult
-from keda_ray_scaler.agent.ranking import PodInfo
-from keda_ray_scaler.agent.verdicts import Outcome
-from keda_ray_scaler.agent.victims import VICTIM_VERDICTS, VictimController
+from keda_ray_scaler.agent.interfaces import DrainResult
+from keda_ray_scaler.agent.kube.pod_cache import PodCache
+from keda_ray_scaler.agent.pod import PodInfo
+from keda_ray_scaler.agent.victims.controller import VICTIM_VERDICTS, VictimController
+from keda_ray_scaler.agent.victims.fence import Fence, to_fence
+from keda_ray_scaler.agent.victims.verdicts import Outcome
 from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
 from keda_ray_scaler.plans import GroupPlan, Plan
 

@@ -21,10 +21,10 @@ import pytest
 import pytest_asyncio
 from grpc import aio
 
-from keda_ray_scaler.agent.drain import DRAIN_NODE_REASON_IDLE_TERMINATION, RayDrainer
-from keda_ray_scaler.agent.ports import DrainResult
-from keda_ray_scaler.agent.ray_state import RayReader
-from keda_ray_scaler.agent.ray_status import V1_REQUEST_KEY
+from keda_ray_scaler.agent.interfaces import DrainResult
+from keda_ray_scaler.agent.ray.drain import DRAIN_NODE_REASON_IDLE_TERMINATION, RayDrainer
+from keda_ray_scaler.agent.ray.ray_state import RayReader
+from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY
 from keda_ray_scaler.demo.raylets import free_port
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs import auth, versions

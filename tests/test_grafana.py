@@ -15,10 +15,10 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.kube_settings import KubeSettings
-from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
+from keda_ray_scaler.agent.kube.pod_cache import PodCache
+from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,

@@ -10,14 +10,14 @@ from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.join_tracker import (
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.joining.join_tracker import (
     BACKOFF_SECONDS,
     JOIN_FAILURES,
     JoinSettings,
     JoinTracker,
 )
-from keda_ray_scaler.agent.joins import (
+from keda_ray_scaler.agent.joining.joins import (
     Backoff,
     BackoffSettings,
     PodEntry,
@@ -27,9 +27,9 @@ from keda_ray_scaler.agent.joins import (
     join_failure,
     launch_limit,
 )
+from keda_ray_scaler.agent.kube.pod_info import pod_info
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
-from keda_ray_scaler.agent.pod_info import pod_info
-from keda_ray_scaler.agent.ray_status import RayState, parse_status
+from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (
     Bundle,
@@ -156,7 +156,7 @@ def test_a_container_fails_when_it_waits_for_a_failure_or_exited_with_an_error(
     statuses: dict[str, object], expected: str
 ) -> None:
     """What the kubelet reports of a container that will not start, and of ones that will."""
-    from keda_ray_scaler.agent.pod_info import container_failure
+    from keda_ray_scaler.agent.kube.pod_info import container_failure
 
     assert container_failure(statuses) == expected
 
@@ -185,7 +185,7 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
     state = pb.GetClusterStatusReply(
         cluster_resource_state=pb.ClusterResourceState(node_states=nodes)
     )
-    from keda_ray_scaler.agent.status_nodes import PodRef
+    from keda_ray_scaler.agent.ray.status_nodes import PodRef
 
     got = parse_status(state, SPEC, pods_by_ip={"10.0.0.4": PodRef("w-new", "cpu")})
     assert got.dead == frozenset({"w-a"})
@@ -193,8 +193,8 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
 
 def test_a_node_with_resources_in_use_and_no_busy_worker_is_starting() -> None:
     """Leases granted, workers not running yet: Ray's node_activity names no busy worker."""
-    from keda_ray_scaler.agent.ray_status import parse_status
-    from keda_ray_scaler.agent.status_nodes import BUSY_WORKERS_ACTIVITY
+    from keda_ray_scaler.agent.ray.ray_status import parse_status
+    from keda_ray_scaler.agent.ray.status_nodes import BUSY_WORKERS_ACTIVITY
     from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 
     def ns(node_id: bytes, pod: str, free: int, *activity: str) -> pb.NodeState:
@@ -452,8 +452,9 @@ def test_the_loop_exports_a_pod_past_its_join_timeout_as_failing_and_backs_its_g
 def test_the_builder_wires_joins_victims_and_the_applier_only_with_pods() -> None:
     """Export only without pods; with pods, the tracker, the controller and the applier made
     from the controller's victims and the tracker's back-off message."""
-    from keda_ray_scaler.agent.apply import DeploymentApplier
-    from keda_ray_scaler.agent.builder import AgentSettings, build_agent
+    from keda_ray_scaler.agent.builder import build_agent
+    from keda_ray_scaler.agent.modes import DeploymentApplier
+    from keda_ray_scaler.agent.settings import AgentSettings
     from keda_ray_scaler.demo.pods import DemoPods
     from keda_ray_scaler.gcs.client import GcsConnection
 

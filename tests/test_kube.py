@@ -25,11 +25,11 @@ from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from keda_ray_scaler.agent.kube import KUBE_CACHE_SYNCED, KUBE_RELISTS, PodCache
-from keda_ray_scaler.agent.kube_settings import USER_AGENT, KubeSettings
-from keda_ray_scaler.agent.pod_api import KUBE_API_ERRORS
-from keda_ray_scaler.agent.pod_info import pod_info
-from keda_ray_scaler.agent.ranking import PodInfo
+from keda_ray_scaler.agent.kube.kube_settings import USER_AGENT, KubeSettings
+from keda_ray_scaler.agent.kube.pod_api import KUBE_API_ERRORS
+from keda_ray_scaler.agent.kube.pod_cache import KUBE_CACHE_SYNCED, KUBE_RELISTS, PodCache
+from keda_ray_scaler.agent.kube.pod_info import pod_info
+from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.errors import KubernetesError
 
 NS = "ray"

@@ -22,11 +22,11 @@ from prometheus_client import CollectorRegistry
 from real_kuberay import RC, RWG, api_server, custom_api
 from test_kuberay_spec import example
 
-from keda_ray_scaler.agent.kuberay import KubeRayApplier
-from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
-from keda_ray_scaler.agent.pod_store import PodStore
-from keda_ray_scaler.agent.ranking import PodInfo
-from keda_ray_scaler.agent.scale_up_lead import PAUSED, PlannedTargets
+from keda_ray_scaler.agent.kube.pod_store import PodStore
+from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
+from keda_ray_scaler.agent.kuberay.scale_up_lead import PAUSED, PlannedTargets
+from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.model import ClusterSpec, PlanningInput
 from keda_ray_scaler.plans import GroupPlan, Plan
 
@@ -440,9 +440,9 @@ def test_the_example_agents_role_watches_its_raycluster_and_follows_an_edit(
     from kubernetes import client, config
     from real_kuberay import EXAMPLE
 
-    from keda_ray_scaler.agent.object_watch import WatchSettings
-    from keda_ray_scaler.agent.raycluster import cluster_spec
-    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
+    from keda_ray_scaler.agent.kube.object_watch import WatchSettings
+    from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec
+    from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
 
     env = Env(cp, 0)
     rbac = list(yaml.safe_load_all((EXAMPLE / "agent-rbac.yaml").read_text()))

@@ -23,8 +23,8 @@ from real_kuberay import RC, RWG, api_server, custom_api
 from test_kuberay_api import Pods
 from test_kuberay_spec import example
 
-from keda_ray_scaler.agent.kuberay import KubeRayApplier
-from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
+from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
 from keda_ray_scaler.demo.raylets import free_port
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]

@@ -13,8 +13,8 @@ from ray.autoscaler._private.kuberay.autoscaling_config import (
     _derive_autoscaling_config_from_ray_cr,
 )
 
-from keda_ray_scaler.agent.raycluster import cluster_spec, in_tree_autoscaling
-from keda_ray_scaler.agent.raycluster_scale import (
+from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec, in_tree_autoscaling
+from keda_ray_scaler.agent.kuberay.raycluster_scale import (
     Action,
     GroupState,
     decide,
@@ -22,7 +22,7 @@ from keda_ray_scaler.agent.raycluster_scale import (
     kept_by_kuberay,
     scale_patch,
 )
-from keda_ray_scaler.agent.rwg_status import bounds_problem, selector_of
+from keda_ray_scaler.agent.kuberay.rwg_status import bounds_problem, selector_of
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import Resources
 

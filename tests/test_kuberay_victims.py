@@ -24,10 +24,10 @@ from test_victims import (
     synced,
 )
 
-from keda_ray_scaler.agent.apply import Applier, DeploymentApplier
-from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.marks import VictimSettings
-from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.agent.kube.pod_cache import PodCache
+from keda_ray_scaler.agent.modes import Applier, DeploymentApplier
+from keda_ray_scaler.agent.victims.controller import VictimController
+from keda_ray_scaler.agent.victims.marks import VictimSettings
 from keda_ray_scaler.plans import Decision, DecisionKind, GroupPlan, Plan, Why
 
 __all__ = ["api", "cache", "clock", "drainer", "emulator", "ray", "registry", "running", "synced"]

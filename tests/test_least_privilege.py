@@ -12,7 +12,7 @@
   nowhere else.
 - **One narrow Role per Ray cluster**: ``kubectl auth can-i`` as each example's ServiceAccount,
   and as the chart's (``agent.rbac`` in either mode), answers yes exactly for what the agent
-  calls (``keda_ray_scaler/agent/pod_api.py``, ``kube.py`` and ``kuberay_api.py``).
+  calls (``keda_ray_scaler/agent/kube/pod_api.py``, ``kube.py`` and ``kuberay_api.py``).
 
 The API server: etcd and kube-apiserver of the e2e build set, with KubeRay's, the RayWorkerGroup
 and KEDA's CRDs (one per module).
@@ -283,7 +283,12 @@ KUBERAY_MODE: Can = BOTH | {
     ("watch", "rayclusters.ray.io", "demo", ""): True,
     ("watch", "rayclusters.ray.io", "other", ""): False,
     ("list", RWG, "", ""): True,
-    ("watch", RWG, "", ""): True,  # a new spec.replicas applied at once (agent/rwg_watch.py)
+    (
+        "watch",
+        RWG,
+        "",
+        "",
+    ): True,  # a new spec.replicas applied at once (agent/kuberay/rwg_watch.py)
     ("patch", RWG, "ray-demo-cpu", "status"): True,
     ("patch", RWG, "other", "status"): False,
     ("patch", RWG, "ray-demo-cpu", ""): False,

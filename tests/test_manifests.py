@@ -20,7 +20,7 @@ import pytest
 import yaml
 from shared_ref import KEDA, missing
 
-from keda_ray_scaler.agent.raycluster_scale import GroupState, decide
+from keda_ray_scaler.agent.kuberay.raycluster_scale import GroupState, decide
 from keda_ray_scaler.rpc.trigger import TriggerConfig
 
 ROOT = Path(__file__).resolve().parents[1]

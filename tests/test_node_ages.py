@@ -4,9 +4,9 @@ out as superseded, and what the old one reports (leases, resources) counts for n
 
 from __future__ import annotations
 
-from keda_ray_scaler.agent.node_ages import NodeAges
-from keda_ray_scaler.agent.ray_status import parse_status
-from keda_ray_scaler.agent.status_nodes import BUSY_WORKERS_ACTIVITY
+from keda_ray_scaler.agent.ray.node_ages import NodeAges
+from keda_ray_scaler.agent.ray.ray_status import parse_status
+from keda_ray_scaler.agent.ray.status_nodes import BUSY_WORKERS_ACTIVITY
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerGroup
 

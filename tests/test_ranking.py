@@ -8,16 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from keda_ray_scaler.agent.ranking import (
-    DELETION_COST,
+from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo, parse_deletion_cost
+from keda_ray_scaler.agent.victims.ranking import (
     DETERMINISTIC_RULES,
-    PodInfo,
     Rule,
     check_takes_first,
     colocated_ranks,
     compare,
     deletion_order,
-    parse_deletion_cost,
 )
 
 NOW = 1_000_000.0

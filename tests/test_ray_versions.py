@@ -34,11 +34,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from keda_ray_scaler.agent.drain import RayDrainer
-from keda_ray_scaler.agent.ports import DrainResult
-from keda_ray_scaler.agent.ray_state import RayReader
-from keda_ray_scaler.agent.ray_status import V1_REQUEST_KEY, RayState
-from keda_ray_scaler.agent.task_load_read import Fallback
+from keda_ray_scaler.agent.interfaces import DrainResult
+from keda_ray_scaler.agent.ray.drain import RayDrainer
+from keda_ray_scaler.agent.ray.ray_state import RayReader
+from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState
+from keda_ray_scaler.agent.ray.task_load_read import Fallback
 from keda_ray_scaler.demo.raylets import stop_group
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs.client import GcsClient, GcsConnection

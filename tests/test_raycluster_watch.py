@@ -28,19 +28,19 @@ from test_agent_exporter import FakeReader, FakeVictims, r, ray_state
 from test_kuberay_spec import example
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.join_tracker import BACKOFF_SECONDS, JoinSettings, JoinTracker
-from keda_ray_scaler.agent.joins import PodEntry
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
-from keda_ray_scaler.agent.object_watch import WatchSettings
-from keda_ray_scaler.agent.ports import SpecView
-from keda_ray_scaler.agent.raycluster import cluster_spec
-from keda_ray_scaler.agent.raycluster_watch import (
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.interfaces import SpecView
+from keda_ray_scaler.agent.joining.join_tracker import BACKOFF_SECONDS, JoinSettings, JoinTracker
+from keda_ray_scaler.agent.joining.joins import PodEntry
+from keda_ray_scaler.agent.kube.object_watch import WatchSettings
+from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec
+from keda_ray_scaler.agent.kuberay.raycluster_watch import (
     SPEC_CHANGES,
     SPEC_FRESH,
     RayClusterWatch,
     group_changes,
 )
+from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.planner import plan
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 from test_grafana import full_snapshot
 
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.kube_settings import KubeSettings
-from keda_ray_scaler.agent.kuberay import KubeRayApplier
-from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
+from keda_ray_scaler.agent.kube.pod_cache import PodCache
+from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.sources.metrics import source_metrics
 from keda_ray_scaler.telemetry import scaler_metrics

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fake_clock import FakeClock
 
-from keda_ray_scaler.rpc.backoff import RestartBackoff
+from keda_ray_scaler.rpc.refresh.restart_backoff import RestartBackoff
 
 
 async def _no_sleep(delay_s: float) -> None:

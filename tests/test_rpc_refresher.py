@@ -28,7 +28,7 @@ from keda_ray_scaler.model import NodeStatus
 from keda_ray_scaler.rpc import refresher_process
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
-from keda_ray_scaler.rpc.messages import error_from_wire, error_to_wire
+from keda_ray_scaler.rpc.refresh.messages import error_from_wire, error_to_wire
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot

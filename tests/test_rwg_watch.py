@@ -15,10 +15,10 @@ import kmock
 import pytest
 from kubernetes import client as k8s
 
-from keda_ray_scaler.agent.apply import run_applier, sleep_or_wake
-from keda_ray_scaler.agent.object_watch import ObjectWatch, WatchSettings
-from keda_ray_scaler.agent.raycluster import WORKER_GROUP_API
-from keda_ray_scaler.agent.rwg_watch import ReplicasWake, replicas_watch
+from keda_ray_scaler.agent.kube.object_watch import ObjectWatch, WatchSettings
+from keda_ray_scaler.agent.kuberay.raycluster import WORKER_GROUP_API
+from keda_ray_scaler.agent.kuberay.rwg_watch import ReplicasWake, replicas_watch
+from keda_ray_scaler.agent.modes import run_applier, sleep_or_wake
 
 NS = "ray"
 PATH = f"/apis/keda-ray-scaler.io/v1alpha1/namespaces/{NS}/rayworkergroups"

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from keda_ray_scaler.agent.scale_down_lead import (
+from keda_ray_scaler.agent.kuberay.scale_down_lead import (
     PAUSED_SCALE_IN,
     lead_down,
     scale_down_limit,
     scale_in_held,
 )
-from keda_ray_scaler.agent.scale_up_lead import PAUSED, PAUSED_REPLICAS, PAUSED_SCALE_OUT
+from keda_ray_scaler.agent.kuberay.scale_up_lead import PAUSED, PAUSED_REPLICAS, PAUSED_SCALE_OUT
 
 NO_WINDOW = {
     "stabilizationWindowSeconds": 0,

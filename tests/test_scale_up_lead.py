@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from keda_ray_scaler.agent.scale_up_lead import (
+from keda_ray_scaler.agent.kuberay.scale_up_lead import (
     PAUSED,
     PAUSED_REPLICAS,
     PAUSED_SCALE_OUT,

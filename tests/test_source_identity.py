@@ -35,7 +35,7 @@ from prometheus_server import (
     shipped_scrape_job,
 )
 
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import Refusal
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
@@ -43,7 +43,7 @@ from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
-from keda_ray_scaler.sources.settings import RetrySettings
+from keda_ray_scaler.sources.source_settings import RetrySettings
 
 pytestmark = [requires_prometheus, pytest.mark.prometheus]
 

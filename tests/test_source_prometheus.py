@@ -32,7 +32,7 @@ from structlog.testing import capture_logs
 from tls_certs import make_certs
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus, Strategy
@@ -44,7 +44,7 @@ from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
-from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
 from keda_ray_scaler.sources.transport import FetchError
 
 pytestmark = [requires_prometheus, pytest.mark.prometheus]

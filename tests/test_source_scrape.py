@@ -19,7 +19,7 @@ from prometheus_server import SampleExporter, free_port, serve_registry
 from tls_certs import make_certs
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
@@ -29,7 +29,7 @@ from keda_ray_scaler.sources.scrape import (
     ScrapeSource,
     parse_exposition,
 )
-from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
 from keda_ray_scaler.sources.transport import (
     DeadlineExceeded,
     FetchError,

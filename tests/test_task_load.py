@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from keda_ray_scaler.agent.ray_status import parse_status
-from keda_ray_scaler.agent.task_load import (
+from keda_ray_scaler.agent.ray.ray_status import parse_status
+from keda_ray_scaler.agent.ray.task_load import (
     NodeLoad,
     QueuedShape,
     node_load,
     queued_count,
     task_load,
 )
-from keda_ray_scaler.agent.task_load_read import head_node_id, read_task_load
+from keda_ray_scaler.agent.ray.task_load_read import head_node_id, read_task_load
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.gcs._generated import gcs_pb2, gcs_service_pb2
 from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup

@@ -35,12 +35,12 @@ from test_kube import (  # the emulator fixtures and helpers
 )
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.kube import PodCache
-from keda_ray_scaler.agent.marks import VictimSettings, clear_cost, owns_cost, set_cost
-from keda_ray_scaler.agent.ports import Clock, Drainer, DrainResult, RayView
-from keda_ray_scaler.agent.ranking import DELETION_COST, PodInfo
-from keda_ray_scaler.agent.verdicts import Verdict
-from keda_ray_scaler.agent.victims import VICTIM_VERDICTS, VictimController
+from keda_ray_scaler.agent.interfaces import Clock, Drainer, DrainResult, RayView
+from keda_ray_scaler.agent.kube.pod_cache import PodCache
+from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
+from keda_ray_scaler.agent.victims.controller import VICTIM_VERDICTS, VictimController
+from keda_ray_scaler.agent.victims.marks import VictimSettings, clear_cost, owns_cost, set_cost
+from keda_ray_scaler.agent.victims.verdicts import Verdict
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, Resources, WorkerGroup, WorkerNode
 from keda_ray_scaler.plans import GroupPlan, Plan

@@ -11,24 +11,24 @@ factory, and a wrapper of the reader.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.agent.apply import Applier
-from keda_ray_scaler.agent.drain import RayDrainer
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.fence import Fence
-from keda_ray_scaler.agent.join_tracker import JoinSettings, JoinTracker
-from keda_ray_scaler.agent.joins import PodEntry, PodJoinFacts
-from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings, StateReader
-from keda_ray_scaler.agent.marks import VictimSettings
-from keda_ray_scaler.agent.names import StandInLog
-from keda_ray_scaler.agent.ports import Clock, PodSource, SpecView, spec_view
-from keda_ray_scaler.agent.ray_state import DemandRead, RayReader
-from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
-from keda_ray_scaler.agent.status_nodes import PodRef
-from keda_ray_scaler.agent.victims import VictimController
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.interfaces import Clock, PodSource, SpecView, spec_view
+from keda_ray_scaler.agent.joining.join_tracker import JoinTracker
+from keda_ray_scaler.agent.joining.joins import PodEntry, PodJoinFacts
+from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
+from keda_ray_scaler.agent.loop import AgentLoop, StateReader
+from keda_ray_scaler.agent.modes import Applier
+from keda_ray_scaler.agent.ray.drain import RayDrainer
+from keda_ray_scaler.agent.ray.ray_state import RayReader
+from keda_ray_scaler.agent.ray.resource_names import StandInLog
+from keda_ray_scaler.agent.ray.status_nodes import PodRef
+from keda_ray_scaler.agent.settings import AgentSettings
+from keda_ray_scaler.agent.victims.controller import VictimController
+from keda_ray_scaler.agent.victims.fence import Fence
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 from keda_ray_scaler.model import ClusterSpec
@@ -36,18 +36,6 @@ from keda_ray_scaler.planner import plan
 
 #: Makes the applier once the victims and the join tracker exist (KubeRay mode).
 ApplierFactory = Callable[[Callable[[], Mapping[str, str]], JoinTracker], Applier]
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSettings:
-    """Everything tunable: the loop's, the victim protocol's, the join tracker's, Ray's."""
-
-    loop: LoopSettings = field(default_factory=LoopSettings)
-    victims: VictimSettings = field(default_factory=VictimSettings)
-    joins: JoinSettings = field(default_factory=JoinSettings)
-    ray_timeout_s: float = 5.0
-    #: the task demand's source: rule R1 (the head raylet read after the snapshot) or the GCS's sum
-    demand_read: DemandRead = DemandRead.EXACT
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +88,7 @@ def build_agent(
     RayCluster watch); with ``pods``, the join tracker and the victim protocol too (none when
     ``settings.loop.scale_down`` is False). Series go to ``registry`` (new when None).
     ``on_unsupported``: the reader checks the head's Ray version first (:class:`RayReader`);
-    ``planned`` gets every published input (:mod:`~keda_ray_scaler.agent.scale_up_lead`)."""
+    ``planned`` gets every published input (:mod:`~keda_ray_scaler.agent.kuberay.scale_up_lead`)."""
     registry = registry if registry is not None else CollectorRegistry()
     specs = spec_view(spec)
     source = pods if settings.loop.scale_down else None

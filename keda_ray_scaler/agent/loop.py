@@ -2,18 +2,20 @@
 
 Each poll:
 
-1. read Ray (:class:`~keda_ray_scaler.agent.ray_state.RayReader`; task demand by rule R1 unless
+1. read Ray (:class:`~keda_ray_scaler.agent.ray.ray_state.RayReader`; task demand by rule R1 unless
    asked otherwise, a poll that fell back to the GCS's sum counted by reason);
-2. bound demand cardinality (:func:`~keda_ray_scaler.agent.shapes.bound_shapes`);
+2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray.shape_bound.bound_shapes`);
 3. complete the node list with victims, pods not in Ray yet and pods gone
-   (:mod:`~keda_ray_scaler.agent.pod_view`); pending task bundles that Ray counts both running
+   (:mod:`~keda_ray_scaler.agent.joining.pod_view`); pending task bundles that Ray counts both
+   running
    and pending while their workers start are left out
-   (:mod:`~keda_ray_scaler.agent.demand_filter`, over ``use_window_s``);
+   (:mod:`~keda_ray_scaler.agent.ray.demand_filter`, over ``use_window_s``);
 4. publish the snapshot (``success=1``, time = now) to the exporter;
 5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
    the victim controller, then publish again so newly confirmed victims show at once.
 
-The worker groups are read afresh at each poll (a :class:`~keda_ray_scaler.agent.ports.SpecView`:
+The worker groups are read afresh at each poll (a
+:class:`~keda_ray_scaler.agent.interfaces.SpecView`:
 in KubeRay mode the RayCluster's watch), so a group added, removed or changed is planned with its
 new values at the next poll. While the view is not fresh (the RayCluster deleted, unreadable or
 invalid) the poll reads nothing and plans nothing: ``success=0``, the last snapshot kept.
@@ -32,16 +34,16 @@ from typing import Protocol
 import structlog
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S, UseHistory
-from keda_ray_scaler.agent.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.join_tracker import JoinTracker, JoinView
-from keda_ray_scaler.agent.joins import PodEntry
-from keda_ray_scaler.agent.pod_view import complete_nodes, complete_nodes_again
-from keda_ray_scaler.agent.ports import Clock, SpecView, spec_view
-from keda_ray_scaler.agent.ray_status import RayState
-from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
-from keda_ray_scaler.agent.shapes import bound_shapes
-from keda_ray_scaler.agent.task_load_read import Fallback
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.interfaces import Clock, SpecView, spec_view
+from keda_ray_scaler.agent.joining.join_tracker import JoinTracker, JoinView
+from keda_ray_scaler.agent.joining.joins import PodEntry
+from keda_ray_scaler.agent.joining.pod_view import complete_nodes, complete_nodes_again
+from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
+from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S, UseHistory
+from keda_ray_scaler.agent.ray.ray_status import RayState
+from keda_ray_scaler.agent.ray.shape_bound import bound_shapes
+from keda_ray_scaler.agent.ray.task_load_read import Fallback
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
@@ -79,7 +81,7 @@ class LoopSettings:
     - ``max_shapes``: bound on demand series; overflow merged conservatively and counted.
     - ``scale_down``: False runs export only: no plan, no victim protocol.
     - ``use_window_s``: how long a rise of use that pending demand does not explain is taken
-      for a double count (:mod:`~keda_ray_scaler.agent.demand_filter`); 0 exports as read. Rule
+      for a double count (:mod:`~keda_ray_scaler.agent.ray.demand_filter`); 0 exports as read. Rule
       R1 (the reader's) removes the spill race this was for; the window stays for what R1 does
       not cover (``docs/concepts/demand.md``).
     """
@@ -204,7 +206,7 @@ class AgentLoop:
         self, started: float, state: RayState, nodes: Sequence[WorkerNode], demand: Demand
     ) -> Demand:
         """The demand to export: tasks Ray counts both running and pending taken out
-        (:mod:`~keda_ray_scaler.agent.demand_filter`)."""
+        (:mod:`~keda_ray_scaler.agent.ray.demand_filter`)."""
         out = self._history.filter(started, nodes, demand)
         self._metrics.double_counted.set(out.removed)
         self._log.debug(

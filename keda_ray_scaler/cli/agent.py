@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.agent.ports import SystemClock
-from keda_ray_scaler.agent.ray_state import DemandRead
+from keda_ray_scaler.agent.interfaces import SystemClock
+from keda_ray_scaler.agent.ray.ray_state import DemandRead
 from keda_ray_scaler.cli import configure_logging_from
 from keda_ray_scaler.cli.agent_flags import WHERE, join_settings, validate
 from keda_ray_scaler.errors import ConfigError
@@ -33,13 +33,14 @@ from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec
 
 if TYPE_CHECKING:
-    from keda_ray_scaler.agent.apply import Applier
-    from keda_ray_scaler.agent.builder import AgentSettings, ApplierFactory
-    from keda_ray_scaler.agent.join_tracker import JoinTracker
-    from keda_ray_scaler.agent.kube import PodCache
-    from keda_ray_scaler.agent.object_watch import WatchSettings
-    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
-    from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
+    from keda_ray_scaler.agent.builder import ApplierFactory
+    from keda_ray_scaler.agent.joining.join_tracker import JoinTracker
+    from keda_ray_scaler.agent.kube.object_watch import WatchSettings
+    from keda_ray_scaler.agent.kube.pod_cache import PodCache
+    from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
+    from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
+    from keda_ray_scaler.agent.modes import Applier
+    from keda_ray_scaler.agent.settings import AgentSettings
     from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
 log = structlog.get_logger(__name__)
@@ -58,8 +59,8 @@ def load_raycluster_spec(api: Any, namespace: str, name: str) -> ClusterSpec:
     start (a ConfigError then stops the agent); the watch keeps them current afterwards."""
     from kubernetes import client
 
-    from keda_ray_scaler.agent.kuberay_api import read_raycluster
-    from keda_ray_scaler.agent.raycluster import cluster_spec
+    from keda_ray_scaler.agent.kuberay.kuberay_api import read_raycluster
+    from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec
     from keda_ray_scaler.errors import KubernetesError
 
     try:
@@ -94,7 +95,7 @@ def kube_api(kubeconfig: Path | None, context: str | None) -> Any:
     """
     from kubernetes.config import ConfigException
 
-    from keda_ray_scaler.agent.kube_settings import load_api
+    from keda_ray_scaler.agent.kube.kube_settings import load_api
 
     if kubeconfig is not None and not kubeconfig.is_file():
         raise ConfigError(WHERE, "--kubeconfig", f"{kubeconfig} is not a file; {_KUBE_HINT}")
@@ -119,8 +120,8 @@ def _kuberay_applier(
     """KubeRay mode's applier, made once the victims and the join tracker exist."""
     from kubernetes import client
 
-    from keda_ray_scaler.agent.kuberay import KubeRayApplier
-    from keda_ray_scaler.agent.kuberay_api import KubeRayApi, KubeRaySettings
+    from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+    from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
 
     def make(victims: Callable[[], Mapping[str, str]], joins: JoinTracker) -> Applier:
         return KubeRayApplier(
@@ -149,8 +150,8 @@ def _planned_targets(args: argparse.Namespace, wake: asyncio.Event) -> PlannedTa
     that moved wakes ``wake``."""
     if not (args.scale_up_lead or args.scale_down_lead):
         return None
-    from keda_ray_scaler.agent.health import max_age_s
-    from keda_ray_scaler.agent.scale_up_lead import PlannedTargets
+    from keda_ray_scaler.agent.http.agent_health import max_age_s
+    from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
     from keda_ray_scaler.planner import plan
 
     age = max_age_s(args.health_intervals, args.interval)
@@ -161,7 +162,7 @@ def _custom_objects(args: argparse.Namespace, api: Any) -> tuple[Any, WatchSetti
     """KubeRay mode's watches: the custom-objects client and where they look (one home)."""
     from kubernetes import client
 
-    from keda_ray_scaler.agent.object_watch import WatchSettings
+    from keda_ray_scaler.agent.kube.object_watch import WatchSettings
 
     settings = WatchSettings(namespace=args.namespace, name=args.raycluster)
     return client.CustomObjectsApi(api.api_client), settings
@@ -171,14 +172,14 @@ def _raycluster_watch(
     args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
 ) -> RayClusterWatch:
     """KubeRay mode's worker groups: the RayCluster watched, from the start-up read on."""
-    from keda_ray_scaler.agent.raycluster_watch import RayClusterWatch
+    from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
 
     return RayClusterWatch(*_custom_objects(args, api), spec, registry)
 
 
 def _replicas_wake(args: argparse.Namespace, api: Any, tasks: list[asyncio.Task[None]]) -> Any:
     """KubeRay mode: the RayWorkerGroups watched; their new replicas wake the applier."""
-    from keda_ray_scaler.agent.rwg_watch import replicas_watch
+    from keda_ray_scaler.agent.kuberay.rwg_watch import replicas_watch
 
     watch, wake = replicas_watch(*_custom_objects(args, api))
     tasks.append(asyncio.create_task(watch.run()))
@@ -187,8 +188,8 @@ def _replicas_wake(args: argparse.Namespace, api: Any, tasks: list[asyncio.Task[
 
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
     from keda_ray_scaler.agent.builder import build_agent
-    from keda_ray_scaler.agent.health import HealthProbe, max_age_s
-    from keda_ray_scaler.agent.metrics_server import start_metrics_server
+    from keda_ray_scaler.agent.http.agent_health import HealthProbe, max_age_s
+    from keda_ray_scaler.agent.http.metrics_server import start_metrics_server
 
     clock = SystemClock()
     tasks: list[asyncio.Task[None]] = []
@@ -220,7 +221,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     if cache is not None:
         tasks.append(asyncio.create_task(cache.run()))
     if agent.applier is not None:
-        from keda_ray_scaler.agent.apply import run_applier
+        from keda_ray_scaler.agent.modes import run_applier
 
         tasks.append(asyncio.create_task(run_applier(agent.applier, clock, args.interval, wake)))
     loop = agent.loop
@@ -243,9 +244,9 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
 
 def _agent_settings(args: argparse.Namespace) -> AgentSettings:
     """The agent's settings from its flags."""
-    from keda_ray_scaler.agent.builder import AgentSettings
     from keda_ray_scaler.agent.loop import LoopSettings
-    from keda_ray_scaler.agent.marks import VictimSettings
+    from keda_ray_scaler.agent.settings import AgentSettings
+    from keda_ray_scaler.agent.victims.marks import VictimSettings
 
     return AgentSettings(
         loop=LoopSettings(
@@ -265,8 +266,8 @@ def _pod_cache(
     args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
 ) -> PodCache:
     """The watched cache of this cluster's worker pods (scale-down and joins read it)."""
-    from keda_ray_scaler.agent.kube import PodCache
-    from keda_ray_scaler.agent.kube_settings import KubeSettings
+    from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
+    from keda_ray_scaler.agent.kube.pod_cache import PodCache
 
     selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
     kube = KubeSettings(

@@ -13,20 +13,20 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from keda_ray_scaler.agent.demand_filter import DEFAULT_WINDOW_S
-from keda_ray_scaler.agent.health import DEFAULT_INTERVALS, MIN_MAX_AGE_S
-from keda_ray_scaler.agent.joins import (
+from keda_ray_scaler.agent.http.agent_health import DEFAULT_INTERVALS, MIN_MAX_AGE_S
+from keda_ray_scaler.agent.joining.joins import (
     DEFAULT_BACKOFF_INITIAL_S,
     DEFAULT_BACKOFF_MAX_S,
     DEFAULT_JOIN_TIMEOUT_S,
     BackoffSettings,
 )
-from keda_ray_scaler.agent.ray_state import DemandRead
+from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S
+from keda_ray_scaler.agent.ray.ray_state import DemandRead
 from keda_ray_scaler.cli import add_command, add_logging_flags
 from keda_ray_scaler.errors import ConfigError
 
 if TYPE_CHECKING:
-    from keda_ray_scaler.agent.join_tracker import JoinSettings
+    from keda_ray_scaler.agent.joining.join_tracker import JoinSettings
 
 #: The ``where`` of the agent's ConfigErrors: its flags' and its start-up's.
 WHERE: Final = "agent"
@@ -192,7 +192,7 @@ def _check(ok: bool, flag: str, problem: str) -> None:
 def join_settings(args: argparse.Namespace) -> JoinSettings:
     """``--join-timeout`` values and the back-off flags; raises :class:`ConfigError`."""
     # here, not at the top: structlog and the Prometheus client come with it (module docstring)
-    from keda_ray_scaler.agent.join_tracker import JoinSettings
+    from keda_ray_scaler.agent.joining.join_tracker import JoinSettings
 
     default, per_group = DEFAULT_JOIN_TIMEOUT_S, {}
     for value in args.join_timeout:

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from keda_ray_scaler.agent.ports import SystemClock
+from keda_ray_scaler.agent.interfaces import SystemClock
 from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.telemetry import configure_logging
@@ -81,9 +81,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; exit 0 when it went back to zero with every task done."""
-    from keda_ray_scaler.agent.ray_state import DemandRead
+    from keda_ray_scaler.agent.ray.ray_state import DemandRead
+    from keda_ray_scaler.demo.demo_settings import DemoSettings
     from keda_ray_scaler.demo.run import run_demo
-    from keda_ray_scaler.demo.settings import DemoSettings
 
     for name in ("tasks", "task_seconds", "long_seconds", "idle_timeout", "stall", "deadline"):
         if getattr(args, name) <= 0:

@@ -33,14 +33,14 @@ from keda_ray_scaler.cli.serve_flags import (
 )
 from keda_ray_scaler.errors import BindError, ConfigError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.rpc.refresher_child import SourceFactory
+from keda_ray_scaler.rpc.refresh.refresher_child import SourceFactory
 from keda_ray_scaler.rpc.server import ScalerServer
 from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.sources.base import Source
 from keda_ray_scaler.sources.metrics import source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
-from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
 
 _log = structlog.get_logger(__name__)
 

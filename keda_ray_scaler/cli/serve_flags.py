@@ -19,7 +19,7 @@ from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.rpc.tls import TlsFiles
-from keda_ray_scaler.sources.caps import DataCaps
+from keda_ray_scaler.sources.series_caps import DataCaps
 
 #: The ``where`` of serve's ConfigErrors: its flags' and its start-up's.
 WHERE: Final = "serve"

@@ -13,8 +13,9 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 
-from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.agent.ranking import PodInfo, deletion_order
+from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.agent.pod import PodInfo
+from keda_ray_scaler.agent.victims.ranking import deletion_order
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.raylets import RayProcesses
 

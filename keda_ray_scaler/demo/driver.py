@@ -13,9 +13,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from keda_ray_scaler.demo.agent import DemoAgent
+from keda_ray_scaler.demo.demo_agent import DemoAgent
+from keda_ray_scaler.demo.demo_settings import DemoSettings
 from keda_ray_scaler.demo.record import DemoResult, Timeline
-from keda_ray_scaler.demo.settings import DemoSettings
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """An in-memory pods API for the demo: what the agent's pod cache would see from Kubernetes.
 
-:class:`DemoPods` offers the part of :class:`keda_ray_scaler.agent.kube.PodCache` the victim
+:class:`DemoPods` offers the part of :class:`keda_ray_scaler.agent.kube.pod_cache.PodCache` the
+victim
 controller uses (``synced``, ``pods``, ``get_cached``, ``wait_until``, ``update``, ``delete``) on
 a dict the simulated Deployment controller fills. Writes are immediately visible (the demo has
 no informer lag; the victim protocol still waits its settling delay).
@@ -11,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from keda_ray_scaler.agent.pod_store import PodStore
-from keda_ray_scaler.agent.ranking import PodInfo
+from keda_ray_scaler.agent.kube.pod_store import PodStore
+from keda_ray_scaler.agent.pod import PodInfo
 
 
 class DemoPods(PodStore):

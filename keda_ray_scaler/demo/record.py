@@ -11,12 +11,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.demo.agent import DemoAgent
+from keda_ray_scaler.agent.interfaces import Clock
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
+from keda_ray_scaler.demo.demo_agent import DemoAgent
+from keda_ray_scaler.demo.demo_settings import DemoSettings
 from keda_ray_scaler.demo.keda import Decision
 from keda_ray_scaler.demo.progress import DemoState, Progress, Sample, waiting_for
-from keda_ray_scaler.demo.settings import DemoSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,21 +25,21 @@ from typing import TextIO
 import grpc
 import structlog
 
-from keda_ray_scaler.agent.ports import Clock
-from keda_ray_scaler.demo.agent import DemoAgent
+from keda_ray_scaler.agent.interfaces import Clock
 from keda_ray_scaler.demo.controller import DeploymentController
+from keda_ray_scaler.demo.demo_agent import DemoAgent
+from keda_ray_scaler.demo.demo_settings import DemoSettings
 from keda_ray_scaler.demo.driver import Driver, submit
 from keda_ray_scaler.demo.keda import Decision, ScaledObject
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.progress import Progress
 from keda_ray_scaler.demo.raylets import RayProcesses
 from keda_ray_scaler.demo.record import DemoResult, Timeline, record, stalled
-from keda_ray_scaler.demo.settings import DemoSettings
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc.server import build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
-from keda_ray_scaler.sources.settings import RetrySettings
+from keda_ray_scaler.sources.source_settings import RetrySettings
 
 #: The namespace the demo's ScaledObject and its Ray cluster live in (no Kubernetes here: the
 #: scaler's --agent-url configuration says it, as in a real scrape-mode setup).

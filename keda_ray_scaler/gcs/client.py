@@ -5,7 +5,7 @@
 - ``InternalKVGcsService/InternalKVGet``: ``request_resources()``'s key under autoscaler v1;
 - ``AutoscalerStateService/DrainNode``: the call behind ``GcsClient.drain_node()``;
 - ``NodeResourceInfoGcsService/GetAllResourceUsage``: each node's last pulled load (the queued
-  tasks of nodes other than the head, :mod:`keda_ray_scaler.agent.task_load`);
+  tasks of nodes other than the head, :mod:`keda_ray_scaler.agent.ray.task_load`);
 - ``NodeInfoGcsService/GetAllNodeInfo``: the head raylet's address and port
   (:mod:`keda_ray_scaler.gcs.raylet`).
 

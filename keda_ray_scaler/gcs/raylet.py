@@ -4,7 +4,7 @@ The raylet answers ``GetResourceLoad`` (an empty request) with its ``ResourcesDa
 availability filled in one turn of its event loop (``NodeManager::HandleGetResourceLoad``): the
 reply the GCS itself pulls every second (``GcsResourceLoadPuller``) and caches, asked here
 directly so it is read *now*, after the poll's ``GetClusterStatus`` (rule R1,
-:mod:`keda_ray_scaler.agent.task_load`). Every Ray from 2.10 to 2.60 has the call with these
+:mod:`keda_ray_scaler.agent.ray.task_load`). Every Ray from 2.10 to 2.60 has the call with these
 messages.
 
 Where the raylet listens comes from the GCS (``GetAllNodeInfo``: ``node_manager_address`` and

@@ -1,7 +1,8 @@
 """One cluster's last answer, and the steps every reader takes before it trusts that answer.
 
 Why one type for both caches: :class:`~keda_ray_scaler.rpc.targets.TargetCache` (refresh on
-this event loop) and :class:`~keda_ray_scaler.rpc.refresher.ProcessTargetCache` (a mirror fed
+this event loop) and :class:`~keda_ray_scaler.rpc.refresh.refresher.ProcessTargetCache` (a mirror
+fed
 by the refresher child) hold the same outcome per cluster and must refuse it for the same
 reasons: the last refresh failed, nothing arrived yet, the agent's poll failed, the snapshot is
 too old or from the future. Written twice, the two would drift; here they are one

@@ -10,7 +10,7 @@ other helpers build one with :func:`build_server` on ``127.0.0.1`` port 0. Its s
 Health (``grpc.health.v1``) reports SERVING for ``""`` and ``externalscaler.ExternalScaler``
 as soon as the server listens, whatever the state of Prometheus: an unreachable Prometheus is
 an UNAVAILABLE answer to KEDA (so its fallback applies), not a reason to restart the scaler.
-``Check`` always has room: ``Watch`` streams are bounded (:mod:`keda_ray_scaler.rpc.health`):
+``Check`` always has room: ``Watch`` streams are bounded (:mod:`keda_ray_scaler.rpc.grpc_health`):
 at most ``max_health_watches`` on the main port, none on the plaintext probe port.
 """
 
@@ -33,11 +33,11 @@ from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.bind import bind_port
-from keda_ray_scaler.rpc.cluster_refresh import Planner
-from keda_ray_scaler.rpc.health import BoundedHealth
-from keda_ray_scaler.rpc.refresher import ProcessTargetCache
-from keda_ray_scaler.rpc.refresher_child import SourceFactory
-from keda_ray_scaler.rpc.relay import RelayCollector
+from keda_ray_scaler.rpc.grpc_health import BoundedHealth
+from keda_ray_scaler.rpc.refresh.cluster_refresh import Planner
+from keda_ray_scaler.rpc.refresh.refresher import ProcessTargetCache
+from keda_ray_scaler.rpc.refresh.refresher_child import SourceFactory
+from keda_ray_scaler.rpc.refresh.relay import RelayCollector
 from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.rpc.servicer import ExternalScalerServicer
 from keda_ray_scaler.rpc.target_settings import TargetSettings
@@ -54,7 +54,8 @@ class ScalerServer:
     """One scaler process: gRPC server, background refresh and /metrics.
 
     Give either ``source`` (refresh on this event loop: tests, the demo) or
-    ``source_factory`` (refresh in a child process, see :mod:`keda_ray_scaler.rpc.refresher`:
+    ``source_factory`` (refresh in a child process, see
+    :mod:`keda_ray_scaler.rpc.refresh.refresher`:
     what ``keda-ray-scaler serve`` does).
     """
 

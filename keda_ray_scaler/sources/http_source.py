@@ -17,10 +17,10 @@ from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.errors import FetchError
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
-from keda_ray_scaler.sources.caps import DataCaps
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
+from keda_ray_scaler.sources.series_caps import DataCaps
 from keda_ray_scaler.sources.session import build_session
-from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
 from keda_ray_scaler.sources.transport import call_with_retries, decode_checked, fail
 
 T = TypeVar("T")

@@ -29,9 +29,9 @@ from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
 from keda_ray_scaler.sources import promql
-from keda_ray_scaler.sources.caps import DataCaps
 from keda_ray_scaler.sources.http_source import HttpSource
-from keda_ray_scaler.sources.settings import HttpSettings, RetrySettings
+from keda_ray_scaler.sources.series_caps import DataCaps
+from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
 from keda_ray_scaler.telemetry import strip_userinfo
 
 SOURCE: Final = "scrape"

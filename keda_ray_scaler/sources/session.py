@@ -15,7 +15,7 @@ from pathlib import Path
 import requests
 import requests.auth
 
-from keda_ray_scaler.sources.settings import HttpSettings
+from keda_ray_scaler.sources.source_settings import HttpSettings
 
 
 class _FileSecret:

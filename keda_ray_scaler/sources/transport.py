@@ -1,7 +1,7 @@
 """HTTP(S) calls to Prometheus or to the agent: retried within a deadline, failures counted.
 
 Shared by :mod:`~keda_ray_scaler.sources.prometheus` and :mod:`~keda_ray_scaler.sources.scrape`.
-Their settings are in :mod:`~keda_ray_scaler.sources.settings`, their session (TLS and
+Their settings are in :mod:`~keda_ray_scaler.sources.source_settings`, their session (TLS and
 credentials) in :mod:`~keda_ray_scaler.sources.session`, their metrics in
 :mod:`~keda_ray_scaler.sources.metrics`.
 """
@@ -24,9 +24,9 @@ from keda_ray_scaler.errors import (
     UntrustedData,
 )
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding
-from keda_ray_scaler.sources.caps import CapExceeded, DataCaps, check_caps
 from keda_ray_scaler.sources.metrics import SourceMetrics
-from keda_ray_scaler.sources.settings import RetrySettings
+from keda_ray_scaler.sources.series_caps import CapExceeded, DataCaps, check_caps
+from keda_ray_scaler.sources.source_settings import RetrySettings
 from keda_ray_scaler.telemetry import strip_userinfo
 
 T = TypeVar("T")

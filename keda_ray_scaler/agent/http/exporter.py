@@ -1,0 +1,171 @@
+"""The agent's ``/metrics``: the snapshot as :mod:`keda_ray_scaler.schema` series, plus its own.
+
+:class:`SnapshotCollector` is a ``prometheus_client`` custom collector registered in an injected
+registry. The poll loop hands it a whole :class:`~keda_ray_scaler.schema.ClusterSnapshot`
+(:meth:`SnapshotCollector.publish`); a scrape yields exactly ``encoding.encode(snapshot)`` as
+gauge families, so what the scaler decodes is what the agent encoded, with no second encoding.
+Replacing the sample list is one reference assignment: a scrape never sees half a poll.
+
+:class:`AgentMetrics` holds the agent's own series: shapes merged by ``--max-shapes`` (counter),
+unmapped and superseded Ray nodes in the last poll (gauges), poll errors and crashes
+(counters), poll duration (histogram), polls whose task demand fell back from rule R1 to the
+GCS's sum (counter, by reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.agent.ray.resource_names import StandInLog
+from keda_ray_scaler.schema import encoding
+
+_HELP = {
+    schema.DEMAND_BUNDLES: "Pending bundles per shape and kind (placement groups: groups).",
+    schema.GROUP_INFO: "Worker group and the logical resources of one pod (shape); always 1.",
+    schema.GROUP_MIN_REPLICAS: "Worker group minReplicas.",
+    schema.GROUP_MAX_REPLICAS: "Worker group maxReplicas.",
+    schema.GROUP_IDLE_TIMEOUT: "Worker group idleTimeoutSeconds.",
+    schema.GROUP_COST: "Relative price of one pod of the worker group.",
+    schema.GROUP_LAUNCH_LIMIT: "Most new pods the group may get now (backed off after join "
+    "failures); absent: no limit.",
+    schema.CLUSTER_MAX_WORKERS: "Cap on worker pods across groups (absent: no cap).",
+    schema.CLUSTER_UPSCALING_SPEED: "Ray upscalingSpeed of the cluster.",
+    schema.NODE_INFO: "One worker pod: group, Ray node id, state and why failing; always 1.",
+    schema.NODE_TOTAL: "Total logical resources of a worker pod's Ray node.",
+    schema.NODE_AVAILABLE: "Available logical resources of a worker pod's Ray node.",
+    schema.NODE_IDLE_SECONDS: "How long the pod's Ray node has been idle (0 when busy).",
+    schema.SNAPSHOT_TIMESTAMP: "Unix time of the last successful poll of Ray (0: none yet).",
+    schema.SNAPSHOT_SUCCESS: "1 when the last poll of Ray succeeded, else 0 (data not fresh).",
+}
+
+#: counter {cluster}: polls of Ray that failed
+POLL_ERRORS = schema.PREFIX + "agent_poll_errors_total"
+#: histogram {cluster}: seconds one poll took (Ray read, mapping, encoding)
+POLL_DURATION = schema.PREFIX + "agent_poll_duration_seconds"
+#: counter {cluster}: polls ended by an unexpected exception (a bug; also in poll_errors)
+POLL_CRASHES = schema.PREFIX + "agent_poll_crashes_total"
+#: counter {cluster, reason}: polls whose task demand fell back from rule R1 to the GCS's sum
+DEMAND_FALLBACKS = schema.PREFIX + "agent_demand_fallbacks_total"
+
+
+def families(samples: Iterable[schema.Sample]) -> list[Metric]:
+    """Samples grouped into gauge families, in first-seen order (deterministic output)."""
+    by_name: dict[str, list[schema.Sample]] = {}
+    for s in samples:
+        by_name.setdefault(s.name, []).append(s)
+    out: list[Metric] = []
+    for name, group in by_name.items():
+        keys = list(group[0].labels)
+        family = GaugeMetricFamily(name, _HELP.get(name, name), labels=keys)
+        for s in group:
+            family.add_metric([s.labels[k] for k in keys], s.value)
+        out.append(family)
+    return out
+
+
+class SnapshotCollector(Collector):
+    """Serves the latest published snapshot; registers itself in ``registry``.
+
+    With ``names``, each resource name exported as a stand-in is counted and logged once.
+    """
+
+    def __init__(self, registry: CollectorRegistry, names: StandInLog | None = None) -> None:
+        self._samples: list[schema.Sample] = []
+        self._names = names
+        registry.register(self)
+
+    def publish(self, snapshot: schema.ClusterSnapshot) -> None:
+        """Serve ``snapshot`` from the next scrape on."""
+        self._samples = encoding.encode(snapshot)
+        if self._names is not None:
+            self._names.observe(snapshot.input)
+
+    def mark_failed(self) -> None:
+        """Serve the data already published with ``snapshot_success`` 0; encodes nothing.
+
+        For a poll that crashed: whatever broke it (even in :func:`encoding.encode`) cannot break
+        this, and the data keeps its old timestamp, so no reader takes it for fresh.
+        """
+        self._samples = [
+            schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
+            for s in self._samples
+        ]
+
+    def collect(self) -> Iterator[Metric]:
+        """Called by prometheus_client on every scrape."""
+        yield from families(self._samples)
+
+    def describe(self) -> Iterator[Metric]:
+        """Nothing to describe up front (names depend on the snapshot); avoids a collect."""
+        return iter(())
+
+
+class AgentMetrics:
+    """The agent's own counters, labelled with the cluster name."""
+
+    def __init__(self, registry: CollectorRegistry, cluster: str) -> None:
+        labels = [schema.LABEL_CLUSTER]
+        self.shapes_merged = Counter(
+            schema.DEMAND_SHAPES_MERGED.removesuffix("_total"),
+            "Demand series merged into others because --max-shapes was exceeded.",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.unmapped = Gauge(
+            schema.NODES_UNMAPPED,
+            "Ray worker nodes in the last poll that map to no pod or group (group='').",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.superseded = Gauge(
+            "ray_scaler_agent_superseded_ray_nodes",
+            "Ray nodes the GCS lists alive for a pod that has a newer node (a restarted "
+            "raylet's predecessor) in the last poll: no capacity, never drained.",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.double_counted = Gauge(
+            "ray_scaler_agent_double_counted_bundles",
+            "Pending task bundles left out of the last export: Ray counted them both running "
+            "and pending until their owner's next backlog report (agent/ray/demand_filter.py).",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self._fallbacks = Counter(
+            DEMAND_FALLBACKS.removesuffix("_total"),
+            "Polls whose task demand is the GCS's sum (it can count a starting task twice) "
+            "because rule R1's reads failed: reason no_head, raylet or node_loads "
+            "(agent/ray/task_load_read.py).",
+            [*labels, "reason"],
+            registry=registry,
+        )
+        self._cluster = cluster
+        self.poll_errors = Counter(
+            POLL_ERRORS.removesuffix("_total"),
+            "Polls of Ray that failed (snapshot_success is then 0).",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.poll_crashes = Counter(
+            POLL_CRASHES.removesuffix("_total"),
+            "Polls ended by an unexpected exception (a bug, logged as 'poll crashed'); each is "
+            "also a poll error.",
+            labels,
+            registry=registry,
+        ).labels(cluster)
+        self.poll_duration = Histogram(
+            POLL_DURATION,
+            "Seconds one poll took: Ray read, mapping and encoding.",
+            labels,
+            registry=registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+        ).labels(cluster)
+
+    def demand_fell_back(self, reason: str) -> None:
+        """Count one poll whose task demand fell back from R1 (``reason``: a ``Fallback``)."""
+        self._fallbacks.labels(self._cluster, reason).inc()

@@ -1,0 +1,63 @@
+"""How the agent reaches the Kubernetes API for its pods: the settings and the client.
+
+The pod cache (:mod:`~keda_ray_scaler.agent.kube.pod_cache`) and the pod calls
+(:mod:`~keda_ray_scaler.agent.kube.pod_api`) share :class:`KubeSettings`; :func:`load_api` builds
+the
+``CoreV1Api`` both use, named by :data:`USER_AGENT` in the API server's audit log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubernetes import client as k8s
+
+#: User-Agent of the agent's API calls (shows in audit logs).
+USER_AGENT = "keda-ray-scaler"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeSettings:
+    """How the agent talks to the Kubernetes API.
+
+    - ``namespace``: where the Ray cluster's worker pods live (the Role is namespaced).
+    - ``label_selector``: selects the worker pods of ONE Ray cluster, e.g.
+      ``ray.io/cluster=demo,ray.io/node-type=worker``.
+    - ``group_label``: the pod label naming its worker group (KubeRay: ``ray.io/group``).
+    - ``retry_attempts``: attempts per API call (1 = no retry); bounded so a broken API server
+      stalls one protocol step, not the agent.
+    - ``retry_initial_s`` / ``retry_max_s``: exponential backoff with jitter between attempts.
+    - ``watch_timeout_s``: server-side watch timeout; the watch is re-opened from the last
+      resourceVersion when it ends (Kubernetes caps watches anyway).
+    - ``request_timeout_s``: client read timeout for non-watch calls.
+    """
+
+    namespace: str
+    label_selector: str
+    cluster: str = ""
+    group_label: str = "ray.io/group"
+    retry_attempts: int = 5
+    retry_initial_s: float = 0.5
+    retry_max_s: float = 10.0
+    watch_timeout_s: int = 300
+    request_timeout_s: float = 30.0
+
+
+def load_api(kubeconfig: str | None = None, context: str | None = None) -> k8s.CoreV1Api:
+    """A CoreV1Api from in-cluster config (``kubeconfig`` None) or a kubeconfig file.
+
+    Called by the CLI only: the choice is the caller's.
+    """
+    from kubernetes import config
+
+    configuration = k8s.Configuration()
+    if kubeconfig is None:
+        # kubernetes.config ships no annotations.
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        config.load_kube_config(  # type: ignore[no-untyped-call]  # no annotations
+            config_file=kubeconfig, context=context, client_configuration=configuration
+        )
+    api_client = k8s.ApiClient(configuration)
+    api_client.user_agent = USER_AGENT
+    return k8s.CoreV1Api(api_client)

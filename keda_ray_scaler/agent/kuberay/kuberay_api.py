@@ -1,0 +1,205 @@
+"""The Kubernetes calls of KubeRay mode: the RayCluster, its RayWorkerGroups, ScaledObjects.
+
+Custom objects travel as JSON dicts (never the client's models). Transient errors (429, 5xx,
+transport; 409 on reads and status writes) are retried with bounded exponential backoff and
+then raised as :class:`~keda_ray_scaler.errors.KubernetesError`; a RayCluster patch whose
+precondition fails (409 resourceVersion, 422 failed ``test`` op) is raised at once as
+:class:`PreconditionFailed`, so the caller re-reads and decides again. The client is
+synchronous: every call runs in ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import structlog
+import tenacity
+import urllib3
+from kubernetes import client as k8s
+
+from keda_ray_scaler.agent.kube.kube_retry import (
+    backoff,
+    is_retryable,
+    status_of,
+    with_retries,
+)
+from keda_ray_scaler.agent.kuberay.raycluster import RAYCLUSTER_API, WORKER_GROUP_API
+from keda_ray_scaler.errors import KubernetesError
+from keda_ray_scaler.errors import (
+    PreconditionFailed as PreconditionFailed,  # kuberay.py names it here
+)
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+_JSON_PATCH = "application/json-patch+json"
+_MERGE_PATCH = "application/merge-patch+json"
+_PRECONDITION = frozenset({409, 422})
+SCALED_OBJECT_API = ("keda.sh", "v1alpha1", "scaledobjects")
+
+
+@dataclass(frozen=True, slots=True)
+class KubeRaySettings:
+    """Where the RayCluster is and how hard to try.
+
+    - ``namespace`` / ``raycluster``: the RayCluster (its RayWorkerGroups live beside it).
+    - ``conflict_attempts``: decisions per group and round when patches conflict (each on a
+      fresh read); the next round starts over.
+    - ``retry_attempts`` / ``retry_initial_s`` / ``retry_max_s``: transient errors (429, 5xx,
+      transport) of one call, exponential backoff with jitter.
+    - ``request_timeout_s``: client read timeout per call.
+    """
+
+    namespace: str
+    raycluster: str
+    conflict_attempts: int = 5
+    retry_attempts: int = 3
+    retry_initial_s: float = 0.2
+    retry_max_s: float = 2.0
+    request_timeout_s: float = 15.0
+
+
+def read_raycluster(api: k8s.CustomObjectsApi, namespace: str, name: str) -> dict[str, Any]:
+    """One RayCluster as JSON (blocking; the CLI's start-up read); KubernetesError on failure."""
+    group, version, plural = RAYCLUSTER_API
+    try:
+        obj = api.get_namespaced_custom_object(group, version, namespace, plural, name)
+    except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubernetesError(
+            f"read RayCluster {namespace}/{name}: {status_of(exc)} {exc}"
+        ) from exc
+    return _obj(obj)
+
+
+class KubeRayApi:
+    """The calls one RayCluster's applier makes."""
+
+    def __init__(
+        self,
+        api: k8s.CustomObjectsApi,
+        settings: KubeRaySettings,
+        *,
+        wait: tenacity.wait.wait_base | None = None,
+    ) -> None:
+        self._api = api
+        self._settings = settings
+        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
+        self._log = log.bind(cluster=settings.raycluster, namespace=settings.namespace)
+
+    async def raycluster(self) -> dict[str, Any]:
+        """A fresh read of the RayCluster."""
+        s = self._settings
+        group, version, plural = RAYCLUSTER_API
+        return await self._call(
+            "get",
+            lambda: self._api.get_namespaced_custom_object(
+                group, version, s.namespace, plural, s.raycluster,
+                _request_timeout=s.request_timeout_s,
+            ),
+        )  # fmt: skip
+
+    async def worker_groups(self) -> list[dict[str, Any]]:
+        """The RayWorkerGroups of the namespace that name this RayCluster."""
+        s = self._settings
+        group, version, plural = WORKER_GROUP_API
+        body = await self._call(
+            "list",
+            lambda: self._api.list_namespaced_custom_object(
+                group, version, s.namespace, plural, _request_timeout=s.request_timeout_s
+            ),
+        )
+        items = body.get("items") or []
+        return [i for i in items if (i.get("spec") or {}).get("rayCluster") == s.raycluster]
+
+    async def scaled_objects(self) -> list[dict[str, Any]]:
+        """ScaledObjects of the namespace; empty when they cannot be read (no KEDA, no RBAC)."""
+        s = self._settings
+        group, version, plural = SCALED_OBJECT_API
+        try:
+            body = _obj(
+                await asyncio.to_thread(
+                    self._api.list_namespaced_custom_object,
+                    group, version, s.namespace, plural,
+                    _request_timeout=s.request_timeout_s,
+                )
+            )  # fmt: skip
+        except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            self._log.debug("ScaledObjects not readable", status=status_of(exc))
+            return []
+        return list(body.get("items") or [])
+
+    async def patch_raycluster(self, patch: list[Any]) -> dict[str, Any]:
+        """One JSON patch of the RayCluster; :class:`PreconditionFailed` on 409/422."""
+        s = self._settings
+        group, version, plural = RAYCLUSTER_API
+        return await self._call(
+            "patch",
+            lambda: self._api.patch_namespaced_custom_object(
+                group, version, s.namespace, plural, s.raycluster, patch,
+                _content_type=_JSON_PATCH, _request_timeout=s.request_timeout_s,
+            ),
+            preconditions=True,
+        )  # fmt: skip
+
+    async def patch_status(self, name: str, status: Mapping[str, Any]) -> None:
+        """A merge patch of one RayWorkerGroup's status subresource."""
+        s = self._settings
+        group, version, plural = WORKER_GROUP_API
+        await self._call(
+            "status",
+            lambda: self._api.patch_namespaced_custom_object_status(
+                group, version, s.namespace, plural, name, {"status": dict(status)},
+                _content_type=_MERGE_PATCH, _request_timeout=s.request_timeout_s,
+            ),
+        )  # fmt: skip
+
+    async def _call(
+        self, operation: str, blocking: Callable[[], object], *, preconditions: bool = False
+    ) -> dict[str, Any]:
+        async def attempt() -> dict[str, Any]:
+            return _obj(await asyncio.to_thread(blocking))
+
+        return await self._retrying(operation, attempt, preconditions=preconditions)
+
+    async def _retrying(
+        self, operation: str, attempt: Callable[[], Awaitable[T]], *, preconditions: bool
+    ) -> T:
+        try:
+            return await with_retries(
+                attempt,
+                attempts=self._settings.retry_attempts,
+                wait=self._wait,
+                retryable=_retryable_keeping_preconditions if preconditions else is_retryable,
+            )
+        except k8s.ApiException as exc:
+            message = f"{operation}: {status_of(exc)} {_reason(exc)}"
+            if preconditions and exc.status in _PRECONDITION:
+                raise PreconditionFailed(message) from exc
+            raise KubernetesError(message) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubernetesError(f"{operation}: {exc}") from exc
+
+
+def _retryable_keeping_preconditions(exc: BaseException) -> bool:
+    """A 409/422 on a patch is not transient: the object changed, so decide again."""
+    if isinstance(exc, k8s.ApiException) and exc.status in _PRECONDITION:
+        return False
+    return is_retryable(exc)
+
+
+def _obj(value: object) -> dict[str, Any]:
+    """A custom object call's JSON body (the client annotates it as ``object``)."""
+    if not isinstance(value, dict):
+        raise KubernetesError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _reason(exc: k8s.ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return str(exc.reason)

@@ -1,0 +1,131 @@
+"""A RayWorkerGroup's status in KubeRay mode: replicas, selector and conditions, written on change.
+
+``status.replicas`` (the group's active pods), ``status.selector`` and the conditions are
+written through the status subresource when they changed (:func:`status_body`), so ``kubectl
+get rayworkergroups`` and the HPA read the truth; ``BoundsMatch`` says whether the ScaledObjects
+naming the RayWorkerGroup have the group's ``minReplicas``/``maxReplicas``
+(:func:`bounds_problem`). The applier (:mod:`~keda_ray_scaler.agent.kuberay.applier`) decides the
+conditions; :class:`StatusWriter` logs and writes them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi
+from keda_ray_scaler.agent.kuberay.raycluster_scale import GroupState
+from keda_ray_scaler.agent.kuberay.scale_up_lead import KEDA_DEFAULT_MAX, targeting
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class GroupStatus:
+    """The status one round finds for a RayWorkerGroup: its ``status`` fields."""
+
+    replicas: int
+    selector: str
+    conditions: list[dict[str, str]] = field(default_factory=list)
+
+    def condition(self, type_: str, ok: bool, reason: str, message: str) -> None:
+        """Add one condition (``lastTransitionTime`` is stamped by :func:`status_body`)."""
+        self.conditions.append(
+            {
+                "type": type_,
+                "status": "True" if ok else "False",
+                "reason": reason,
+                "message": message,
+            }
+        )
+
+
+def selector_of(cluster: str, group: str) -> str:
+    """The label selector of one group's worker pods, as KubeRay labels them."""
+    return f"ray.io/cluster={cluster},ray.io/group={group},ray.io/node-type=worker"
+
+
+def bounds_problem(scaled_object: Mapping[str, Any], low: int, high: int) -> str:
+    """Empty when the ScaledObject's min/max equal the group's; else what differs."""
+    spec = scaled_object.get("spec") or {}
+    so_min = int(spec.get("minReplicaCount", 0))
+    so_max = int(spec.get("maxReplicaCount", KEDA_DEFAULT_MAX))
+    name = (scaled_object.get("metadata") or {}).get("name", "")
+    problems = []
+    if so_min != low:
+        problems.append(f"minReplicaCount {so_min} != group minReplicas {low}")
+    if so_max != high:
+        problems.append(f"maxReplicaCount {so_max} != group maxReplicas {high}")
+    return f"ScaledObject {name}: " + "; ".join(problems) if problems else ""
+
+
+class StatusWriter:
+    """The ``BoundsMatch`` condition and the status write of one cluster's RayWorkerGroups; a
+    problem is logged when it starts or changes, not every round."""
+
+    def __init__(self, api: KubeRayApi, clock: Clock, *, cluster: str) -> None:
+        self._api = api
+        self._clock = clock
+        self._logged: dict[str, str] = {}  # group -> last condition message logged
+        self._log = log.bind(cluster=cluster)
+
+    def bounds(
+        self,
+        status: GroupStatus,
+        name: str,
+        state: GroupState,
+        scaled: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """``BoundsMatch`` for the RayWorkerGroup ``name``: the ScaledObjects targeting it."""
+        aimed = targeting(scaled, name)
+        problems = [
+            p for so in aimed if (p := bounds_problem(so, state.min_replicas, state.max_replicas))
+        ]
+        if problems:
+            message = "; ".join(problems) + " (min and max belong to the RayCluster's group)"
+            if self._logged.get(state.name) != message:
+                self._log.warning(
+                    "ScaledObject bounds differ", worker_group=state.name, problem=message
+                )
+            self._logged[state.name] = message
+            status.condition("BoundsMatch", False, "ScaledObjectBounds", message)
+        elif aimed:
+            self._logged.pop(state.name, None)
+            status.condition("BoundsMatch", True, "Match", "ScaledObject min/max match")
+
+    async def write(self, rwg: Mapping[str, Any], status: GroupStatus) -> None:
+        """Patch the RayWorkerGroup's status when it changed."""
+        name = str((rwg.get("metadata") or {}).get("name") or "")
+        now = datetime.datetime.fromtimestamp(self._clock.now(), datetime.UTC)
+        new = status_body(rwg.get("status") or {}, status, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if new is None:
+            return
+        for c in new["conditions"]:
+            if c["status"] == "False" and c["message"] != self._logged.get(f"ready/{name}"):
+                self._log.warning(
+                    "RayWorkerGroup not ready", rayworkergroup=name, message=c["message"]
+                )
+                self._logged[f"ready/{name}"] = c["message"]
+        await self._api.patch_status(name, new)
+
+
+def status_body(old: Mapping[str, Any], status: GroupStatus, stamp: str) -> dict[str, Any] | None:
+    """The new status (a condition keeps its lastTransitionTime while its status holds); None
+    when nothing changed, so an unchanged group costs no write."""
+    previous = {c.get("type"): c for c in old.get("conditions") or ()}
+    conditions = []
+    for c in status.conditions:
+        before = previous.get(c["type"]) or {}
+        since = (
+            before.get("lastTransitionTime", stamp)
+            if before.get("status") == c["status"]
+            else stamp
+        )
+        conditions.append({**c, "lastTransitionTime": since})
+    new = {"replicas": status.replicas, "selector": status.selector, "conditions": conditions}
+    return None if {k: old.get(k) for k in new} == new else new

@@ -1,0 +1,171 @@
+"""Take out of the pending demand the tasks Ray counts twice while they start.
+
+Ray's pending demand is the sum of every raylet's queue report (with the drivers' backlogs), and
+the node view is another set of reports; none is taken at the same instant. A task is counted
+twice while it starts: its resources are allocated on the node that leased it as soon as the
+lease is granted, and it stays in its owner's queue, so in the pending demand, until a worker has
+started there and the task is pushed to it. On a pod that just joined Ray that is a worker start:
+about a second on a quiet machine, several under load.
+
+Measured on Ray 2.60 with the local demo (20 x {CPU: 5}, 10-CPU pods joining about one per
+second), per agent poll (1 s): 2 pods used (4 tasks) with 17 pending on two polls in a row (21
+of 20 tasks), 1 pod used with pending bouncing back from 18 to 20 (22). The target went
+10 -> 11 and an 11th pod was bought, then drained. Confirming use over one poll (session 3) still
+let it through under load (5 of 7 runs), and hiding every rise of use for a window (tried next)
+under-counted real demand: through the HPA's scale-up rate limit (1 -> 5 -> 10 pods), the 5 pods'
+tasks hidden left 10 pending tasks placed on capacity that looked free, and the real loop reached
+10 pods in 26 s instead of 12.
+
+So only the use that the pending demand does not explain is taken out: over the polls of the last
+``window_s`` seconds, the use the pods gained (each pod's use now above its least in the window;
+a pod absent or pending then had none) minus what the pending demand lost from its peak in the
+window (task and placement-group bundles, in resources) is the double count; that many resources
+of task bundles (largest first, whole bundles that fit) are removed from the exported demand. A
+rise of use that pending demand paid for is shown at once; one it did not pay for is believed
+once it has lasted the window. The peak is taken over the pending demand as *exported* (after
+this filter), never as read: a double count taken out earlier is no fall of the demand that
+could hide a later one (seen on the real node under a load of 12: a read of 20 with 2 tasks
+leased, exported as 18, left the peak at 20 for the window, and the next lease's double count,
+21 tasks of 20, went through and bought an 11th pod). The cost: tasks that arrive and start at
+once on free capacity (never pending) while others still wait can hide as many pending tasks for
+at most the window.
+Nodes are exported as read. Pure: the caller keeps the earlier polls (:class:`UseHistory`).
+
+Since rule R1 (the head raylet's load read after the node view) the spill race above is gone
+from the pending demand; the filter now covers what R1 leaves, a lease allocated before its
+owner's next backlog report (``docs/concepts/demand.md``, "What R1 still counts").
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from keda_ray_scaler.model import Bundle, Demand, NodeStatus, Resources, WorkerNode
+
+#: Default window. After rule R1 (:mod:`~keda_ray_scaler.agent.ray.task_load`) what is left to cover
+#: is an owner's backlog report, sent on the core worker's 1 s heartbeat: one poll in the demo,
+#: with a worker start of 0 s or 30 s alike (``docs/concepts/demand.md``). 10 s is that period
+#: under load, with margin (2 polls at the 5 s default interval); it no longer tracks the start.
+DEFAULT_WINDOW_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """One earlier poll as read: each pod's used resources and the pending demand's total."""
+
+    at_s: float
+    used: Mapping[str, Resources]
+    pending: Resources
+
+
+def used_of(node: WorkerNode) -> Resources:
+    """Resources in use on a node (nothing for a pod not yet in Ray)."""
+    if node.status is NodeStatus.PENDING or node.available == node.total:
+        return Resources()
+    have = node.available.as_dict()
+    return Resources.from_units({k: max(v - have.get(k, 0), 0) for k, v in node.total})
+
+
+def pending_of(demand: Demand) -> Resources:
+    """Task and placement-group bundles pending, summed (``request_resources`` is no task)."""
+    total = Resources()
+    for b in demand.bundles:
+        total += b.resources.scaled(b.count)
+    for pg in demand.placement_groups:
+        for r in pg.bundles:
+            total += r.scaled(pg.count)
+    return total
+
+
+def poll_of(at_s: float, nodes: Iterable[WorkerNode], demand: Demand) -> Poll:
+    """This poll as :class:`UseHistory` keeps it."""
+    return Poll(at_s, {n.pod: used_of(n) for n in nodes if n.pod}, pending_of(demand))
+
+
+def double_counted(earlier: Sequence[Poll], current: Poll) -> Resources:
+    """The use gained over the window that the pending demand's fall from its peak does not
+    explain (elementwise, never negative)."""
+    if not earlier:
+        return Resources()
+    gained = Resources()
+    for pod, now in current.used.items():
+        if now:
+            least = now.as_dict()
+            for poll in earlier:
+                then = poll.used.get(pod)
+                if not then:  # absent or idle then: all of now is new
+                    least = {}
+                    break
+                if then != now:
+                    least = {k: min(v, then.get(k)) for k, v in least.items()}
+            gained += Resources.from_units({k: v - least.get(k, 0) for k, v in now})
+    if not gained:
+        return Resources()
+    peak = current.pending.as_dict()
+    for poll in earlier:
+        for k, v in poll.pending:
+            peak[k] = max(peak.get(k, 0), v)
+    excess = {k: g - (peak.get(k, 0) - current.pending.get(k)) for k, g in gained}
+    return Resources.from_units({k: v for k, v in excess.items() if v > 0})
+
+
+def without(demand: Demand, excess: Resources) -> tuple[Demand, int]:
+    """``demand`` minus whole task bundles that fit in ``excess``, largest first; how many."""
+    room, removed = excess, 0
+    kept: list[Bundle] = []
+    for b in sorted(demand.bundles, key=_size, reverse=True) if excess else ():
+        n = min(b.count, min((room.get(k) // v for k, v in b.resources), default=0))
+        room -= b.resources.scaled(n)
+        removed += n
+        if b.count > n:
+            kept.append(Bundle(b.resources, b.count - n))
+    if not removed:
+        return demand, 0
+    return replace(demand, bundles=tuple(sorted(kept, key=lambda b: b.resources))), removed
+
+
+def _size(b: Bundle) -> int:
+    return sum(v for _, v in b.resources)
+
+
+@dataclass(frozen=True, slots=True)
+class Filtered:
+    """One poll through the filter: the demand to export and what it took out."""
+
+    demand: Demand
+    removed: int  # task bundles taken out
+    current: Poll  # this poll as read
+    horizon_s: float  # how far back the window's earliest poll is (0: none)
+
+
+class UseHistory:
+    """The polls of the last ``window_s`` seconds, each with its pending demand as exported."""
+
+    def __init__(self, window_s: float = DEFAULT_WINDOW_S) -> None:
+        if window_s < 0:
+            raise ValueError(f"window_s must be >= 0, got {window_s:g}")
+        self.window_s = window_s
+        self._polls: deque[Poll] = deque()
+
+    def earlier(self, now_s: float) -> tuple[Poll, ...]:
+        """The recorded polls taken within the window before ``now_s``."""
+        while self._polls and self._polls[0].at_s < now_s - self.window_s:
+            self._polls.popleft()
+        return tuple(self._polls)
+
+    def record(self, poll: Poll) -> None:
+        """Keep this poll for the polls to come."""
+        if self.window_s > 0:
+            self._polls.append(poll)
+
+    def filter(self, at_s: float, nodes: Iterable[WorkerNode], demand: Demand) -> Filtered:
+        """``demand`` read at ``at_s`` without its double count; the poll kept with the
+        pending demand as exported (module doc)."""
+        current = poll_of(at_s, nodes, demand)
+        earlier = self.earlier(at_s)
+        exported, removed = without(demand, double_counted(earlier, current))
+        self.record(replace(current, pending=pending_of(exported)))
+        horizon = at_s - earlier[0].at_s if earlier else 0.0
+        return Filtered(exported, removed, current, horizon)

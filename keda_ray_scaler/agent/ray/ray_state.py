@@ -1,0 +1,187 @@
+"""Ray's view of one cluster: pending demand and worker nodes, read from the GCS.
+
+One RPC per poll, ``AutoscalerStateService/GetClusterStatus`` (:mod:`keda_ray_scaler.gcs.client`;
+the call behind Ray's ``GcsClient.get_cluster_status()`` and
+``ray.autoscaler.v2.sdk.get_cluster_status``), gives the snapshot S: nodes, placement groups,
+constraints and Ray's summed task demand. By default (:attr:`DemandRead.EXACT`) the task and
+actor demand is not S's sum but rule R1's, read after S: the head raylet's queue read directly
+and the other nodes' queues from the GCS (:mod:`~keda_ray_scaler.agent.ray.task_load`, two RPCs
+more), so a task starting on a fresh node is never both pending and running; when those reads
+fail the poll keeps S's sum and says why (``RayState.fallback``).
+The reply's raw state is parsed by :mod:`~keda_ray_scaler.agent.ray.ray_status` (pure).
+
+The agent command's reader first reads the head's Ray version (the internal KV key
+``CLUSTER_METADATA``) and refuses one outside the supported range
+(:mod:`keda_ray_scaler.gcs.versions`). The messages are Ray 2.60's; every version from 2.10 reads
+the same way (``min_bundles``, the constraints' field before 2.41, is ``resource_requests``'s field
+number), as ``tests/test_ray_versions.py`` shows against each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from enum import StrEnum
+from typing import Protocol
+
+from keda_ray_scaler.agent.interfaces import SpecView, spec_view
+from keda_ray_scaler.agent.ray.node_ages import NodeAges
+from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState, parse_status
+from keda_ray_scaler.agent.ray.status_nodes import PodRef
+from keda_ray_scaler.agent.ray.task_load_read import (
+    LoadsApi,
+    RayletRead,
+    read_task_load,
+)
+from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
+    GetClusterStatusReply,
+)
+from keda_ray_scaler.gcs.client import GcsConnection
+from keda_ray_scaler.gcs.raylet import HeadRaylet
+from keda_ray_scaler.gcs.versions import (
+    CLUSTER_METADATA_KEY,
+    CLUSTER_NAMESPACE,
+    UnsupportedRayVersion,
+    parse_cluster_metadata,
+    unsupported,
+)
+from keda_ray_scaler.model import (
+    ClusterSpec,
+    WorkerNode,
+)
+
+
+class DemandRead(StrEnum):
+    """Where a poll's task and actor demand comes from."""
+
+    EXACT = "exact"  # rule R1: the head raylet read after the snapshot (the default)
+    GCS = "gcs"  # the snapshot's own sum, as Ray's autoscaler reads it (counts starts twice)
+
+
+class GcsApi(LoadsApi, Protocol):
+    """The GCS calls a poll makes (:class:`~keda_ray_scaler.gcs.client.GcsClient`)."""
+
+    async def get_cluster_status(self, timeout_s: float) -> GetClusterStatusReply: ...
+
+    async def internal_kv_get(
+        self, key: bytes, namespace: bytes | None, timeout_s: float
+    ) -> bytes | None: ...
+
+
+class RayReader:
+    """Polls one Ray cluster; also the :class:`~keda_ray_scaler.agent.interfaces.RayView`.
+
+    Every call reads the GCS afresh (no cache), each RPC with a deadline of ``timeout_s``. Any
+    failure is :class:`RayError`, after which the connection is made anew.
+
+    With ``on_unsupported``, the first read also reads the head's Ray version
+    (:mod:`keda_ray_scaler.gcs.versions`; one KV call more, until a version is known): a version
+    outside the supported range is passed to ``on_unsupported`` and raised as
+    :class:`UnsupportedRayVersion`, and nothing is read until a supported one is known (a read
+    before the head wrote its version fails).
+
+    ``demand`` chooses the task demand's source (:class:`DemandRead`); with R1 a failed raylet
+    or load read is no failed poll, it is the state's ``fallback``.
+    """
+
+    def __init__(
+        self,
+        gcs: GcsConnection,
+        cluster: ClusterSpec | SpecView,
+        *,
+        timeout_s: float = 5.0,
+        pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
+        on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
+        demand: DemandRead = DemandRead.EXACT,
+        raylet: RayletRead | None = None,
+    ) -> None:
+        self._gcs = gcs
+        self.demand = demand
+        self._raylet: RayletRead = raylet if raylet is not None else HeadRaylet()
+        self._on_unsupported = on_unsupported
+        #: The head's Ray version once read (only with ``on_unsupported``).
+        self.ray_version: str | None = None
+        self._specs = spec_view(cluster)  # read at each parse: the groups as they are now
+        self._timeout_s = timeout_s
+        # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
+        self._pods_by_ip = pods_by_ip
+        self._ages = NodeAges()  # which of a pod's live nodes is its own (a restarted raylet's)
+
+    async def read(self) -> RayState:
+        """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
+        # The pod-IP map is taken before the calls, as the pod cache has it now.
+        by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
+        try:
+            client: GcsApi = self._gcs.get()
+            if self._on_unsupported is not None and self.ray_version is None:
+                await self._check_version(client, self._on_unsupported)
+            reply = await client.get_cluster_status(timeout_s=self._timeout_s)
+            v1 = None
+            if not reply.cluster_resource_state.cluster_resource_constraints:
+                v1 = await client.internal_kv_get(V1_REQUEST_KEY, None, timeout_s=self._timeout_s)
+        except RayError:
+            self._gcs.reset()
+            raise
+        seen = self._ages.observe(
+            ns.node_id.hex() for ns in reply.cluster_resource_state.node_states
+        )
+        stale = self._ages.stale
+        if self.demand is DemandRead.GCS:
+            state = parse_status(
+                reply,
+                self._specs.spec,
+                v1_requests=v1,
+                pods_by_ip=by_ip,
+                first_seen=seen,
+                stale=stale,
+            )
+            self._ages.supersede(state.superseded)
+            return state
+        # R1: after S returned (never before, never beside it); no failure here fails the poll.
+        tasks = await read_task_load(client, self._raylet, reply, self._timeout_s)
+        state = parse_status(
+            reply,
+            self._specs.spec,
+            v1_requests=v1,
+            pods_by_ip=by_ip,
+            tasks=tasks.queued,
+            first_seen=seen,
+            stale=stale,
+        )
+        self._ages.supersede(state.superseded)
+        if tasks.fallback is None:
+            return state
+        return replace(state, fallback=tasks.fallback, fallback_error=tasks.error)
+
+    async def read_version(self) -> str | None:
+        """The head's Ray version (its cluster metadata); None while the head has written none."""
+        client: GcsApi = self._gcs.get()
+        raw = await client.internal_kv_get(
+            CLUSTER_METADATA_KEY, CLUSTER_NAMESPACE, timeout_s=self._timeout_s
+        )
+        return None if raw is None else parse_cluster_metadata(raw)
+
+    async def _check_version(
+        self, client: GcsApi, on_unsupported: Callable[[UnsupportedRayVersion], None]
+    ) -> None:
+        raw = await client.internal_kv_get(
+            CLUSTER_METADATA_KEY, CLUSTER_NAMESPACE, timeout_s=self._timeout_s
+        )
+        if raw is None:  # the head writes it just after its GCS starts: the next read asks again
+            raise RayError(
+                f"GCS {self._gcs.address}: no Ray version yet ({CLUSTER_METADATA_KEY.decode()} "
+                "not written): nothing is read from a Ray of unknown version"
+            )
+        version = parse_cluster_metadata(raw)
+        problem = unsupported(version)
+        if problem is not None:
+            refused = UnsupportedRayVersion(version, f"GCS {self._gcs.address}: {problem}")
+            on_unsupported(refused)
+            raise refused
+        self.ray_version = version
+
+    async def nodes(self) -> tuple[WorkerNode, ...]:
+        """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""
+        state = await self.read()
+        return tuple(n for n in state.nodes if n.group)

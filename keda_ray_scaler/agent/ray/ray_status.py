@@ -1,0 +1,193 @@
+"""One ``GetClusterStatusReply`` read as demand and worker nodes (pure: tests and the benchmark
+feed it synthetic replies).
+
+We read its raw ``cluster_resource_state`` instead of the SDK's parsed ``ClusterStatus``
+because the parsed form drops what a scaler needs: it reports ``idle_time_ms = 0`` unless the
+node is IDLE, merges placement-group bundles by shape (losing their order) and keeps the
+strategy only inside a ``details`` string. From the raw state:
+
+- ``pending_resource_requests``: task/actor demand, one ``(shape, count)`` per shape;
+- ``pending_gang_resource_requests``: pending placement groups, bundles in order, strategy from
+  ``details`` (``"<pg_id>:<STRATEGY>|<state>"``);
+- ``cluster_resource_constraints``: ``request_resources()`` when autoscaler v2 is on; with v1
+  (no ``RAY_enable_autoscaler_v2`` on the head) Ray writes the request as JSON to the internal
+  KV key ``autoscaler_resource_request`` instead, which we read when the GCS has none;
+- ``node_states``: per node ``instance_id`` (KubeRay: ``RAY_CLOUD_INSTANCE_ID`` = pod name),
+  ``ray_node_type_name`` (``RAY_NODE_TYPE_NAME`` = worker group), status, total and available
+  resources, ``idle_duration_ms``, ``node_ip_address``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from keda_ray_scaler.agent.ray.shape_bound import merge_counts
+from keda_ray_scaler.agent.ray.status_nodes import PG_RESOURCE, NodeRead, PodRef, resources_of
+from keda_ray_scaler.agent.ray.task_load import QueuedShape
+from keda_ray_scaler.agent.ray.task_load_read import Fallback
+from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
+    GangResourceRequest,
+    GetClusterStatusReply,
+)
+from keda_ray_scaler.model import (
+    Bundle,
+    ClusterSpec,
+    Demand,
+    PlacementGroup,
+    Resources,
+    Strategy,
+    WorkerNode,
+)
+
+#: Ray's internal KV key where ``request_resources()`` writes with autoscaler v1.
+V1_REQUEST_KEY = b"autoscaler_resource_request"
+
+
+@dataclass(frozen=True, slots=True)
+class RayState:
+    """One poll's result: demand, worker nodes and what could not be mapped."""
+
+    demand: Demand
+    nodes: tuple[WorkerNode, ...]
+    unmapped: int = 0  # worker nodes exported with group "" (no pod name, group or known IP)
+    dropped_pg_shapes: int = 0  # task shapes asking placement-group resources (not scalable)
+    #: pods with a DEAD Ray node and no live one (the GCS keeps dead nodes for a while)
+    dead: frozenset[str] = frozenset()
+    #: pods whose node has resources in use and no busy worker: leases granted, workers starting
+    starting: frozenset[str] = frozenset()
+    #: why the task demand is the snapshot's sum although R1 was asked (None: as asked)
+    fallback: Fallback | None = None
+    #: the failure behind ``fallback``, one line
+    fallback_error: str = ""
+    #: task bundles pending in the GCS's own sum (the snapshot's), whatever the demand's source:
+    #: beside R1's count in the debug log, the double count R1 left out
+    gcs_tasks: int = 0
+    #: node ids the GCS lists alive for a pod that has a newer node (a restarted raylet's
+    #: predecessor, :mod:`~keda_ray_scaler.agent.ray.node_ages`): left out of ``nodes``
+    superseded: tuple[str, ...] = ()
+
+
+def parse_strategy(details: str) -> Strategy:
+    """The strategy in a gang request's ``details`` (``"<pg_id>:<STRATEGY>|<state>"``).
+
+    An unknown or missing strategy is read as STRICT_SPREAD, the one that needs the most pods,
+    so demand is never under-reported.
+    """
+    _, _, rest = details.partition(":")
+    name = rest.partition("|")[0]
+    try:
+        return Strategy(name)
+    except ValueError:
+        return Strategy.STRICT_SPREAD
+
+
+def parse_v1_requests(raw: bytes | None) -> tuple[Bundle, ...]:
+    """``request_resources()`` as written to the internal KV by autoscaler v1 (JSON list)."""
+    if not raw:
+        return ()
+    try:
+        items = json.loads(raw)
+    except ValueError as exc:
+        raise RayError(f"{V1_REQUEST_KEY.decode()}: not JSON: {exc}") from exc
+    if not isinstance(items, list):
+        raise RayError(f"{V1_REQUEST_KEY.decode()}: expected a list, got {type(items).__name__}")
+    counts: dict[Resources, int] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            raise RayError(f"{V1_REQUEST_KEY.decode()}: bad bundle {item!r}")
+        shape = resources_of(item)
+        if shape:
+            counts[shape] = counts.get(shape, 0) + 1
+    return tuple(Bundle(r, n) for r, n in sorted(counts.items()))
+
+
+def parse_status(
+    reply: GetClusterStatusReply,
+    cluster: ClusterSpec,
+    *,
+    v1_requests: bytes | None = None,
+    pods_by_ip: Mapping[str, PodRef] | None = None,
+    tasks: Iterable[QueuedShape] | None = None,
+    first_seen: Mapping[str, int] | None = None,
+    stale: frozenset[str] = frozenset(),
+) -> RayState:
+    """Demand and worker nodes from a ``GetClusterStatusReply`` (pure).
+
+    ``tasks``, when given, is the task and actor demand in place of the reply's
+    ``pending_resource_requests`` (rule R1's, :mod:`~keda_ray_scaler.agent.ray.task_load`).
+
+    Node mapping, as KubeRay sets it up: ``instance_id`` is the pod name and
+    ``ray_node_type_name`` the worker group; a node lacking either is looked up by its IP in
+    ``pods_by_ip`` (the pod IPs Kubernetes reports). A node still without both is exported with
+    group ``""`` (pod = its node id when no name is known) and counted in ``unmapped``. The head
+    is never a worker. Dead nodes are left out. A pod that lists two live nodes keeps the one
+    ``first_seen`` (node id -> the poll it was first seen in,
+    :mod:`~keda_ray_scaler.agent.ray.node_ages`) saw last; the others are ``superseded``.
+    """
+    state = reply.cluster_resource_state
+    if tasks is None:
+        raw = [
+            (dict(rc.request.resources_bundle), rc.count) for rc in state.pending_resource_requests
+        ]
+    else:
+        raw = [(q.as_dict(), q.count) for q in tasks]
+    task_pairs, dropped = _task_bundles(raw)
+    constraints = merge_counts(
+        (resources_of(r.request.resources_bundle), r.count)
+        for c in state.cluster_resource_constraints
+        for r in c.resource_requests
+    )
+    demand = Demand(
+        bundles=merge_counts(task_pairs),
+        placement_groups=_placement_groups(state.pending_gang_resource_requests),
+        constraints=constraints or parse_v1_requests(v1_requests),
+    )
+    read = NodeRead.of(
+        state.node_states,
+        pods_by_ip or {},
+        {g.name for g in cluster.worker_groups},
+        first_seen or {},
+        stale,
+    )
+    alive = {n.pod for n in read.nodes}
+    return RayState(
+        demand,
+        tuple(sorted(read.nodes, key=lambda n: (n.group, n.pod))),
+        read.unmapped,
+        dropped,
+        frozenset(read.dead - alive),
+        frozenset(read.starting),
+        gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
+        superseded=tuple(sorted(n.node_id for n in read.superseded)),
+    )
+
+
+def _task_bundles(
+    raw: Iterable[tuple[Mapping[str, float], int]],
+) -> tuple[list[tuple[Resources, int]], int]:
+    """Task and actor shapes as resources, and how many were left out: a shape that asks for a
+    placement group's bundle resource runs in a bundle already counted as the group's."""
+    pairs: list[tuple[Resources, int]] = []
+    dropped = 0
+    for bundle, count in raw:
+        if any(PG_RESOURCE.match(k) for k in bundle):
+            dropped += 1
+            continue
+        pairs.append((resources_of(bundle), count))
+    return pairs, dropped
+
+
+def _placement_groups(gangs: Iterable[GangResourceRequest]) -> tuple[PlacementGroup, ...]:
+    """Pending placement groups, alike ones counted together."""
+    counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
+    for gang in gangs:
+        bundles = tuple(resources_of(r.resources_bundle) for r in gang.requests)
+        if bundles:
+            key = (parse_strategy(gang.details), bundles)
+            counts[key] = counts.get(key, 0) + 1
+    return tuple(
+        PlacementGroup(strategy, bundles, n) for (strategy, bundles), n in sorted(counts.items())
+    )
