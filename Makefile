@@ -38,12 +38,12 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 
 # Test modules run side by side on TEST_WORKERS pytest-xdist workers, one module a worker at a
 # time, the modules that start a real node one after another on one worker, the longest first
-# (tests/conftest.py, tests/xdist_modules.py); each worker has a network namespace of its own
-# (tests/worker_netns.py).
-# The real node's own checks (tests/test_real_node.py) and the fault matrix
-# (tests/test_real_faults.py, a real loop of its own: about 11 minutes) run in e2e-local only, for
+# (tests/conftest.py, tests/harness/xdist_modules.py); each worker has a network namespace of its own
+# (tests/harness/worker_netns.py).
+# The real node's own checks (tests/real/node/test_real_node.py) and the fault matrix
+# (tests/real/node/test_real_faults.py, a real loop of its own: about 11 minutes) run in e2e-local only, for
 # CI's time (two beds side by side starved the 2 CPUs: docs/testing.md); the short form of the
-# side-by-side benchmark with Ray's own autoscaler (tests/test_vs_ray.py, the seed with 5 s
+# side-by-side benchmark with Ray's own autoscaler (tests/real/node/test_vs_ray.py, the seed with 5 s
 # tasks at fast settings, both sides, on the session's bed) runs in both, so that it cannot rot. Two workers (the default, as in CI): the real-node
 # modules on one, everything else on the other meanwhile; the suite takes about as long as the
 # real modules (see docs/testing.md). TEST_WORKERS=0: one process.
@@ -52,7 +52,7 @@ XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
 	$(BED) $(BIN)/pytest -q --durations=25 $(XDIST) \
-	  --ignore=tests/test_real_node.py --ignore=tests/test_real_faults.py $(PYTEST_ARGS)
+	  --ignore=tests/real/node/test_real_node.py --ignore=tests/real/node/test_real_faults.py $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
@@ -61,19 +61,19 @@ e2e-build: ## build (or find cached) the test bed's binaries and images; prints 
 # Ray from PyPI, one venv a version, outside the repository (~/.cache/keda-ray-scaler/ray-versions,
 # about 25 s a version cold, nothing warm): made here, before the suite's network namespace,
 # which has no route to PyPI. `make test` runs the oldest and the newest supported Ray
-# (tests/test_ray_versions.py); test-ray-versions runs every version of the matrix.
+# (tests/real/ray/test_ray_versions.py); test-ray-versions runs every version of the matrix.
 ray-venvs: ## the Ray venvs the version matrix's CI cases need (the oldest and newest Ray)
 	$(PY) tools/ray_venvs.py
 
 test-ray-versions: install ## the agent's read and drain against every Ray of the matrix, both autoscaler modes
 	$(PY) tools/ray_venvs.py --all
-	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/test_ray_versions.py $(PYTEST_ARGS)
+	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/real/ray/test_ray_versions.py $(PYTEST_ARGS)
 
 # One process: every module here starts a real node, and those run one after another anyway.
 e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:", "e2e-node:" and "vs-ray:" lines
 	@log=$$(mktemp); $(BED) $(BIN)/pytest -q -n 0 \
-	  tests/test_real_node.py tests/test_real_control_plane.py tests/test_real_kuberay.py tests/test_real_faults.py \
-	  tests/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
+	  tests/real/node/test_real_node.py tests/real/control_plane/test_real_control_plane.py tests/real/control_plane/test_real_kuberay.py tests/real/node/test_real_faults.py \
+	  tests/real/node/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
 	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|local|node)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install

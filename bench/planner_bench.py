@@ -43,6 +43,7 @@ from bench.instances import (
 )
 from bench.ray_v1 import schedule_v1
 from keda_ray_scaler.cli.plan import describe as describe_decision
+from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import (
     Bundle,
     Demand,
@@ -52,7 +53,6 @@ from keda_ray_scaler.model import (
     Resources,
     Strategy,
 )
-from keda_ray_scaler.plans import Plan
 
 PlanFn = Callable[[PlanningInput], Plan]
 

@@ -1,14 +1,16 @@
 """The test bed both sides of the side-by-side benchmark share (issue 16).
 
 :func:`bed` starts, inside the bed's network namespace (``e2e/netns.sh``), what
-``tests/real_kuberay.py``'s ``kuberay_loop`` starts, at a :class:`~bench.vs_ray_profile.Profile`'s
+``tests/harness/real_kuberay.py``'s ``kuberay_loop`` starts, at a
+:class:`~bench.vs_ray_profile.Profile`'s
 timings, but **no Ray cluster**: the control plane and KEDA (HPA sync ``hpa_sync_s``), one real
 node, KubeRay's CRDs and the real KubeRay 1.5.1 operator, Prometheus scraping the agent every
 ``scrape_s``, the scaler from the Helm chart (``refreshIntervalSeconds``), KEDA's client
 certificate, and a watch of the worker pods. Each side's RayCluster is applied and deleted by
 :mod:`bench.vs_ray_clusters`, so both start from the same empty namespace.
 
-The bed is ``tests/bed.py``'s (its modules are imported from here): the benchmark runs exactly
+The bed is ``tests/harness/bed.py``'s (its modules are imported from here): the benchmark runs
+exactly
 the bed the tests run.
 """
 
@@ -22,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
+if str(REPO / "tests" / "harness") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests" / "harness"))
 
 from bed import NAMESPACE, bin_dir, images_json, ray_namespace, start_bed  # noqa: E402
 from bed import Bed as TestBed  # noqa: E402
@@ -57,7 +59,7 @@ class Bed:
 
 @contextlib.contextmanager
 def bed(profile: Profile) -> Iterator[Bed]:
-    """Start the shared bed at ``profile``'s timings (``tests/bed.py``, no kwok node), the
+    """Start the shared bed at ``profile``'s timings (``tests/harness/bed.py``, no kwok node), the
     namespace ``ray`` on it; stop everything by PID on exit."""
     with start_bed(
         bin_dir(),
@@ -73,7 +75,8 @@ def bed(profile: Profile) -> Iterator[Bed]:
 
 @contextlib.contextmanager
 def on_bed(started: TestBed, profile: Profile) -> Iterator[Bed]:
-    """The benchmark on a bed already up (the tests' session bed: ``tests/test_vs_ray.py``),
+    """The benchmark on a bed already up (the tests' session bed:
+    ``tests/real/node/test_vs_ray.py``),
     whose timings must be ``profile``'s: the namespace ``ray`` made for the run and deleted
     after it, the share and the pod watch."""
     timings = (started.hpa_sync_s, started.scrape_s, started.refresh_s)

@@ -1,7 +1,8 @@
 """Each side's Ray cluster on the shared bed: ``manifests/kuberay/example`` through an overlay.
 
 Both sides apply the same example RayCluster ``demo`` with what the real node needs
-(``tests/ray_on_node.py``: local images, the head on the node's network at the node IP with GCS
+(``tests/harness/ray_on_node.py``: local images, the head on the node's network at the node IP with
+GCS
 port 6379, workers on the pod bridge joining it by address, small requests with Ray's logical
 resources from ``rayStartParams``) and the profile's ``idleTimeoutSeconds`` (read by both
 autoscalers). The workload says which worker groups exist (``cpu``; ``gpu`` too for the mix).

@@ -3,7 +3,7 @@
     python bench/vs_ray_mix.py ADDRESS GCS_ADDRESS
 
 Run on this machine through Ray Client (``ADDRESS``: ``ray://NODE_IP:10001``), with Ray's token
-in the environment, as ``tests/ray_workload.py`` is; its JSON lines are that driver's
+in the environment, as ``tests/harness/ray_workload.py`` is; its JSON lines are that driver's
 (``connected``, ``submitted``, ``done``, ``failed``, ``finished``) and its tasks write
 ``ATTEMPT_DIR/<task>-<start ns>`` the same way. Self-contained: Ray Client ships this module's
 task functions by value.

@@ -1,6 +1,7 @@
 """The workloads of the side-by-side benchmark, one driver for both sides (issue 16).
 
-Each runs ``tests/ray_workload.py`` on this machine through Ray Client, as the real-loop tests
+Each runs ``tests/harness/ray_workload.py`` on this machine through Ray Client, as the real-loop
+tests
 do, with Ray's default task retries (3) and every attempt recorded (``ATTEMPT_DIR``: the pod an
 attempt ran on, even when Ray retried it elsewhere):
 
@@ -15,7 +16,8 @@ attempt ran on, even when Ray retried it elsewhere):
   ``{CPU: 10}`` held 120 s (``bench/vs_ray_mix.py``). Needed: 2 cpu pods (the floor) and 3 gpu
   pods (the GPU tasks); the spread's 3 bundles fit on 3 of those 5 nodes (a gpu pod has 8 CPUs,
   the GPU task takes 1), as Ray's own scheduler places them.
-- **s, seed's short form** (CI's, ``tests/test_vs_ray.py``): (a) with its short tasks and the
+- **s, seed's short form** (CI's, ``tests/real/node/test_vs_ray.py``): (a) with its short tasks and
+the
   held tasks' release 5 s each instead of 20 s and 30 s. Needed: 10 pods.
 - **d, cycles**: the real-control-plane test's random waves (seed 20261123), 14 waves 6 s apart
   of 1-6 tasks of ``{CPU: 5}``, 1-5 s each. Needed: at most 3 pods at a time (a wave's tasks on
@@ -70,7 +72,7 @@ class Spec:
 
 @dataclass
 class Run:
-    """What a driver did: its events (``tests/ray_workload.py``) and its tasks' attempts."""
+    """What a driver did: its events (``tests/harness/ray_workload.py``) and its tasks' attempts."""
 
     spec: Spec
     started_at: float  # unix time the driver started (it connects through Ray Client first)
@@ -105,7 +107,7 @@ class Run:
 
 
 def cycle_waves(seed: int = RNG_SEED, cycles: int = CYCLES) -> list[tuple[float, list[float]]]:
-    """The cycles test's waves (tests/test_real_control_plane.py)."""
+    """The cycles test's waves (tests/real/control_plane/test_real_control_plane.py)."""
     rng = random.Random(seed)
     return [
         (n * 6.0, [round(rng.uniform(1.0, 5.0), 1) for _ in range(rng.randint(1, 6))])
@@ -121,7 +123,8 @@ CYCLE = Spec(
     sum(len(d) for _, d in cycle_waves()),
 )  # fmt: skip
 MIX = Spec("c", "mix: cpu + gpu, STRICT_SPREAD, floor", ("cpu", "gpu"), {"cpu": 2, "gpu": 3}, 6)
-#: CI's short form of the seed (``tests/test_vs_ray.py``): short tasks and the release 5 s each
+#: CI's short form of the seed (``tests/real/node/test_vs_ray.py``): short tasks and the release 5
+#: s each
 SHORT_FORM_S = 5.0
 SHORT_FORM_WAVES = [
     (t, [SHORT_FORM_S if d > 0 else d for d in durations]) for t, durations in SEED_WAVES
@@ -211,7 +214,7 @@ def run_burst(bed: Bed, cluster: Cluster) -> Run:
 
 
 def _start_mix(bed: Bed, cluster: Cluster) -> tuple[Workload, Path]:
-    """``bench/vs_ray_mix.py`` as ``real_loop.submit`` starts ``tests/ray_workload.py``."""
+    """``bench/vs_ray_mix.py`` as ``real_loop.submit`` starts ``tests/harness/ray_workload.py``."""
     n = next(_RUNS)
     attempts = make_share(bed.share / f"attempts-{n}")
     out = bed.workdir / f"workload-{n}.jsonl"

@@ -9,11 +9,11 @@
 #   kwok           fake nodes and pod status (sigs.k8s.io/kwok), kwok-stages/ its stage configs
 #   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs,
 #                  keda-reference/ its externalscaler.proto and CRDs (for the compatibility tests)
-#   helm           the Helm CLI (helm.sh/helm/v3), for the chart's tests (tests/test_chart.py)
+#   helm           the Helm CLI (helm.sh/helm/v3), for the chart's tests (tests/real/control_plane/test_chart.py)
 #   kuberay        the KubeRay operator (github.com/ray-project/kuberay/ray-operator), kuberay-crds/
 #   containerd     containerd, ctr and containerd-shim-runc-v2 (github.com/containerd/containerd/v2)
 #   runc           runc (github.com/opencontainers/runc; cgo with Debian's libseccomp)
-#                  containerd and runc are the real node's runtime (tests/real_node.py); its kubelet
+#                  containerd and runc are the real node's runtime (tests/harness/real_node.py); its kubelet
 #                  is in the controlplane binary.
 #
 # Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
@@ -109,7 +109,7 @@ build_helm() {
 }
 
 # kuberay: the KubeRay operator (github.com/ray-project/kuberay/ray-operator, pinned here) for the
-# KubeRay-mode test (tests/test_real_kuberay.py), kuberay-crds/ its CRDs. `go install pkg@version`
+# KubeRay-mode test (tests/real/control_plane/test_real_kuberay.py), kuberay-crds/ its CRDs. `go install pkg@version`
 # needs the proxy's version list (refused here), so build in a writable copy of the module.
 KUBERAY_VERSION=v1.5.1
 build_kuberay() {

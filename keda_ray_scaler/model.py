@@ -3,7 +3,7 @@
 Pure: no I/O, no clock, no environment. Amounts are exact integers in Ray's fixed-point
 granularity (1/10000 of a unit, ``ray._private.ray_constants`` ``MEMORY_RESOURCE_UNIT`` aside),
 so packing arithmetic never accumulates float error and plans are reproducible byte for byte.
-The planner's answer (plans, decisions, unplaceable demand) is in :mod:`~keda_ray_scaler.plans`.
+The planner's answer (plans, decisions, unplaceable demand) is in :mod:`~keda_ray_scaler.decisions`.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ if os.environ.get("KRS_CI"):
 
 def _own_network() -> None:
     """An xdist worker in the real-node bed takes a network namespace of its own
-    (tests/worker_netns.py), before any test module is imported or thread started. Outside
+    (tests/harness/worker_netns.py), before any test module is imported or thread started. Outside
     xdist nothing is imported here (real_node pulls in the control plane's helpers)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
@@ -54,13 +54,15 @@ def _own_network() -> None:
 _own_network()
 
 
-#: directories of the shared beds up now (tests/bed.py): their processes outlive every module
+#: directories of the shared beds up now (tests/harness/bed.py): their processes outlive every
+#: module
 SHARED_BEDS: set[str] = set()
 
 
 @pytest.fixture(scope="session")
 def bed() -> Iterator[object]:
-    """The real-node bed (tests/bed.py), started once for the session by the first module that
+    """The real-node bed (tests/harness/bed.py), started once for the session by the first module
+    that
     runs a Ray cluster on it, stopped at the session's end; skips outside the bed's network."""
     from bed import bin_dir, images_json, start_bed
     from ray_on_node import require_bed
@@ -72,8 +74,9 @@ def bed() -> Iterator[object]:
 
 
 #: The modules that start a real node, in the order they run, one after another on one worker
-#: (tests/xdist_modules.py): ``test_real_node`` (a node of its own) first, then those on the
-#: session's shared bed (tests/bed.py, the fixture ``bed``), which stays up until the session
+#: (tests/harness/xdist_modules.py): ``test_real_node`` (a node of its own) first, then those on the
+#: session's shared bed (tests/harness/bed.py, the fixture ``bed``), which stays up until the
+#: session
 #: ends: two real nodes at once would share the node IP and the kubelet's ports. (Two chains on
 #: two beds side by side, three workers, starved the machine's 2 CPUs: docs/testing.md.)
 REAL_NODE_ORDER = (
@@ -92,7 +95,7 @@ LONG_FIRST = (*REAL_NODE_ORDER, "test_e2e_local.py")
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """``make test``'s scheduler (tests/xdist_modules.py): each module one unit of work, the
+    """``make test``'s scheduler (tests/harness/xdist_modules.py): each module one unit of work, the
     real-node modules together one."""
     from xdist_modules import ModuleScheduling
 
@@ -115,7 +118,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: each module's tests keep their order
 
 
-#: module -> the processes it left running (see tests/leftovers.py); printed in the summary
+#: module -> the processes it left running (see tests/harness/leftovers.py); printed in the summary
 LEFTOVERS: dict[str, list[str]] = {}
 
 

@@ -9,7 +9,8 @@ definitions exactly as Ray compiled them, without comments. This prints each des
 ``.proto`` source, for ``autoscaler.proto``, ``gcs_service.proto`` and ``node_manager.proto``
 (the raylet's ``GetResourceLoad``) and every file they import, under their paths in Ray's tree
 (``src/ray/protobuf/...``), so the files protoc compiles from them are identical to Ray's own
-(``tests/test_gcs_protos.py`` compares the descriptors byte for byte while that Ray version is
+(``tests/unit/gcs/test_gcs_protos.py`` compares the descriptors byte for byte while that Ray
+version is
 installed). Ray itself is never imported: the descriptors are
 read from the module sources. The Ray version and commit are printed, for ``protos/ray/README.md``.
 The wheel's own license file says only "Apache 2.0": ``LICENSE`` is the license's text, from this

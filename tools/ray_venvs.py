@@ -8,7 +8,8 @@ heads with ``--include-dashboard=false``) and the version's constraints, if any.
 ``.krs-ready`` (holding what was installed) is written last, so a warm run costs nothing and
 a broken install is redone. Without arguments: the versions CI runs (the oldest and the
 newest); ``--all`` (or ``KRS_RAY_VERSIONS=all``): the whole matrix. It needs the network (PyPI),
-so ``make`` runs it before the suite's network namespace; ``tests/test_ray_versions.py`` only
+so ``make`` runs it before the suite's network namespace; ``tests/real/ray/test_ray_versions.py``
+only
 reads the venvs it made. Prints each venv's path and how long it took.
 """
 

@@ -44,6 +44,7 @@ from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S, UseHistory
 from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.agent.ray.shape_bound import bound_shapes
 from keda_ray_scaler.agent.ray.task_load_read import Fallback
+from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
@@ -52,7 +53,6 @@ from keda_ray_scaler.model import (
     Resources,
     WorkerNode,
 )
-from keda_ray_scaler.plans import Plan
 
 log = structlog.get_logger(__name__)
 

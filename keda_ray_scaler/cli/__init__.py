@@ -9,7 +9,7 @@ Bad input exits with code 2 and one line on stderr that says what is wrong.
 Only the modules of the command that runs are imported: the others stand in the parser as their
 one-line summary (:data:`SUMMARY`). Why: ``serve``, ``status`` and ``agent`` pull in gRPC, the
 Prometheus and Kubernetes clients and structlog (~0.5 s), which ``plan``, a quick offline
-command, never uses (``tests/test_cli_imports.py``).
+command, never uses (``tests/unit/cli/test_cli_imports.py``).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from typing import Any
 
 from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
+from keda_ray_scaler.decisions import Decision, DecisionKind, Plan, Why
 from keda_ray_scaler.model import Resources
 from keda_ray_scaler.planner import plan
-from keda_ray_scaler.plans import Decision, DecisionKind, Plan, Why
 
 #: What ``plan --help`` says the command does.
 _DESCRIPTION = (

@@ -1,6 +1,7 @@
 """Stand-ins for KEDA and the HPA in the local demo, which runs without Kubernetes: call the
 scaler over gRPC, compute the replicas. The real KEDA and HPA run in the real-control-plane test
-(tests/test_real_control_plane.py); what they do differently is in docs/design/keda-fallback.md.
+(tests/real/control_plane/test_real_control_plane.py); what they do differently is in
+docs/design/keda-fallback.md.
 
 Per poll and ScaledObject: ``IsActive`` (false: scale to zero), then ``GetMetricSpec`` and
 ``GetMetrics`` and the HPA's AverageValue rule ``ceil(metric / target)``, bounded by

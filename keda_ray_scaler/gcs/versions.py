@@ -3,7 +3,8 @@
 Every head writes ``{"ray_version": "2.47.1", "python_version": ..., ...}`` as JSON under the
 internal KV key ``CLUSTER_METADATA`` in namespace ``cluster`` when it starts (Ray's
 ``usage_lib.put_cluster_metadata``, always, usage stats or not: Ray's own clients check their
-version against it), on every version from 2.10 to 2.60 (``tests/test_ray_versions.py`` reads it
+version against it), on every version from 2.10 to 2.60 (``tests/real/ray/test_ray_versions.py``
+reads it
 from each). The agent reads it before its first poll and refuses a version outside
 :data:`SUPPORTED` instead of reading a protocol it was never tested against: the range is the one
 the version matrix runs (``make test-ray-versions``, ``docs/reference/ray-versions.md``).

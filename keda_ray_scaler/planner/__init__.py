@@ -11,6 +11,7 @@ the reasons for what stays unplaceable (:mod:`.unplaceable`), then idle removal 
 
 from __future__ import annotations
 
+from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import PlanningInput
 from keda_ray_scaler.packing import (
     GroupScorer,
@@ -23,7 +24,6 @@ from keda_ray_scaler.planner.context import build_context
 from keda_ray_scaler.planner.scale_down import group_plans
 from keda_ray_scaler.planner.search import SearchLimits, search, shape_count
 from keda_ray_scaler.planner.unplaceable import merge
-from keda_ray_scaler.plans import Plan
 
 __all__ = ["SearchLimits", "plan"]
 

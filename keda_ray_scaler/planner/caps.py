@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from keda_ray_scaler.decisions import Decision, DecisionKind, Why
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode
-from keda_ray_scaler.plans import Decision, DecisionKind, Why
 
 
 @dataclass(frozen=True, slots=True)

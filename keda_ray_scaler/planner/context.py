@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from keda_ray_scaler.decisions import Decision, DecisionKind, Why
 from keda_ray_scaler.model import (
     RESOURCE_SCALE,
     Bundle,
@@ -31,7 +32,6 @@ from keda_ray_scaler.model import (
 from keda_ray_scaler.packing import GroupSpec, Vec, fit_count, need_of, scarcity_rank
 from keda_ray_scaler.packing.shapes import UNBOUNDED
 from keda_ray_scaler.planner.caps import CapCut, cut_to_caps
-from keda_ray_scaler.plans import Decision, DecisionKind, Why
 
 #: Ray's ``IMPLICIT_RESOURCE_PREFIX``: a resource every node has as much of as asked.
 IMPLICIT_RESOURCE_PREFIX = "node:__internal_implicit_resource_"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
 from keda_ray_scaler.model import DemandKind, PlacementGroup, Strategy
 from keda_ray_scaler.packing import (
     Limits,
@@ -22,7 +23,6 @@ from keda_ray_scaler.packing import (
     place_spread_copies,
 )
 from keda_ray_scaler.planner.context import Context, Index, gang_shapes
-from keda_ray_scaler.plans import Unplaceable, UnplaceableReason, Why
 
 #: Ray's AUTOSCALER_UPSCALING_INITIAL_NUM_NODES: pods a group may have pending at any speed.
 UPSCALING_INITIAL_PODS = 5

@@ -8,10 +8,10 @@ demand; victims are not counted toward ``desired``. The target is :func:`clamp_t
 
 from __future__ import annotations
 
+from keda_ray_scaler.decisions import Decision, DecisionKind, GroupPlan, Why, clamp_target
 from keda_ray_scaler.model import NodeStatus, WorkerGroup, WorkerNode
 from keda_ray_scaler.planner.context import Context
 from keda_ray_scaler.planner.solve import RunResult
-from keda_ray_scaler.plans import Decision, DecisionKind, GroupPlan, Why, clamp_target
 
 #: The order new-pod decisions are listed in.
 STEPS = (Why.MIN_REPLICAS, Why.CONSTRAINTS, Why.PLACEMENT_GROUPS, Why.DEMAND, Why.TASKS)

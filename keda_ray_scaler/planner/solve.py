@@ -6,12 +6,12 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
 from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
 from keda_ray_scaler.packing import Packer, Strategies, Vec
 from keda_ray_scaler.planner import rules
 from keda_ray_scaler.planner.context import Context
 from keda_ray_scaler.planner.unplaceable import explain
-from keda_ray_scaler.plans import Unplaceable, UnplaceableReason, Why
 
 #: Name prefix of the stand-ins for new pods a consolidation run reserves up front.
 RESERVED = "\0new:"

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason
 from keda_ray_scaler.model import DemandKind, Resources, Strategy
 from keda_ray_scaler.packing import fit_count, need_of
 from keda_ray_scaler.planner.context import Context
-from keda_ray_scaler.plans import Unplaceable, UnplaceableReason
 
 
 def explain(

@@ -15,8 +15,8 @@ refreshes the clusters; :mod:`keda_ray_scaler.rpc.refresh.cluster_refresh` calls
 
 from __future__ import annotations
 
+from keda_ray_scaler.decisions import Plan, clamp_target
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode
-from keda_ray_scaler.plans import Plan, clamp_target
 from keda_ray_scaler.rpc.entry import GroupTarget
 from keda_ray_scaler.schema import ClusterSnapshot
 

@@ -3,7 +3,7 @@ The agent sidecar for a Ray head's pod template: merge it into a RayCluster's
 spec.headGroupSpec.template (KubeRay mode, agent.sidecar.rayCluster set) or a head Deployment's
 spec.template (Deployment mode, a cluster spec ConfigMap). Lists merge by name. The image is the
 scaler's (one image, both commands). With the defaults and agent.sidecar.authToken.secretName=demo
-it is examples/agent-sidecar.yaml (tests/test_chart.py keeps them equal).
+it is examples/agent-sidecar.yaml (tests/real/control_plane/test_chart.py keeps them equal).
 */}}
 {{- define "krs.agentSidecar" -}}
 {{- $s := .Values.agent.sidecar -}}

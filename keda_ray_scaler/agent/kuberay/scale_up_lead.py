@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import NodeStatus, PlanningInput
-from keda_ray_scaler.plans import Plan
 
 #: KEDA's pause annotations on a ScaledObject that hold its scale-up (``paused-scale-in`` does not)
 PAUSED = "autoscaling.keda.sh/paused"

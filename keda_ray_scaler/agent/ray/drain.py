@@ -11,7 +11,8 @@ node is idle at that moment (atomically with its own scheduling), else answers
 (Ray decodes it with ``NodeID.FromHex``: bytes or a malformed string become the nil id, which
 the GCS answers with "accepted" without draining anything, so we refuse them before calling).
 
-What happens after an accepted drain (Ray 2.60, measured in ``tests/test_agent_drain.py``): the
+What happens after an accepted drain (Ray 2.60, measured in
+``tests/real/ray/test_agent_drain.py``): the
 raylet shuts itself down at once (the node is DEAD in the next status), whatever the deadline,
 and exits with code 0; ``ray start --block`` (the container's main process in KubeRay) treats
 exit code 0 as expected and keeps running, so the container neither exits nor restarts; only

@@ -14,7 +14,7 @@ The agent command's reader first reads the head's Ray version (the internal KV k
 ``CLUSTER_METADATA``) and refuses one outside the supported range
 (:mod:`keda_ray_scaler.gcs.versions`). The messages are Ray 2.60's; every version from 2.10 reads
 the same way (``min_bundles``, the constraints' field before 2.41, is ``resource_requests``'s field
-number), as ``tests/test_ray_versions.py`` shows against each.
+number), as ``tests/real/ray/test_ray_versions.py`` shows against each.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
 from keda_ray_scaler.agent.victims.marks import VictimSettings, owns_cost
 from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
+from keda_ray_scaler.decisions import DecisionKind, GroupPlan
 from keda_ray_scaler.model import NodeStatus, WorkerNode
-from keda_ray_scaler.plans import DecisionKind, GroupPlan
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,9 +56,9 @@ from keda_ray_scaler.agent.victims.marks import VictimSettings, has_mark
 from keda_ray_scaler.agent.victims.reconcile import reconcile_marks
 from keda_ray_scaler.agent.victims.release import release_victims
 from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
+from keda_ray_scaler.decisions import GroupPlan, Plan, Why
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.model import ClusterSpec, WorkerNode
-from keda_ray_scaler.plans import GroupPlan, Plan, Why
 
 log = structlog.get_logger(__name__)
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from keda_ray_scaler.agent.interfaces import PodSource
 from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
+from keda_ray_scaler.decisions import GroupPlan
 from keda_ray_scaler.errors import KubernetesError
-from keda_ray_scaler.plans import GroupPlan
 
 
 async def release_victims(

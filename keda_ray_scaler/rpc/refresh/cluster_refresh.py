@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import structlog
 
 from keda_ray_scaler.clock import Now
+from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import PlanningInput
-from keda_ray_scaler.plans import Plan
 from keda_ray_scaler.rpc.entry import GroupTarget, TargetEntry, check_not_future
 from keda_ray_scaler.rpc.refresh.refresh_steps import (
     fetch_within,

@@ -14,10 +14,10 @@ from typing import TypeVar
 
 import structlog
 
+from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import PlanningInput
-from keda_ray_scaler.plans import Plan
 from keda_ray_scaler.rpc.entry import GroupTarget
 from keda_ray_scaler.telemetry import ScalerMetrics
 

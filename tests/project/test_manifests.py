@@ -1,0 +1,534 @@
+"""The kustomize manifests render, validate against KEDA's CRDs, and agree with each other.
+
+Every kustomization is rendered with ``kubectl kustomize`` (no cluster needed). ScaledObjects and
+TriggerAuthentications are validated against the openAPIV3Schema of KEDA's own CRDs from
+``../shared/keda/crds`` (skipped where that reference copy is absent), including fields the API
+server would silently prune.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from shared_ref import KEDA, missing
+
+from keda_ray_scaler.agent.kuberay.raycluster_scale import GroupState, decide
+from keda_ray_scaler.rpc.trigger import TriggerConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+KUSTOMIZATIONS = (
+    "manifests/base",
+    "manifests/agent",
+    "manifests/monitoring",
+    "manifests/keda",
+    "manifests/examples/ray-cluster",
+    "e2e/overlays/scaler",
+    "e2e/overlays/ray-cluster",
+)
+EXAMPLE = "manifests/examples/ray-cluster"
+KEDA_CRDS = {
+    "ScaledObject": "keda.sh_scaledobjects.yaml",
+    "TriggerAuthentication": "keda.sh_triggerauthentications.yaml",
+    "ClusterTriggerAuthentication": "keda.sh_clustertriggerauthentications.yaml",
+}
+
+Obj = dict[str, Any]
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+
+
+@cache
+def render(path: str) -> tuple[Obj, ...]:
+    """The objects ``kubectl kustomize <path>`` prints."""
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return tuple(d for d in yaml.safe_load_all(out) if d)
+
+
+def of_kind(objs: tuple[Obj, ...], kind: str) -> list[Obj]:
+    """The objects of one kind."""
+    return [o for o in objs if o["kind"] == kind]
+
+
+def named(objs: tuple[Obj, ...], kind: str, name: str) -> Obj:
+    """The one object of ``kind`` called ``name``."""
+    found = [o for o in of_kind(objs, kind) if o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind}/{name}: found {len(found)}"
+    return found[0]
+
+
+def env_of(container: Obj) -> dict[str, Obj]:
+    """A container's env entries by name."""
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def workers(objs: tuple[Obj, ...]) -> list[Obj]:
+    """The worker-group Deployments."""
+    return [
+        d
+        for d in of_kind(objs, "Deployment")
+        if d["metadata"]["labels"].get("ray.io/node-type") == "worker"
+    ]
+
+
+def cluster_spec() -> Obj:
+    """The example's cluster spec file, as the agent reads it."""
+    loaded: Obj = yaml.safe_load((ROOT / EXAMPLE / "cluster.yaml").read_text())
+    return loaded
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", KUSTOMIZATIONS)
+def test_every_kustomization_renders_named_objects(path: str) -> None:
+    """Each kustomization renders, and every object has apiVersion, kind and a name."""
+    objs = render(path)
+    assert objs
+    for o in objs:
+        assert o["apiVersion"] and o["kind"] and o["metadata"]["name"], o
+
+
+# --- KEDA CRD validation -----------------------------------------------------------------
+
+
+@cache
+def crd_schema(kind: str) -> Obj:
+    """The openAPIV3Schema of KEDA's CRD for ``kind`` (served version v1alpha1)."""
+    if not (KEDA / "crds").is_dir():
+        missing("KEDA's CRDs", KEDA / "crds")
+    crd = yaml.safe_load((KEDA / "crds" / KEDA_CRDS[kind]).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    schema: Obj = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def schema_errors(obj: Obj, schema: Obj) -> list[str]:
+    """jsonschema errors plus fields a structural schema would prune (typos vanish silently)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft7Validator(schema)
+    errors = [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)
+    ]
+    return errors + [
+        f"{p}: unknown field (pruned by the API server)" for p in unknown_fields(obj, schema, "")
+    ]
+
+
+def unknown_fields(value: Any, schema: Obj, where: str) -> Iterator[str]:
+    """Paths in ``value`` that ``schema`` does not declare (metadata is free-form here)."""
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, dict) and "properties" in schema:
+        props: Obj = schema["properties"]
+        for key, sub in value.items():
+            path = f"{where}.{key}" if where else key
+            if path == "metadata":
+                continue
+            if key in props:
+                yield from unknown_fields(sub, props[key], path)
+            elif not schema.get("additionalProperties"):
+                yield path
+    elif isinstance(value, dict) and isinstance(schema.get("additionalProperties"), dict):
+        for key, sub in value.items():
+            yield from unknown_fields(sub, schema["additionalProperties"], f"{where}.{key}")
+    elif isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            yield from unknown_fields(item, schema["items"], f"{where}[{i}]")
+
+
+@pytest.mark.parametrize("kind", ["ClusterTriggerAuthentication", "ScaledObject"])
+def test_keda_objects_validate_against_kedas_crds(kind: str) -> None:
+    """Every ScaledObject and ClusterTriggerAuthentication is valid for KEDA's own CRD schema
+    (the chart's TriggerAuthentications: tests/real/control_plane/test_chart.py)."""
+    objs = [o for path in KUSTOMIZATIONS for o in of_kind(render(path), kind)]
+    assert objs, f"no {kind} rendered"
+    for o in objs:
+        assert schema_errors(o, crd_schema(kind)) == [], o["metadata"]["name"]
+
+
+def test_the_crd_check_catches_a_misspelt_field_and_a_missing_target() -> None:
+    """A typo the API server would prune, and a missing scaleTargetRef, are both reported."""
+    so = dict(of_kind(render(EXAMPLE), "ScaledObject")[0])
+    spec = dict(so["spec"])
+    spec["fallback"] = {**spec["fallback"], "behaviour": "static"}
+    del spec["scaleTargetRef"]
+    errors = schema_errors({**so, "spec": spec}, crd_schema("ScaledObject"))
+    assert errors == [
+        "spec: 'scaleTargetRef' is a required property",
+        "spec.fallback.behaviour: unknown field (pruned by the API server)",
+    ]
+
+
+# --- the ScaledObjects and the cluster they scale ------------------------------------------
+
+
+def test_triggers_carry_only_metadata_the_scaler_accepts() -> None:
+    """Each trigger's metadata parses with the scaler's own parser, naming the example cluster."""
+    spec = cluster_spec()
+    groups = {g["name"] for g in spec["workerGroups"]}
+    seen = set()
+    for so in of_kind(render(EXAMPLE), "ScaledObject"):
+        (trigger,) = so["spec"]["triggers"]
+        assert trigger["type"] == "external"  # the KubeRay example pushes: test_kuberay_*
+        assert trigger["metricType"] == "AverageValue"
+        config = TriggerConfig.from_metadata(trigger["metadata"])
+        assert config.cluster == spec["cluster"]
+        seen.add(config.group)
+    assert seen == groups
+
+
+def test_scaledobject_bounds_match_the_cluster_spec_and_target_the_group_deployment() -> None:
+    """minReplicaCount/maxReplicaCount equal the group's min/max; the target is its Deployment."""
+    objs = render(EXAMPLE)
+    by_group = {g["name"]: g for g in cluster_spec()["workerGroups"]}
+    for so in of_kind(objs, "ScaledObject"):
+        group = so["spec"]["triggers"][0]["metadata"]["workerGroup"]
+        assert so["spec"]["minReplicaCount"] == by_group[group].get("minReplicas", 0)
+        assert so["spec"]["maxReplicaCount"] == by_group[group]["maxReplicas"]
+        target = named(objs, "Deployment", so["spec"]["scaleTargetRef"]["name"])
+        assert target["spec"]["template"]["metadata"]["labels"]["ray.io/group"] == group
+
+
+def test_unavailable_keeps_replicas_and_scale_down_outlasts_the_view_lag() -> None:
+    """Fallback keeps current replicas; scale-down waits out the view lag (60 s), tolerance 0."""
+    for so in of_kind(render(EXAMPLE), "ScaledObject"):
+        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
+        assert so["spec"]["fallback"]["failureThreshold"] == 3
+        # 0 makes KEDA scale a failing minReplicaCount-0 group to zero (test_real_control_plane)
+        assert so["spec"]["fallback"]["replicas"] >= 1
+        behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 60
+        assert behavior["scaleDown"]["tolerance"] == "0"
+        assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+
+
+def test_the_kuberay_example_scales_down_without_a_window_because_its_applier_names_victims() -> (
+    None
+):
+    """KubeRay mode: no scale-down window and a 5 s cooldown. Safe because a lower target alone
+    removes nothing: the applier lowers a group's replicas only by drained victims it names."""
+    pods = tuple(f"w{i}" for i in range(10))
+    state = GroupState("cpu", 0, replicas=10, min_replicas=0, max_replicas=50)
+    for so in of_kind(render("manifests/kuberay/example"), "ScaledObject"):
+        behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
+        assert so["spec"]["cooldownPeriod"] == 5
+        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
+    # a stale answer of 0 with ten busy pods: nothing lowered
+    assert decide(state, 0, pods, ()).replicas == 10
+    # two drained victims: lowered by exactly those two, named
+    decision = decide(state, 0, pods, ("w3", "w7"))
+    assert (decision.replicas, set(decision.workers_to_delete)) == (8, {"w3", "w7"})
+
+
+def test_scaler_address_is_the_headless_grpc_service() -> None:
+    """scalerAddress names the scaler's headless Service, its namespace and its gRPC port."""
+    base = render("manifests/base")
+    svc = named(base, "Service", "keda-ray-scaler")
+    assert svc["spec"]["clusterIP"] == "None"
+    (port,) = svc["spec"]["ports"]
+    expected = f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc.cluster.local"
+    for so in of_kind(render(EXAMPLE), "ScaledObject"):
+        address = so["spec"]["triggers"][0]["metadata"]["scalerAddress"]
+        assert address == f"{expected}:{port['port']}"
+
+
+def test_trigger_authentication_gives_keda_the_client_certificate() -> None:
+    """The ScaledObjects name manifests/keda's ClusterTriggerAuthentication (the client key in
+    KEDA's namespace only, none in the Ray namespace): caCert, tlsClientCert and tlsClientKey."""
+    objs = render(EXAMPLE)
+    assert of_kind(objs, "TriggerAuthentication") == []
+    for so in of_kind(objs, "ScaledObject"):
+        ref = so["spec"]["triggers"][0]["authenticationRef"]
+        assert ref["kind"] == "ClusterTriggerAuthentication"
+        auth = named(render("manifests/keda"), ref["kind"], ref["name"])
+        params = {r["parameter"]: r["key"] for r in auth["spec"]["secretTargetRef"]}
+        assert params == {"caCert": "ca.crt", "tlsClientCert": "tls.crt", "tlsClientKey": "tls.key"}
+
+
+# --- worker pods ----------------------------------------------------------------------------
+
+
+def test_worker_pods_tell_ray_their_pod_name_and_group() -> None:
+    """RAY_CLOUD_INSTANCE_ID comes from metadata.name, RAY_NODE_TYPE_NAME is the group."""
+    objs = render(EXAMPLE)
+    found = workers(objs)
+    assert {d["spec"]["template"]["metadata"]["labels"]["ray.io/group"] for d in found} == {
+        g["name"] for g in cluster_spec()["workerGroups"]
+    }
+    for d in found:
+        labels = d["spec"]["template"]["metadata"]["labels"]
+        assert labels["ray.io/cluster"] == cluster_spec()["cluster"]
+        (container,) = d["spec"]["template"]["spec"]["containers"]
+        env = env_of(container)
+        assert env["RAY_CLOUD_INSTANCE_ID"]["valueFrom"] == {
+            "fieldRef": {"fieldPath": "metadata.name"}
+        }
+        assert env["RAY_NODE_TYPE_NAME"]["value"] == labels["ray.io/group"]
+
+
+def test_worker_raylets_offer_the_resources_the_spec_declares() -> None:
+    """``ray start --num-cpus/--num-gpus`` of each group equal its resources in cluster.yaml."""
+    by_group = {g["name"]: g["resources"] for g in cluster_spec()["workerGroups"]}
+    for d in workers(render(EXAMPLE)):
+        group = d["spec"]["template"]["metadata"]["labels"]["ray.io/group"]
+        args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+        flags = dict(a.removeprefix("--").split("=", 1) for a in args if "=" in a)
+        offered = {"CPU": int(flags["num-cpus"])}
+        if "num-gpus" in flags:
+            offered["GPU"] = int(flags["num-gpus"])
+        assert offered == by_group[group]
+
+
+def test_worker_deployments_leave_replicas_to_the_hpa() -> None:
+    """No worker Deployment sets spec.replicas, so re-applying never fights KEDA."""
+    for d in workers(render(EXAMPLE)):
+        assert "replicas" not in d["spec"]
+
+
+# --- RBAC -----------------------------------------------------------------------------------
+
+
+def test_agent_role_grants_exactly_pods_get_list_watch_patch_delete() -> None:
+    """The agent's only permission: get/list/watch/patch/delete on core pods, namespaced."""
+    for path in ("manifests/agent", EXAMPLE):
+        objs = render(path)
+        (role,) = of_kind(objs, "Role")
+        assert [(r["apiGroups"], r["resources"], sorted(r["verbs"])) for r in role["rules"]] == [
+            ([""], ["pods"], ["delete", "get", "list", "patch", "watch"])
+        ]
+        assert of_kind(objs, "ClusterRole") == []
+        assert of_kind(objs, "ClusterRoleBinding") == []
+
+
+def test_agent_runs_as_the_bound_service_account_in_the_head_pod() -> None:
+    """The head pod's ServiceAccount is the RoleBinding's subject, in the same namespace."""
+    objs = render(EXAMPLE)
+    head = named(objs, "Deployment", "ray-demo-head")
+    sa = head["spec"]["template"]["spec"]["serviceAccountName"]
+    (binding,) = of_kind(objs, "RoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": sa, "namespace": head["metadata"]["namespace"]}
+    ]
+    names = [c["name"] for c in head["spec"]["template"]["spec"]["containers"]]
+    assert names == ["ray-head", "agent"]
+
+
+def test_agent_metrics_port_is_the_one_prometheus_scrapes() -> None:
+    """The head pod's prometheus.io/port annotation is the agent container's --port."""
+    head = named(render(EXAMPLE), "Deployment", "ray-demo-head")
+    template = head["spec"]["template"]
+    agent = next(c for c in template["spec"]["containers"] if c["name"] == "agent")
+    port = template["metadata"]["annotations"]["prometheus.io/port"]
+    assert f"--port={port}" in agent["args"]
+    assert [p["containerPort"] for p in agent["ports"]] == [int(port)]
+
+
+AGENT_POD_FILES = (
+    "manifests/examples/ray-cluster/head.yaml",
+    "manifests/kuberay/example/raycluster.yaml",
+    "charts/keda-ray-scaler/examples/agent-sidecar.yaml",
+)
+
+
+def agent_containers(obj: Any) -> Iterator[Obj]:
+    """Every container named ``agent`` anywhere in a manifest object."""
+    if isinstance(obj, dict):
+        if obj.get("name") == "agent" and "image" in obj:
+            yield obj
+        for v in obj.values():
+            yield from agent_containers(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from agent_containers(v)
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, "manifests/kuberay/example"])
+def test_the_agent_runs_the_scalers_image_as_its_own_user(path: str) -> None:
+    """One image, both commands: the rendered agent sidecar runs manifests/base's scaler image
+    (`agent` command), as that image's non-root user, not the Ray containers' 1000."""
+    (scaler,) = named(render("manifests/base"), "Deployment", "keda-ray-scaler")["spec"][
+        "template"
+    ]["spec"]["containers"]
+    (agent,) = [c for o in render(path) for c in agent_containers(o)]
+    assert agent["image"] == scaler["image"] == "ghcr.io/keda-ray-scaler/keda-ray-scaler:0.1.0"
+    assert cli_args(agent).command == "agent"
+    security = agent["securityContext"]
+    assert (security["runAsUser"], security["runAsGroup"], security["runAsNonRoot"]) == (
+        65532,
+        65532,
+        True,
+    )
+
+
+@pytest.mark.parametrize("path", AGENT_POD_FILES)
+def test_agent_probes_ask_healthz_on_the_metrics_port(path: str) -> None:
+    """Readiness and liveness on /healthz (fails when Ray was not read), not on /metrics."""
+    docs = yaml.safe_load_all((ROOT / path).read_text())
+    (agent,) = [c for d in docs for c in agent_containers(d)]
+    (port,) = [p["name"] for p in agent["ports"]]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert agent[probe]["httpGet"] == {"path": "/healthz", "port": port}, probe
+    assert (
+        agent["livenessProbe"]["failureThreshold"] * agent["livenessProbe"]["periodSeconds"] >= 60
+    )  # a GCS restart (about 30 s to reconnect) never restarts the agent
+    assert cli_args(agent).health_intervals == 3.0
+
+
+# --- the scaler Deployment ----------------------------------------------------------------
+
+
+def test_scaler_runs_two_hardened_replicas_with_grpc_health_probes() -> None:
+    """2 replicas, non-root, read-only root, no privilege escalation, grpc probes, resources."""
+    dep = named(render("manifests/base"), "Deployment", "keda-ray-scaler")
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (c,) = pod["containers"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert "grpc" in c[probe], probe
+    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+
+
+# --- containers run real commands --------------------------------------------------------
+
+
+def cli_args(container: Obj) -> Any:
+    """The container's args parsed by the real ``keda-ray-scaler`` parser."""
+    from keda_ray_scaler.cli import build_parser
+
+    return build_parser().parse_args(container["args"])
+
+
+def test_scaler_container_flags_parse_and_match_its_ports() -> None:
+    """The scaler's args are valid ``serve`` flags; the probes use the plaintext health port."""
+    dep = named(render("manifests/base"), "Deployment", "keda-ray-scaler")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    args = cli_args(c)
+    assert args.command == "serve"
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert (args.port, args.health_port, args.metrics_port) == (
+        ports["grpc"],
+        ports["health"],
+        ports["metrics"],
+    )
+    assert c["readinessProbe"]["grpc"]["port"] == args.health_port
+    mounted = c["volumeMounts"][0]["mountPath"]
+    assert {str(args.tls_cert), str(args.tls_key), str(args.tls_client_ca)} == {
+        f"{mounted}/tls.crt",
+        f"{mounted}/tls.key",
+        f"{mounted}/ca.crt",
+    }
+
+
+def test_agent_container_flags_parse_and_read_the_mounted_cluster_spec() -> None:
+    """The agent's args are valid ``agent`` flags; its cluster spec is the mounted ConfigMap."""
+    head = named(render(EXAMPLE), "Deployment", "ray-demo-head")
+    agent = next(c for c in head["spec"]["template"]["spec"]["containers"] if c["name"] == "agent")
+    args = cli_args(agent)
+    assert args.command == "agent"
+    mount = next(m for m in agent["volumeMounts"] if m["name"] == "cluster-spec")
+    assert str(args.cluster_spec) == f"{mount['mountPath']}/cluster.yaml"
+    assert args.gcs_address == "127.0.0.1:6379"
+    assert not args.no_scale_down
+    assert env_of(agent)["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.namespace"
+    )
+
+
+def test_example_cluster_spec_loads_with_the_agents_loader() -> None:
+    """cluster.yaml is valid for the loader the agent uses, with the groups the manifests use."""
+    from keda_ray_scaler.config import load_cluster_spec
+
+    spec = load_cluster_spec(ROOT / EXAMPLE / "cluster.yaml")
+    assert spec.name == "demo"
+    assert [(g.name, g.min_replicas, g.max_replicas) for g in spec.worker_groups] == [
+        ("cpu", 0, 50),
+        ("gpu-inference", 0, 8),
+    ]
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+def test_e2e_script_is_shellcheck_clean() -> None:
+    """e2e/run.sh passes shellcheck (it cannot run here: no Docker engine)."""
+    result = subprocess.run(
+        ["shellcheck", "-x", str(ROOT / "e2e" / "run.sh")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout
+
+
+# --- scrape configurations: identity from discovery, never from the agent ---------------------
+
+
+def shipped_scrape_job() -> Obj:
+    """The job of manifests/monitoring/prometheus-scrape-config.yaml."""
+    text = (ROOT / "manifests/monitoring/prometheus-scrape-config.yaml").read_text()
+    (job,) = yaml.safe_load(text)["scrape_configs"]
+    return dict(job)
+
+
+def test_the_plain_scrape_job_takes_namespace_and_pod_from_discovery() -> None:
+    """honor_labels false; namespace and head_pod come from __meta_kubernetes_* only."""
+    job = shipped_scrape_job()
+    assert job["honor_labels"] is False
+    targets = {r.get("target_label"): r.get("source_labels") for r in job["relabel_configs"]}
+    assert targets["namespace"] == ["__meta_kubernetes_namespace"]
+    assert targets["head_pod"] == ["__meta_kubernetes_pod_name"]
+    assert "pod" not in targets  # the agent's own `pod` label names worker pods
+
+
+def test_the_e2e_prometheus_relabels_exactly_as_shipped() -> None:
+    """e2e/prometheus-values.yaml's job is the shipped job under another name."""
+    values = yaml.safe_load((ROOT / "e2e/prometheus-values.yaml").read_text())
+    (job,) = values["serverFiles"]["prometheus.yml"]["scrape_configs"]
+    shipped = shipped_scrape_job()
+    for key in ("honor_labels", "kubernetes_sd_configs", "relabel_configs"):
+        assert job[key] == shipped[key], key
+
+
+def test_the_agent_podmonitor_never_honours_the_agents_labels() -> None:
+    """honorLabels false, namespace and head_pod from discovery, the operator's pod dropped."""
+    monitor = named(render("manifests/monitoring"), "PodMonitor", "keda-ray-scaler-agent")
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["honorLabels"] is False
+    assert endpoint["relabelings"] == [
+        {
+            "sourceLabels": ["__meta_kubernetes_namespace"],
+            "action": "replace",
+            "targetLabel": "namespace",
+        },
+        {
+            "sourceLabels": ["__meta_kubernetes_pod_name"],
+            "action": "replace",
+            "targetLabel": "head_pod",
+        },
+        {"action": "labeldrop", "regex": "pod"},
+    ]
+
+
+def test_no_shipped_file_honours_scraped_labels() -> None:
+    """Nowhere in manifests, charts or e2e is honor_labels / honorLabels true."""
+    found = [
+        str(path.relative_to(ROOT))
+        for top in ("manifests", "charts", "e2e")
+        for path in (ROOT / top).rglob("*.yaml")
+        if re.search(r"honor_?[lL]abels:\s*true", path.read_text())
+    ]
+    assert found == []
