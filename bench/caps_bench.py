@@ -75,9 +75,10 @@ def _case(conn: Connection, build: str, capped: bool) -> None:
     """One child: build the series, then caps (or not), decode and plan; send the figures."""
     import resource
 
+    from keda_ray_scaler.errors import CapExceeded
     from keda_ray_scaler.planner import plan
     from keda_ray_scaler.schema import decoding
-    from keda_ray_scaler.sources.series_caps import CapExceeded, DataCaps, check_caps
+    from keda_ray_scaler.sources.series_caps import DataCaps, check_caps
 
     baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     samples = forged() if build == "forged" else worst_within_caps()

@@ -27,6 +27,7 @@ from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import (
     DEFAULT_COST,
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_UPSCALING_SPEED,
     INT32_MAX,
     Bundle,
     ClusterSpec,
@@ -38,9 +39,6 @@ from keda_ray_scaler.model import (
     Strategy,
     WorkerGroup,
     WorkerNode,
-)
-from keda_ray_scaler.model import (
-    DEFAULT_UPSCALING_SPEED as DEFAULT_UPSCALING_SPEED,  # re-exported: the agent reads it here
 )
 
 _CLUSTER_KEYS = ("cluster", "maxWorkers", "upscalingSpeed", "workerGroups")

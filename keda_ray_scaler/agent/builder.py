@@ -6,21 +6,27 @@ Parts: the Ray reader and drainer on one GCS connection, the ``/metrics`` export
 the victim controller (with the KubeRay applier when one is made). What differs between callers
 is passed in: the pod source (Kubernetes pod cache or the demo's pods), the settings, an applier
 factory, and a wrapper of the reader.
+
+The applier reads the published victims and the victim controller asks the applier how a pod
+goes: the published victims' home (a :class:`~keda_ray_scaler.agent.victims.ledger.VictimLedger`)
+is made first and given to both, so neither is made before the other exists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.interfaces import Clock, PodSource, SpecView, spec_view
+from keda_ray_scaler.agent.interfaces import PodSource, SpecView, spec_view
 from keda_ray_scaler.agent.joining.join_tracker import JoinTracker
 from keda_ray_scaler.agent.joining.joins import PodEntry, PodJoinFacts
 from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.loop import AgentLoop, StateReader
+from keda_ray_scaler.agent.loop_parts import NO_PLANNED, PlannedVictims, PodList
 from keda_ray_scaler.agent.modes import Applier
 from keda_ray_scaler.agent.ray.drain import RayDrainer
 from keda_ray_scaler.agent.ray.ray_state import RayReader
@@ -29,12 +35,14 @@ from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.settings import AgentSettings
 from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.agent.victims.fence import Fence
+from keda_ray_scaler.agent.victims.ledger import VictimLedger
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.planner import plan
 
-#: Makes the applier once the victims and the join tracker exist (KubeRay mode).
+#: Makes the applier from the published victims' read and the join tracker (KubeRay mode).
 ApplierFactory = Callable[[Callable[[], Mapping[str, str]], JoinTracker], Applier]
 
 
@@ -48,6 +56,17 @@ class Agent:
     victims: VictimController | None = None
     joins: JoinTracker | None = None
     applier: Applier | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScaleDown:
+    """The parts made only with a pod source: the join tracker, the victim controller and the
+    applier (None: Deployment mode)."""
+
+    joins: JoinTracker
+    victims: VictimController
+    applier: Applier | None
+    pods: PodList  # the pods as the loop reads them
 
 
 def pod_entries(pods: PodSource) -> list[PodEntry] | None:
@@ -69,6 +88,30 @@ def pod_entries(pods: PodSource) -> list[PodEntry] | None:
 def pod_ips(pods: PodSource) -> dict[str, PodRef]:
     """Active pods by IP: the reader's fallback for Ray nodes that carry no pod name."""
     return {p.pod_ip: PodRef(p.name, p.group) for p in pods.pods() if p.pod_ip and p.active}
+
+
+def _scale_down(
+    specs: SpecView,
+    source: PodSource,
+    gcs: GcsConnection,
+    reader: RayReader,
+    clock: Clock,
+    registry: CollectorRegistry,
+    settings: AgentSettings,
+    applier: ApplierFactory | None,
+) -> _ScaleDown:
+    """The join tracker, then the published victims' ledger, the applier reading it, and the
+    victim controller writing it; the pods as the loop reads them."""
+    joins = JoinTracker(specs, registry, settings.joins)
+    groups = [g.name for g in specs.spec.worker_groups]
+    ledger = VictimLedger(specs.spec.name, groups, registry)
+    made = applier(ledger.victims, joins) if applier is not None else None
+    drainer = RayDrainer(gcs.get, timeout_s=settings.ray_timeout_s)
+    victims = VictimController(
+        specs, source, reader, drainer, clock, registry, settings.victims,
+        applier=made, launch_limit=joins.launch_limit, fence=Fence(drainer), ledger=ledger,
+    )  # fmt: skip
+    return _ScaleDown(joins, victims, made, partial(pod_entries, source))
 
 
 def build_agent(
@@ -96,32 +139,24 @@ def build_agent(
         gcs,
         specs,
         timeout_s=settings.ray_timeout_s,
-        pods_by_ip=(lambda: pod_ips(source)) if source is not None else None,
+        pods_by_ip=partial(pod_ips, source) if source is not None else None,
         on_unsupported=on_unsupported,
         demand=settings.demand_read,
     )
-    victims = joins = made = None
+    parts = None
     if source is not None:
-        joins = JoinTracker(specs, registry, settings.joins)
-        holder: list[VictimController] = []
-        made = applier(lambda: holder[0].victims(), joins) if applier is not None else None
-        drainer = RayDrainer(gcs.get, timeout_s=settings.ray_timeout_s)
-        victims = VictimController(
-            specs, source, reader, drainer, clock, registry, settings.victims,
-            applier=made, launch_limit=joins.launch_limit, fence=Fence(drainer),
-        )  # fmt: skip
-        holder.append(victims)
-    loop = AgentLoop(
+        parts = _scale_down(specs, source, gcs, reader, clock, registry, settings, applier)
+    loop = partial(
+        AgentLoop,
         specs,
         wrap_reader(reader) if wrap_reader is not None else reader,
         SnapshotCollector(registry, StandInLog(registry, specs.spec.name)),
         AgentMetrics(registry, specs.spec.name),
         clock,
         settings.loop,
-        planner=plan,
-        victims=victims,
-        pods=(lambda: pod_entries(source)) if source is not None else None,
-        joins=joins,
-        planned=planned,
+        planned=planned if planned is not None else NO_PLANNED,
     )
-    return Agent(loop, reader, registry, victims, joins, made)
+    if parts is None:
+        return Agent(loop(), reader, registry)
+    made = loop(victims=PlannedVictims(parts.victims, plan), pods=parts.pods, joins=parts.joins)
+    return Agent(made, reader, registry, parts.victims, parts.joins, parts.applier)

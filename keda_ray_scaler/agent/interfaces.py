@@ -5,8 +5,8 @@ mode and the demo) or the RayCluster's watch (``raycluster_watch.py``, KubeRay m
 afresh by each user at each use. The Ray side (``ray_state.py``, ``drain.py``) implements
 :class:`Drainer` and :class:`RayView`; the victim controller (``victims.py``) consumes them and
 implements :class:`VictimSource`, which the exporter reads. A
-:class:`~keda_ray_scaler.clock.Clock` (its home is :mod:`keda_ray_scaler.clock`; named here too)
-is injected everywhere time matters, so tests run on fake time. Nothing here does I/O.
+:class:`~keda_ray_scaler.clock.Clock` is injected everywhere time matters, so tests run on fake
+time. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from keda_ray_scaler.agent.pod import PodInfo
-from keda_ray_scaler.clock import Clock as Clock  # re-exported: the agent names it here
-from keda_ray_scaler.clock import SystemClock as SystemClock  # re-exported: the CLI builds it
 from keda_ray_scaler.model import ClusterSpec, WorkerNode
 
 

@@ -5,14 +5,18 @@ Each poll:
 1. read Ray (:class:`~keda_ray_scaler.agent.ray.ray_state.RayReader`; task demand by rule R1 unless
    asked otherwise, a poll that fell back to the GCS's sum counted by reason);
 2. bound demand cardinality (:func:`~keda_ray_scaler.agent.ray.shape_bound.bound_shapes`);
-3. complete the node list with victims, pods not in Ray yet and pods gone
-   (:mod:`~keda_ray_scaler.agent.joining.pod_view`); pending task bundles that Ray counts both
-   running
-   and pending while their workers start are left out
+3. step the poll's memory on what was read (:func:`~keda_ray_scaler.agent.loop_memory.step`:
+   the pods gone, what changed since the last poll), then complete the node list with victims,
+   pods not in Ray yet and pods gone (:mod:`~keda_ray_scaler.agent.joining.pod_view`); pending
+   task bundles that Ray counts both running and pending while their workers start are left out
    (:mod:`~keda_ray_scaler.agent.ray.demand_filter`, over ``use_window_s``);
 4. publish the snapshot (``success=1``, time = now) to the exporter;
 5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
    the victim controller, then publish again so newly confirmed victims show at once.
+
+The parts driven besides Ray (the victim protocol, the pods, the join tracker, KubeRay mode's
+leads) are always there: an absent one is its "off" implementation
+(:mod:`~keda_ray_scaler.agent.loop_parts`), so no step asks whether a part exists.
 
 The worker groups are read afresh at each poll (a
 :class:`~keda_ray_scaler.agent.interfaces.SpecView`:
@@ -27,7 +31,7 @@ only the worker-group specs are exported, with time 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -35,16 +39,25 @@ import structlog
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.interfaces import Clock, SpecView, spec_view
-from keda_ray_scaler.agent.joining.join_tracker import JoinTracker, JoinView
+from keda_ray_scaler.agent.interfaces import SpecView, spec_view
 from keda_ray_scaler.agent.joining.joins import PodEntry
 from keda_ray_scaler.agent.joining.pod_view import complete_nodes, complete_nodes_again
-from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
+from keda_ray_scaler.agent.loop_memory import Change, Observation, PollMemory, spec_seen, step
+from keda_ray_scaler.agent.loop_parts import (
+    NO_JOINS,
+    NO_PLANNED,
+    NO_VICTIMS,
+    JoinStep,
+    Planned,
+    PodList,
+    Victims,
+    no_pods,
+)
 from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S, UseHistory
+from keda_ray_scaler.agent.ray.ray_state import POLL_INTERVAL_S
 from keda_ray_scaler.agent.ray.ray_status import RayState
-from keda_ray_scaler.agent.ray.shape_bound import bound_shapes
-from keda_ray_scaler.agent.ray.task_load_read import Fallback
-from keda_ray_scaler.decisions import Plan
+from keda_ray_scaler.agent.ray.shape_bound import DEFAULT_MAX_SHAPES, bound_shapes
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import (
     ClusterSpec,
@@ -63,16 +76,6 @@ class StateReader(Protocol):
     async def read(self) -> RayState: ...
 
 
-class VictimStep(Protocol):
-    """The part of ``victims.VictimController`` the loop drives."""
-
-    def victims(self) -> Mapping[str, str]: ...
-
-    def saw_in_ray(self, pods: frozenset[str]) -> None: ...
-
-    async def step(self, plan: Plan) -> Sequence[object]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
     """Poll settings.
@@ -86,14 +89,19 @@ class LoopSettings:
       not cover (``docs/concepts/demand.md``).
     """
 
-    interval_s: float = 5.0
-    max_shapes: int = 200
+    interval_s: float = POLL_INTERVAL_S
+    max_shapes: int = DEFAULT_MAX_SHAPES
     scale_down: bool = True
     use_window_s: float = DEFAULT_WINDOW_S
 
 
 class AgentLoop:
-    """One Ray cluster's poll loop."""
+    """One Ray cluster's poll loop.
+
+    Each part it drives is always there (:mod:`~keda_ray_scaler.agent.loop_parts`; an absent one
+    is its "off" implementation), and what one poll leaves to the next is one
+    :class:`~keda_ray_scaler.agent.loop_memory.PollMemory`, stepped by pure functions.
+    """
 
     def __init__(
         self,
@@ -104,21 +112,18 @@ class AgentLoop:
         clock: Clock,
         settings: LoopSettings | None = None,
         *,
-        planner: Callable[[PlanningInput], Plan] | None = None,
-        victims: VictimStep | None = None,
-        pods: Callable[[], Sequence[PodEntry] | None] | None = None,
-        joins: JoinTracker | None = None,
-        planned: PlannedTargets | None = None,
+        victims: Victims = NO_VICTIMS,
+        pods: PodList = no_pods,
+        joins: JoinStep = NO_JOINS,
+        planned: Planned = NO_PLANNED,
     ) -> None:
         self._specs = spec_view(cluster)
-        self._planned = planned  # the applier's scale-up lead: every published input planned
-        self._stale = False  # the spec was not fresh at the last poll (logged once)
+        self._planned = planned  # KubeRay mode's leads: every published input planned
         self._reader = reader
         self._collector = collector
         self._metrics = metrics
         self._clock = clock
         self._settings = settings or LoopSettings()
-        self._planner = planner
         self._victims = victims
         self._pods = pods
         self._joins = joins
@@ -127,10 +132,7 @@ class AgentLoop:
             PlanningInput(spec), snapshot_time_s=0.0, success=False
         )
         self._history = UseHistory(self._settings.use_window_s)  # polls as read
-        self._superseded: tuple[str, ...] = ()  # the last poll's, logged when it changes
-        self._known_pods: frozenset[str] = frozenset()  # pod names of the last synced listing
-        self._gone: frozenset[str] = frozenset()  # seen before, absent now, still in Ray
-        self._fallback: Fallback | None = None  # why the last poll's task demand fell back
+        self._memory = PollMemory()
         self._log = log.bind(cluster=spec.name)
         collector.publish(self._last)
 
@@ -142,19 +144,18 @@ class AgentLoop:
     def _publish(self, inp: PlanningInput, when: float) -> None:
         self._last = schema.ClusterSnapshot(inp, when, True)
         self._collector.publish(self._last)
-        if self._planned is not None:
-            self._planned.observe(inp, when)
+        self._planned.observe(inp, when)
 
     def _publish_failed(self) -> schema.ClusterSnapshot:
         """The data already published, now with ``snapshot_success`` 0; no lead from it."""
         self._last = replace(self._last, success=False)
         self._collector.publish(self._last)
-        if self._planned is not None:
-            self._planned.clear()
+        self._planned.clear()
         return self._last
 
     async def poll_once(self) -> schema.ClusterSnapshot:
-        """One poll; never raises for Ray or Kubernetes errors (they are counted and logged)."""
+        """One poll: read Ray and the pods, step the memory, publish, then scale down; never
+        raises for Ray or Kubernetes errors (they are counted and logged)."""
         started = self._clock.now()
         if not self._spec_fresh():
             return self._publish_failed()
@@ -164,30 +165,46 @@ class AgentLoop:
             self._metrics.poll_errors.inc()
             self._log.warning("ray poll failed", error=str(exc))
             return self._publish_failed()
-        self._note_fallback(state)
         cluster = self._specs.spec  # as the reader just mapped the nodes with
-        demand = self._bounded(state)
-        victims = self._victims.victims() if self._victims is not None else {}
-        if self._victims is not None:
-            self._victims.saw_in_ray(frozenset(n.pod for n in state.nodes))
-        pods = self._pods() if self._pods is not None else None
-        self._track_gone(pods, state.nodes)
-        joins = JoinView({}, ())
-        if self._joins is not None:
-            in_ray = {n.pod for n in state.nodes}
-            joins = self._joins.observe(started, pods, in_ray, set(state.dead), victims)
-        nodes = complete_nodes(cluster, state.nodes, victims, pods, self._gone, joins.failing)
+        in_ray = frozenset(n.pod for n in state.nodes)
+        victims = self._victims.victims()
+        self._victims.saw_in_ray(in_ray)
+        pods = self._pods()
+        changes = self._remember(state, pods, in_ray)
+        demand = self._bounded(state, changes)
+        joins = self._joins.observe(started, pods, set(in_ray), set(state.dead), victims)
+        gone = self._memory.gone
+        nodes = complete_nodes(cluster, state.nodes, victims, pods, gone, joins.failing)
         exported = self._without_double_count(started, state, nodes, demand)
         inp = PlanningInput(cluster, exported, nodes, joins.launch_limits)
         self._publish(inp, started)
-        if self._settings.scale_down and self._victims is not None and self._planner:
-            await self._scale_down(
-                self._victims, self._planner, inp, demand, state, victims, started
-            )
+        if self._settings.scale_down:
+            await self._scale_down(inp, demand, state, victims, started)
         self._metrics.poll_duration.observe(max(self._clock.now() - started, 0.0))
         return self._last
 
-    def _bounded(self, state: RayState) -> Demand:
+    def _remember(
+        self, state: RayState, pods: Sequence[PodEntry] | None, in_ray: frozenset[str]
+    ) -> frozenset[Change]:
+        """The memory stepped on this poll's read (:func:`~keda_ray_scaler.agent.loop_memory.step`);
+        a poll whose task demand fell back from R1 counted, a change of reason logged."""
+        names = frozenset(p.name for p in pods) if pods is not None else None
+        seen = Observation(state.superseded, state.fallback, names, in_ray)
+        self._memory, changes = step(self._memory, seen)
+        fallback = state.fallback
+        if fallback is not None:
+            self._metrics.demand_fell_back(fallback.value)
+            if Change.FELL_BACK in changes:
+                self._log.warning(
+                    "task demand is the GCS's sum",
+                    reason=fallback.value,
+                    error=state.fallback_error,
+                )
+        elif Change.R1_AGAIN in changes:
+            self._log.info("task demand by rule R1 again")
+        return changes
+
+    def _bounded(self, state: RayState, changes: frozenset[Change]) -> Demand:
         """Ray's demand with at most ``max_shapes`` shapes (the rest merged upward, counted)."""
         demand, merged = bound_shapes(state.demand, self._settings.max_shapes)
         if merged:
@@ -197,9 +214,8 @@ class AgentLoop:
         if state.unmapped:
             self._log.warning("unmapped ray nodes", count=state.unmapped)
         self._metrics.superseded.set(len(state.superseded))
-        if state.superseded and state.superseded != self._superseded:
+        if Change.SUPERSEDED in changes:
             self._log.info("superseded ray nodes left out", node_ids=list(state.superseded))
-        self._superseded = state.superseded
         return demand
 
     def _without_double_count(
@@ -223,57 +239,32 @@ class AgentLoop:
 
     async def _scale_down(
         self,
-        controller: VictimStep,
-        planner: Callable[[PlanningInput], Plan],
         inp: PlanningInput,
         demand: Demand,
         state: RayState,
         victims: Mapping[str, str],
         started: float,
     ) -> None:
-        """The victims' step on this poll's plan; the snapshot published again if it changed
+        """The victims' step on this poll's input; the snapshot published again if it changed
         the victims."""
         try:
             # Victims are chosen on Ray's demand as read: the filter is for scale-up only.
-            await controller.step(planner(replace(inp, demand=demand)))
+            await self._victims.step(replace(inp, demand=demand))
         except (KubernetesError, RayError) as exc:  # the controller logs and counts its own
             self._log.warning("victim step failed", error=str(exc))
-        after = controller.victims()
+        after = self._victims.victims()
         if after != victims:
-            again = complete_nodes_again(inp, state, after, self._gone)
+            again = complete_nodes_again(inp, state, after, self._memory.gone)
             self._publish(replace(inp, nodes=again), started)
-
-    def _note_fallback(self, state: RayState) -> None:
-        """Count a poll whose task demand fell back from R1; log when the reason changes."""
-        now, before = state.fallback, self._fallback
-        self._fallback = now
-        if now is not None:
-            self._metrics.demand_fell_back(now.value)
-            if now != before:
-                self._log.warning(
-                    "task demand is the GCS's sum", reason=now.value, error=state.fallback_error
-                )
-        elif before is not None:
-            self._log.info("task demand by rule R1 again")
 
     def _spec_fresh(self) -> bool:
         """Whether the worker groups can be trusted now; a change either way logged once."""
-        fresh = self._specs.fresh
-        if not fresh and not self._stale:
+        self._memory, changes = spec_seen(self._memory, self._specs.fresh)
+        if Change.SPEC_STALE in changes:
             self._log.warning("worker groups not fresh: poll skipped, data marked not fresh")
-        elif fresh and self._stale:
+        elif Change.SPEC_FRESH in changes:
             self._log.info("worker groups fresh again")
-        self._stale = not fresh
-        return fresh
-
-    def _track_gone(self, pods: Sequence[PodEntry] | None, ray_nodes: Sequence[WorkerNode]) -> None:
-        """Remember pods that left the (synced) cache while Ray still reports their node."""
-        if pods is None:  # cache not synced: keep what we knew, decide nothing new
-            return
-        names = frozenset(p.name for p in pods)
-        in_ray = {n.pod for n in ray_nodes}
-        self._gone = frozenset((self._gone | (self._known_pods - names)) & in_ray - names)
-        self._known_pods = names
+        return not self._memory.stale
 
     async def run(self) -> None:
         """Poll every ``interval_s`` until cancelled; a poll that crashes is a failed poll.
@@ -295,6 +286,5 @@ class AgentLoop:
         self._metrics.poll_crashes.inc()
         self._last = replace(self._last, success=False)
         self._collector.mark_failed()
-        if self._planned is not None:
-            self._planned.clear()
+        self._planned.clear()
         self._log.exception("poll crashed")

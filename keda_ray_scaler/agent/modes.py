@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 import structlog
 
-from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.clock import Clock
 
 log = structlog.get_logger(__name__)
 

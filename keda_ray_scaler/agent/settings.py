@@ -1,6 +1,11 @@
-"""The agent's settings, each default declared once here: the loop's, the victim protocol's, the
-join tracker's, Ray's. The CLI's flags read their defaults from these types
-(:mod:`keda_ray_scaler.cli.agent_flags`)."""
+"""The agent's settings: the loop's, the victim protocol's, the join tracker's, Ray's.
+
+Each default is declared once: in the type, or as the constant of its room that the type's field
+reads where the type's own module loads the agent's clients (the poll interval and the Ray
+timeout in :mod:`~keda_ray_scaler.agent.ray.ray_state`, the shape cap in
+:mod:`~keda_ray_scaler.agent.ray.shape_bound`). The CLI's flags read the same
+(:mod:`keda_ray_scaler.cli.agent_flags`); ``tests/unit/cli/test_defaults_agree.py`` holds them
+equal."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from dataclasses import dataclass, field
 
 from keda_ray_scaler.agent.joining.join_tracker import JoinSettings
 from keda_ray_scaler.agent.loop import LoopSettings
-from keda_ray_scaler.agent.ray.ray_state import DemandRead
+from keda_ray_scaler.agent.ray.ray_state import GCS_TIMEOUT_S, DemandRead
 from keda_ray_scaler.agent.victims.marks import VictimSettings
 
 
@@ -19,6 +24,6 @@ class AgentSettings:
     loop: LoopSettings = field(default_factory=LoopSettings)
     victims: VictimSettings = field(default_factory=VictimSettings)
     joins: JoinSettings = field(default_factory=JoinSettings)
-    ray_timeout_s: float = 5.0
+    ray_timeout_s: float = GCS_TIMEOUT_S
     #: the task demand's source: rule R1 (the head raylet read after the snapshot) or the GCS's sum
     demand_read: DemandRead = DemandRead.EXACT

@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.agent.interfaces import SystemClock
-from keda_ray_scaler.agent.ray.ray_state import DemandRead
 from keda_ray_scaler.cli import configure_logging_from
-from keda_ray_scaler.cli.agent_flags import WHERE, join_settings, validate
+from keda_ray_scaler.cli.agent_flags import WHERE, agent_settings, validate
+from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
     from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
     from keda_ray_scaler.agent.modes import Applier
-    from keda_ray_scaler.agent.settings import AgentSettings
     from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
 log = structlog.get_logger(__name__)
@@ -121,24 +119,28 @@ def _kuberay_applier(
     from kubernetes import client
 
     from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+    from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
     from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
+
+    settings = ApplierSettings(
+        cluster=args.raycluster, lead_up=args.scale_up_lead, lead_down=args.scale_down_lead
+    )
 
     def make(victims: Callable[[], Mapping[str, str]], joins: JoinTracker) -> Applier:
         return KubeRayApplier(
             KubeRayApi(
                 client.CustomObjectsApi(api.api_client),
                 KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
+                cache.api_errors,  # one failed-call counter per registry
             ),
             cache,
             lambda: cache.synced,
             victims,
             clock,
             registry,
-            cluster=args.raycluster,
+            settings,
             backoff=joins.backoff_message,
             planned=planned,
-            lead_up=args.scale_up_lead,
-            lead_down=args.scale_down_lead,
         )
 
     return make
@@ -211,7 +213,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         specs,
         gcs,
         clock,
-        _agent_settings(args),
+        agent_settings(args),
         pods=cache,
         applier=applier,
         registry=registry,
@@ -242,34 +244,14 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     log.info("agent stopped", cluster=spec.name, ray_version=agent.reader.ray_version)
 
 
-def _agent_settings(args: argparse.Namespace) -> AgentSettings:
-    """The agent's settings from its flags."""
-    from keda_ray_scaler.agent.loop import LoopSettings
-    from keda_ray_scaler.agent.settings import AgentSettings
-    from keda_ray_scaler.agent.victims.marks import VictimSettings
-
-    return AgentSettings(
-        loop=LoopSettings(
-            interval_s=args.interval,
-            max_shapes=args.max_shapes,
-            scale_down=not args.no_scale_down,
-            use_window_s=args.use_window,
-        ),
-        victims=VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
-        joins=join_settings(args),
-        ray_timeout_s=args.ray_timeout,
-        demand_read=DemandRead(args.demand_read),
-    )
-
-
 def _pod_cache(
     args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
 ) -> PodCache:
     """The watched cache of this cluster's worker pods (scale-down and joins read it)."""
-    from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
+    from keda_ray_scaler.agent.kube.kube_settings import KubeSettings, worker_selector
     from keda_ray_scaler.agent.kube.pod_cache import PodCache
 
-    selector = args.label_selector or f"ray.io/cluster={spec.name},ray.io/node-type=worker"
+    selector = args.label_selector or worker_selector(spec.name)
     kube = KubeSettings(
         namespace=args.namespace,
         label_selector=selector,

@@ -3,7 +3,9 @@
 ``add_parser`` registers them (:mod:`keda_ray_scaler.cli` imports this module alone to build the
 parser, so ``agent --help`` and a bad flag load neither structlog nor the Prometheus client);
 ``validate`` and ``join_settings`` raise :class:`~keda_ray_scaler.errors.ConfigError` naming the
-flag. The agent itself is :mod:`keda_ray_scaler.cli.agent`.
+flag; ``agent_settings`` turns them into the agent's settings. Each default is read from the
+agent's settings, never written here (:mod:`keda_ray_scaler.agent.settings` says where each is
+declared). The agent itself is :mod:`keda_ray_scaler.cli.agent`.
 """
 
 from __future__ import annotations
@@ -14,19 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from keda_ray_scaler.agent.http.agent_health import DEFAULT_INTERVALS, MIN_MAX_AGE_S
-from keda_ray_scaler.agent.joining.joins import (
-    DEFAULT_BACKOFF_INITIAL_S,
-    DEFAULT_BACKOFF_MAX_S,
-    DEFAULT_JOIN_TIMEOUT_S,
-    BackoffSettings,
-)
+from keda_ray_scaler.agent.joining.joins import DEFAULT_JOIN_TIMEOUT_S, BackoffSettings
+from keda_ray_scaler.agent.kube.kube_settings import GROUP_LABEL, worker_selector
 from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S
-from keda_ray_scaler.agent.ray.ray_state import DemandRead
+from keda_ray_scaler.agent.ray.ray_state import GCS_TIMEOUT_S, POLL_INTERVAL_S, DemandRead
+from keda_ray_scaler.agent.ray.shape_bound import DEFAULT_MAX_SHAPES
+from keda_ray_scaler.agent.victims.marks import VictimSettings
 from keda_ray_scaler.cli import add_command, add_logging_flags
 from keda_ray_scaler.errors import ConfigError
 
 if TYPE_CHECKING:
     from keda_ray_scaler.agent.joining.join_tracker import JoinSettings
+    from keda_ray_scaler.agent.settings import AgentSettings
 
 #: The ``where`` of the agent's ConfigErrors: its flags' and its start-up's.
 WHERE: Final = "agent"
@@ -58,15 +59,24 @@ def _ray_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--gcs-address", default="127.0.0.1:6379", help="Ray GCS host:port (127.0.0.1:6379)"
     )
-    g.add_argument("--interval", type=float, default=5.0, help="seconds between polls (5)")
     g.add_argument(
-        "--ray-timeout", type=float, default=5.0, help="deadline of one GCS call in seconds (5)"
+        "--interval",
+        type=float,
+        default=POLL_INTERVAL_S,
+        help=f"seconds between polls ({POLL_INTERVAL_S:g})",
+    )
+    g.add_argument(
+        "--ray-timeout",
+        type=float,
+        default=GCS_TIMEOUT_S,
+        help=f"deadline of one GCS call in seconds ({GCS_TIMEOUT_S:g})",
     )
     g.add_argument(
         "--max-shapes",
         type=int,
-        default=200,
-        help="at most this many demand series; more are merged upward and counted (200)",
+        default=DEFAULT_MAX_SHAPES,
+        help="at most this many demand series; more are merged upward and counted "
+        f"({DEFAULT_MAX_SHAPES})",
     )
     g.add_argument(
         "--demand-read",
@@ -83,7 +93,7 @@ def _ray_flags(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_WINDOW_S,
         help="seconds a rise of pod use that pending demand did not pay for is taken for a "
         "task Ray counts both running and pending until its owner's next backlog report (left "
-        "out of the exported demand); 0 = as read (10)",
+        f"out of the exported demand); 0 = as read ({DEFAULT_WINDOW_S:g})",
     )
 
 
@@ -97,7 +107,8 @@ def _metrics_flags(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_INTERVALS,
         help="/healthz answers 503 when the last successful poll of Ray is older than this "
-        f"many --interval, and at least {MIN_MAX_AGE_S:g} s (one GCS hiccup is no failure) (3)",
+        f"many --interval, and at least {MIN_MAX_AGE_S:g} s (one GCS hiccup is no failure) "
+        f"({DEFAULT_INTERVALS:g})",
     )
 
 
@@ -112,25 +123,27 @@ def _scale_down_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--namespace", help="namespace of the worker pods (required for scale-down)")
     g.add_argument(
         "--label-selector",
-        help="selects this cluster's worker pods "
-        "(default: ray.io/cluster=<cluster>,ray.io/node-type=worker)",
+        help=f"selects this cluster's worker pods (default: {worker_selector('<cluster>')})",
     )
-    g.add_argument("--group-label", default="ray.io/group", help="pod label naming the group")
+    g.add_argument("--group-label", default=GROUP_LABEL, help="pod label naming the group")
     g.add_argument(
         "--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster service account)"
     )
     g.add_argument("--context", help="kubeconfig context")
+    victims = VictimSettings()
     g.add_argument(
         "--settle-delay",
         type=float,
-        default=5.0,
-        help="seconds to wait after deletion costs are seen before draining (5)",
+        default=victims.settle_s,
+        help="seconds to wait after deletion costs are seen before draining "
+        f"({victims.settle_s:g})",
     )
     g.add_argument(
         "--drain-deadline",
         type=float,
-        default=0.0,
-        help="drain deadline in seconds after now; 0 = none, as Ray's autoscaler (0)",
+        default=victims.drain_deadline_s,
+        help="drain deadline in seconds after now; 0 = none, as Ray's autoscaler "
+        f"({victims.drain_deadline_s:g})",
     )
     _failure_flags(g)
     _lead_flags(g)
@@ -144,19 +157,21 @@ def _failure_flags(g: argparse._ArgumentGroup) -> None:
         default=[],
         metavar="[GROUP=]SECONDS",
         help="a worker pod with no Ray node this long after its creation is failing and "
-        "removed without a drain; GROUP= for one group, repeatable (300, Ray v2's)",
+        f"removed without a drain; GROUP= for one group, repeatable ({DEFAULT_JOIN_TIMEOUT_S:g}, "
+        "Ray v2's)",
     )
+    backoff = BackoffSettings()
     g.add_argument(
         "--backoff-initial",
         type=float,
-        default=DEFAULT_BACKOFF_INITIAL_S,
+        default=backoff.initial_s,
         help="seconds a group gets no new pods after a failed launch; doubles per failed launch",
     )
     g.add_argument(
         "--backoff-max",
         type=float,
-        default=DEFAULT_BACKOFF_MAX_S,
-        help="the longest back-off in seconds (600)",
+        default=backoff.max_s,
+        help=f"the longest back-off in seconds ({backoff.max_s:g})",
     )
 
 
@@ -212,6 +227,26 @@ def join_settings(args: argparse.Namespace) -> JoinSettings:
             default = timeout
     backoff = BackoffSettings(args.backoff_initial, args.backoff_max)
     return JoinSettings(default, per_group, backoff)
+
+
+def agent_settings(args: argparse.Namespace) -> AgentSettings:
+    """The agent's settings from its flags (checked by :func:`validate` first)."""
+    # here, not at the top: the loop's module loads structlog and the Prometheus client
+    from keda_ray_scaler.agent.loop import LoopSettings
+    from keda_ray_scaler.agent.settings import AgentSettings
+
+    return AgentSettings(
+        loop=LoopSettings(
+            interval_s=args.interval,
+            max_shapes=args.max_shapes,
+            scale_down=not args.no_scale_down,
+            use_window_s=args.use_window,
+        ),
+        victims=VictimSettings(settle_s=args.settle_delay, drain_deadline_s=args.drain_deadline),
+        joins=join_settings(args),
+        ray_timeout_s=args.ray_timeout,
+        demand_read=DemandRead(args.demand_read),
+    )
 
 
 def validate(args: argparse.Namespace) -> None:

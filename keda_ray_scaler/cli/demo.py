@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from keda_ray_scaler.agent.interfaces import SystemClock
 from keda_ray_scaler.cli import add_command
+from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.telemetry import configure_logging
 

@@ -3,8 +3,10 @@
 ``add_parser`` registers the flags (:mod:`keda_ray_scaler.cli` imports this module alone to build
 the parser, so ``serve --help`` and a bad flag load no data source); ``server_settings``,
 ``target_settings``, ``data_caps`` and ``namespace_grants`` turn them into the server's settings,
-raising :class:`~keda_ray_scaler.errors.ConfigError` naming the flag. The scaler itself, and its
-data source, are :mod:`keda_ray_scaler.cli.serve`.
+raising :class:`~keda_ray_scaler.errors.ConfigError` naming the flag. Each default is the settings
+type's (:class:`ServerSettings`, :class:`TargetSettings`, :class:`RetrySettings`,
+:class:`DataCaps`), read here, never written twice. The scaler itself, and its data source, are
+:mod:`keda_ray_scaler.cli.serve`.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.rpc.tls import TlsFiles
 from keda_ray_scaler.sources.series_caps import DataCaps
+from keda_ray_scaler.sources.source_settings import RetrySettings
 
 #: The ``where`` of serve's ConfigErrors: its flags' and its start-up's.
 WHERE: Final = "serve"
+#: Bytes in a MiB, as ``--max-message-bytes``'s help counts them.
+_MIB: Final = 1024 * 1024
 #: What ``serve --help`` says the command does.
 _DESCRIPTION: Final = "Answer KEDA with each Ray worker group's target replicas."
 
@@ -46,15 +51,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _listening_flags(p: argparse.ArgumentParser) -> None:
     """Where and how ``serve`` listens."""
     g = p.add_argument_group("listening")
-    g.add_argument("--host", default="0.0.0.0", help="address to bind (default: all)")
-    g.add_argument("--port", type=int, default=9090, help="gRPC port (default: 9090)")
-    g.add_argument(
-        "--metrics-port", type=int, default=9100, help="/metrics port; -1 disables (9100)"
-    )
+    server = ServerSettings()
+    g.add_argument("--host", default=server.host, help="address to bind (default: all)")
+    _number(g, "--port", int, server.port, "gRPC port (default: {})")
+    _number(g, "--metrics-port", int, server.metrics_port, "/metrics port; -1 disables ({})")
     g.add_argument(
         "--health-port",
         type=int,
-        default=None,
+        default=server.health_port,
         help="extra plaintext port serving only grpc.health.v1, for kubelet probes",
     )
     g.add_argument("--tls-cert", type=Path, help="server certificate (PEM); enables TLS")
@@ -90,23 +94,25 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--insecure-skip-verify", action="store_true", help="do not verify the server certificate"
     )
-    g.add_argument("--query-deadline", type=float, default=2.5, help="seconds per fetch (2.5)")
-    g.add_argument("--query-attempts", type=int, default=3, help="tries per fetch (3)")
+    retry = RetrySettings()
+    _number(g, "--query-deadline", float, retry.deadline_s, "seconds per fetch ({:g})")
+    _number(g, "--query-attempts", int, retry.attempts, "tries per fetch ({})")
 
 
 def _behaviour_flags(p: argparse.ArgumentParser) -> None:
     """Refresh, freshness and who reads what."""
     g = p.add_argument_group("behaviour")
-    g.add_argument(
-        "--refresh-interval", type=float, default=5.0, help="seconds between refreshes (5)"
+    target = TargetSettings()
+    _number(
+        g,
+        "--refresh-interval",
+        float,
+        target.refresh_interval_s,
+        "seconds between refreshes ({:g})",
     )
-    g.add_argument("--max-age", type=float, default=60.0, help="max agent snapshot age, s (60)")
-    g.add_argument(
-        "--max-clock-skew",
-        type=float,
-        default=5.0,
-        help="seconds an agent snapshot time may be ahead of this clock; beyond: UNAVAILABLE (5)",
-    )
+    _number(g, "--max-age", float, target.max_age_s, "max agent snapshot age, s ({:g})")
+    skew = "seconds an agent snapshot time may be ahead of this clock; beyond: UNAVAILABLE ({:g})"
+    _number(g, "--max-clock-skew", float, target.max_clock_skew_s, skew)
     g.add_argument(
         "--allow-cross-namespace",
         action="append",
@@ -138,48 +144,50 @@ def _bound_flags(p: argparse.ArgumentParser) -> None:
     )
     caps = DataCaps()
     for flag, field, what in _CAP_FLAGS:
-        g.add_argument(
-            flag, type=int, default=getattr(caps, field), help=f"{what} ({getattr(caps, field)})"
-        )
+        _number(g, flag, int, getattr(caps, field), what + " ({})")
     limits = TargetSettings()
-    g.add_argument(
-        "--max-clusters",
-        type=int,
-        default=limits.max_clusters,
-        help=f"Ray clusters refreshed at most, all namespaces ({limits.max_clusters})",
+    clusters = "Ray clusters refreshed at most, all namespaces ({})"
+    _number(g, "--max-clusters", int, limits.max_clusters, clusters)
+    quota = (
+        "Ray clusters of one namespace refreshed at most: one tenant cannot fill "
+        "--max-clusters for the others ({})"
     )
-    g.add_argument(
-        "--max-clusters-per-namespace",
-        type=int,
-        default=limits.max_clusters_per_namespace,
-        help="Ray clusters of one namespace refreshed at most: one tenant cannot fill "
-        f"--max-clusters for the others ({limits.max_clusters_per_namespace})",
+    _number(g, "--max-clusters-per-namespace", int, limits.max_clusters_per_namespace, quota)
+    rechecks = (
+        "fetches of Ray clusters the source did not know, all together; each such cluster is "
+        "asked about again after one refresh interval, doubling at each miss to "
+        f"{limits.not_found_recheck_s:g} s ({{:g}})"
     )
-    g.add_argument(
-        "--unknown-rechecks-per-second",
-        type=float,
-        default=limits.unknown_rechecks_per_s,
-        help="fetches of Ray clusters the source did not know, all together; each such "
-        "cluster is asked about again after one refresh interval, doubling at each miss to "
-        f"{limits.not_found_recheck_s:g} s ({limits.unknown_rechecks_per_s:g})",
+    _number(g, "--unknown-rechecks-per-second", float, limits.unknown_rechecks_per_s, rechecks)
+    watches = (
+        "grpc.health.v1 Watch streams at once on --port (none on --health-port, "
+        "which serves Check only) ({})"
     )
-    g.add_argument(
-        "--max-health-watches",
-        type=int,
-        default=ServerSettings().max_health_watches,
-        help="grpc.health.v1 Watch streams at once on --port (none on --health-port, "
-        f"which serves Check only) ({ServerSettings().max_health_watches})",
-    )
+    _number(g, "--max-health-watches", int, ServerSettings().max_health_watches, watches)
 
 
 def _connection_flags(p: argparse.ArgumentParser) -> None:
     """gRPC connection limits."""
     g = p.add_argument_group("connections")
-    g.add_argument("--max-connection-age", type=float, default=300.0, help="seconds (300)")
-    g.add_argument("--max-concurrent-rpcs", type=int, default=10_000, help="(10000)")
-    g.add_argument("--max-concurrent-streams", type=int, default=4096, help="per connection")
-    g.add_argument("--max-message-bytes", type=int, default=1024 * 1024, help="(1 MiB)")
-    g.add_argument("--grace", type=float, default=10.0, help="graceful stop, seconds (10)")
+    server = ServerSettings()
+    _number(g, "--max-connection-age", float, server.max_connection_age_s, "seconds ({:g})")
+    _number(g, "--max-concurrent-rpcs", int, server.max_concurrent_rpcs, "({})")
+    _number(g, "--max-concurrent-streams", int, server.max_concurrent_streams, "per connection")
+    size = f"({server.max_message_bytes / _MIB:g} MiB)"
+    _number(g, "--max-message-bytes", int, server.max_message_bytes, size)
+    _number(g, "--grace", float, server.stop_grace_s, "graceful stop, seconds ({:g})")
+
+
+def _number(
+    g: argparse._ArgumentGroup,
+    flag: str,
+    kind: type[int] | type[float],
+    default: float | None,
+    help_: str,
+) -> None:
+    """A number ``flag`` of ``kind`` whose default is a settings type's, read from it (never
+    written here); ``help_`` shows it where it says ``{}``."""
+    g.add_argument(flag, type=kind, default=default, help=help_.format(default))
 
 
 #: The flag groups of ``serve``, in ``--help`` order.

@@ -13,9 +13,9 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 
-from keda_ray_scaler.agent.interfaces import Clock
 from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.agent.victims.ranking import deletion_order
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.demo.raylets import RayProcesses
 

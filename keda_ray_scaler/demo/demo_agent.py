@@ -26,13 +26,13 @@ from keda_ray_scaler.agent.http.agent_health import (
     max_age_s,
 )
 from keda_ray_scaler.agent.http.metrics_server import HEALTH_PATH, start_metrics_server
-from keda_ray_scaler.agent.interfaces import Clock
 from keda_ray_scaler.agent.loop import LoopSettings
 from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S
 from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
 from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.agent.settings import AgentSettings
 from keda_ray_scaler.agent.victims.marks import VictimSettings
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.demo.pods import DemoPods
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.demo.controller import Deletion, DeploymentController
 from keda_ray_scaler.demo.demo_agent import DemoAgent
 from keda_ray_scaler.demo.demo_settings import DemoSettings

@@ -25,7 +25,7 @@ from typing import TextIO
 import grpc
 import structlog
 
-from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.demo.controller import DeploymentController
 from keda_ray_scaler.demo.demo_agent import DemoAgent
 from keda_ray_scaler.demo.demo_settings import DemoSettings

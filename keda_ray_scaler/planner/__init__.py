@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import PlanningInput
-from keda_ray_scaler.packing import (
+from keda_ray_scaler.packing.shapes import (
     GroupScorer,
     ShapeOrderer,
     Strategies,
@@ -24,8 +24,6 @@ from keda_ray_scaler.planner.context import build_context
 from keda_ray_scaler.planner.scale_down import group_plans
 from keda_ray_scaler.planner.search import SearchLimits, search, shape_count
 from keda_ray_scaler.planner.unplaceable import merge
-
-__all__ = ["SearchLimits", "plan"]
 
 _SEARCH = SearchLimits()
 

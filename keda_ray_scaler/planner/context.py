@@ -29,8 +29,14 @@ from keda_ray_scaler.model import (
     WorkerGroup,
     WorkerNode,
 )
-from keda_ray_scaler.packing import GroupSpec, Vec, fit_count, need_of, scarcity_rank
-from keda_ray_scaler.packing.shapes import UNBOUNDED
+from keda_ray_scaler.packing.shapes import (
+    UNBOUNDED,
+    GroupSpec,
+    Vec,
+    fit_count,
+    need_of,
+    scarcity_rank,
+)
 from keda_ray_scaler.planner.caps import CapCut, cut_to_caps
 
 #: Ray's ``IMPLICIT_RESOURCE_PREFIX``: a resource every node has as much of as asked.

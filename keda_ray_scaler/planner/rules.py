@@ -13,15 +13,11 @@ from dataclasses import dataclass, field
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
 from keda_ray_scaler.model import DemandKind, PlacementGroup, Strategy
-from keda_ray_scaler.packing import (
-    Limits,
-    NewPods,
-    Packer,
-    Strategies,
-    Vec,
-    place_spread,
-    place_spread_copies,
-)
+from keda_ray_scaler.packing.limits import Limits
+from keda_ray_scaler.packing.newpods import NewPods
+from keda_ray_scaler.packing.packer import Packer
+from keda_ray_scaler.packing.shapes import Strategies, Vec
+from keda_ray_scaler.packing.spread import place_spread, place_spread_copies
 from keda_ray_scaler.planner.context import Context, Index, gang_shapes
 
 #: Ray's AUTOSCALER_UPSCALING_INITIAL_NUM_NODES: pods a group may have pending at any speed.

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from keda_ray_scaler.decisions import Why
-from keda_ray_scaler.packing import ResourceFirstOrderer, Strategies, smallest_first_orderer
+from keda_ray_scaler.packing.shapes import ResourceFirstOrderer, Strategies, smallest_first_orderer
 from keda_ray_scaler.planner import rules
 from keda_ray_scaler.planner.context import Context, gang_shapes
 from keda_ray_scaler.planner.solve import Mode, Order, RunResult, better, solve

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
 from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
-from keda_ray_scaler.packing import Packer, Strategies, Vec
+from keda_ray_scaler.packing.packer import Packer
+from keda_ray_scaler.packing.shapes import Strategies, Vec
 from keda_ray_scaler.planner import rules
 from keda_ray_scaler.planner.context import Context
 from keda_ray_scaler.planner.unplaceable import explain

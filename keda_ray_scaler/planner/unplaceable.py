@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason
 from keda_ray_scaler.model import DemandKind, Resources, Strategy
-from keda_ray_scaler.packing import fit_count, need_of
+from keda_ray_scaler.packing.shapes import fit_count, need_of
 from keda_ray_scaler.planner.context import Context
 
 

@@ -1,7 +1,8 @@
 """Listening, limits and connection management of the scaler's gRPC server: its settings.
 
-Why a module of its own: these are the operator's knobs (each a ``serve`` flag) and the gRPC
-channel arguments they become; :mod:`keda_ray_scaler.rpc.server` only reads them.
+Why a module of its own: these are the operator's knobs (each a ``serve`` flag, whose default
+is read from here: :mod:`keda_ray_scaler.cli.serve_flags`) and the gRPC channel arguments they
+become; :mod:`keda_ray_scaler.rpc.server` only reads them.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ class ServerSettings:
     """
 
     host: str = "0.0.0.0"
-    port: int = 6000
+    port: int = 9090  # the chart's, the manifests' and KEDA's ``scalerAddress`` in the docs
     metrics_host: str = "0.0.0.0"
-    metrics_port: int | None = 8080  # None: no /metrics endpoint
+    metrics_port: int | None = 9100  # None: no /metrics endpoint
     #: plaintext port serving only grpc.health.v1 ``Check`` (the kubelet's gRPC probe cannot
     #: do TLS, and calls only ``Check``): ``Watch`` there is UNIMPLEMENTED
     health_port: int | None = None

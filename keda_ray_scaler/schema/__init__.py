@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote, unquote
 
-from keda_ray_scaler.errors import ShapeError as ShapeError  # re-exported: the agent names it
+from keda_ray_scaler.errors import ShapeError
 from keda_ray_scaler.model import RESOURCE_SCALE, PlanningInput, Resources
 
 PREFIX: Final = "ray_scaler_"
@@ -47,7 +47,7 @@ GROUP_MAX_REPLICAS: Final = PREFIX + "worker_group_max_replicas"  # {cluster, gr
 GROUP_IDLE_TIMEOUT: Final = PREFIX + "worker_group_idle_timeout_seconds"  # {cluster, group}
 GROUP_COST: Final = PREFIX + "worker_group_cost"  # {cluster, group}
 #: gauge {cluster, group}: the most new pods the group may get now, present only while the
-#: agent backs the group off after pods that did not join Ray (agent/backoff.py)
+#: agent backs the group off after pods that did not join Ray (agent/joining/joins.py)
 GROUP_LAUNCH_LIMIT: Final = PREFIX + "worker_group_launch_limit"
 CLUSTER_MAX_WORKERS: Final = PREFIX + "cluster_max_workers"  # {cluster}; absent = no cap
 CLUSTER_UPSCALING_SPEED: Final = PREFIX + "cluster_upscaling_speed"  # {cluster}

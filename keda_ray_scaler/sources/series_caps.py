@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import Cap as Cap  # re-exported: the sources and tests name it here
-from keda_ray_scaler.errors import CapExceeded as CapExceeded  # re-exported, likewise
+from keda_ray_scaler.errors import Cap, CapExceeded
 from keda_ray_scaler.model import DemandKind
 from keda_ray_scaler.schema import Sample, decoding
 

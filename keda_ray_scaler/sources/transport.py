@@ -17,6 +17,7 @@ import structlog
 import tenacity
 
 from keda_ray_scaler.errors import (
+    CapExceeded,
     DeadlineExceeded,
     FetchError,
     HttpStatusError,
@@ -25,7 +26,7 @@ from keda_ray_scaler.errors import (
 )
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding
 from keda_ray_scaler.sources.metrics import SourceMetrics
-from keda_ray_scaler.sources.series_caps import CapExceeded, DataCaps, check_caps
+from keda_ray_scaler.sources.series_caps import DataCaps, check_caps
 from keda_ray_scaler.sources.source_settings import RetrySettings
 from keda_ray_scaler.telemetry import strip_userinfo
 

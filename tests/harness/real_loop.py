@@ -103,6 +103,9 @@ SCALE_DOWN_WINDOW_S = 10
 POLLING_INTERVAL_S = 2
 COOLDOWN_S = 5
 WORKLOAD = Path(__file__).with_name("ray_workload.py")
+#: The scaler pod's own /metrics: on the node's network (bed.SCALER_ADDRESS), the chart's
+#: ``ports.metrics``.
+SCALER_METRICS_URL = f"http://{NODE_IP}:9100/metrics"
 #: figures of the real-control-plane test, printed as one ``e2e-local:`` line (tests/conftest.py)
 FIGURES: dict[str, str] = {}
 _KRS = str(Path(sys.executable).with_name("keda-ray-scaler"))
@@ -439,6 +442,18 @@ def submit(
 # the loop
 
 
+def _sample_sum(url: str, name: str, labels: Mapping[str, str]) -> float:
+    """The sum of the ``name`` samples a /metrics page serves now whose labels include
+    ``labels``."""
+    text = requests.get(url, timeout=5).text
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
 @dataclass
 class RealLoop:
     """Everything :func:`real_loop` started; methods for the test's steps."""
@@ -469,13 +484,11 @@ class RealLoop:
 
     def agent_counter(self, name: str, **labels: str) -> float:
         """The sum of the agent's ``name`` samples now whose labels include ``labels``."""
-        text = requests.get(self.agent_url, timeout=5).text
-        return sum(
-            s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
-        )
+        return _sample_sum(self.agent_url, name, labels)
+
+    def scaler_counter(self, name: str, **labels: str) -> float:
+        """The sum of the scaler pod's ``name`` samples now whose labels include ``labels``."""
+        return _sample_sum(SCALER_METRICS_URL, name, labels)
 
     # -- the product's pods --------------------------------------------------------------------
 

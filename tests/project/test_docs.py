@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from keda_ray_scaler.cli import docgen
-from tools import codemap
+from tools import archmap, codemap
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -55,6 +55,43 @@ def test_the_code_map_names_every_module_and_no_other() -> None:
         if "_generated" not in p.parts
     }
     assert (sorted(tree - rows), sorted(rows - tree)) == ([], [])
+
+
+def test_the_rooms_are_drawn_from_the_imports_and_the_contracts() -> None:
+    """architecture.md's rooms and arrows are what tools/codemap.py renders now (run it)."""
+    page = (DOCS / "concepts" / "architecture.md").read_text()
+    drawn = codemap.current(page, codemap.ROOMS_BEGIN, codemap.ROOMS_END)
+    assert drawn == codemap.render_rooms(), "stale: python tools/codemap.py"
+
+
+def test_every_arrow_between_rooms_is_one_the_contracts_allow() -> None:
+    """No room imports one a layers contract ranks above it, an independent sibling, or one a
+    forbidden contract names (read from the imports, not the page)."""
+    assert archmap.read().broken() == []
+
+
+def test_the_room_check_refuses_arrows_up_across_and_forbidden() -> None:
+    """The check is not vacuous: an upward, a sibling and a forbidden arrow are each refused."""
+    found = archmap.contracts()
+    top = archmap.TOP
+    for src, dst in [
+        ("model", "planner"),  # runs up
+        ("rpc", "agent"),  # independent rooms of one layer
+        ("agent.kuberay", "agent.victims"),  # they meet only in the builder
+        ("agent.victims", "agent.kube"),  # layered down, but forbidden
+    ]:
+        assert archmap.verdict(found, f"{top}.{src}", f"{top}.{dst}").startswith("breaks"), src
+    assert archmap.verdict(found, f"{top}.cli", f"{top}.model") == archmap.KEPT
+
+
+def test_the_newcomers_table_names_modules_that_exist() -> None:
+    """Every module path in architecture.md's "Where a behaviour lives" table is in the tree."""
+    page = (DOCS / "concepts" / "architecture.md").read_text()
+    section = page.split("## Where a behaviour lives", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "?" in line]
+    paths = re.findall(r"`([a-z_/]+(?:\.py|/))`", "\n".join(rows))
+    missing = [p for p in paths if not (ROOT / "keda_ray_scaler" / p).exists()]
+    assert (len(rows) >= 5, len(paths) >= 5, missing) == (True, True, [])
 
 
 def test_the_cli_reference_names_every_flag_of_every_command() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from full_snapshot import full_snapshot
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
@@ -19,18 +20,7 @@ from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
 from keda_ray_scaler.agent.kube.pod_cache import PodCache
 from keda_ray_scaler.agent.victims.controller import VictimController
-from keda_ray_scaler.model import (
-    Bundle,
-    ClusterSpec,
-    Demand,
-    NodeStatus,
-    PlacementGroup,
-    PlanningInput,
-    Resources,
-    Strategy,
-    WorkerGroup,
-    WorkerNode,
-)
+from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.sources.metrics import source_metrics
 from keda_ray_scaler.telemetry import scaler_metrics
 
@@ -54,20 +44,6 @@ def exposed(registry: CollectorRegistry) -> set[str]:
         else:
             names.add(family.name)
     return names
-
-
-def full_snapshot() -> schema.ClusterSnapshot:
-    """A snapshot with every kind of series: groups, all demand kinds, a node, max workers."""
-    cpu = Resources.of(CPU=10)
-    group = WorkerGroup("cpu", cpu, 0, 10)
-    demand = Demand(
-        bundles=(Bundle(Resources.of(CPU=5), 2),),
-        placement_groups=(PlacementGroup(Strategy.PACK, (cpu,)),),
-        constraints=(Bundle(cpu, 1),),
-    )
-    node = WorkerNode("p", "cpu", cpu, cpu, 1.0, NodeStatus.RUNNING, "ab")
-    inp = PlanningInput(ClusterSpec("c", (group,), max_workers=5), demand, (node,))
-    return schema.ClusterSnapshot(inp, 1.0, True)
 
 
 def allowed_metric_names() -> frozenset[str]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from full_snapshot import full_snapshot
 from prometheus_client import CollectorRegistry
-from test_grafana import full_snapshot
 
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
 from keda_ray_scaler.agent.kube.pod_cache import PodCache
 from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
 from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.sources.metrics import source_metrics
@@ -28,7 +29,7 @@ def families() -> dict[str, set[str]]:
     spec = ClusterSpec("c", (WorkerGroup("cpu", Resources.of(CPU=1)),))
     VictimController(spec, None, None, None, None, registry)  # type: ignore[arg-type]
     PodCache(None, KubeSettings(namespace="n", label_selector="x"), registry)  # type: ignore[arg-type]
-    KubeRayApplier(None, None, None, None, None, registry, cluster="c")  # type: ignore[arg-type]
+    KubeRayApplier(None, None, None, None, None, registry, ApplierSettings("c"))  # type: ignore[arg-type]
     scaler_metrics(registry)
     source_metrics(registry)
     out: dict[str, set[str]] = {}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.clock import Clock
 
 #: Default ``--health-intervals``: stale after this many poll intervals without a success.
 DEFAULT_INTERVALS: Final = 3.0

@@ -21,6 +21,14 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.metric_names import (
+    DEMAND_FALLBACKS,
+    DOUBLE_COUNTED_BUNDLES,
+    POLL_CRASHES,
+    POLL_DURATION,
+    POLL_ERRORS,
+    SUPERSEDED_RAY_NODES,
+)
 from keda_ray_scaler.agent.ray.resource_names import StandInLog
 from keda_ray_scaler.schema import encoding
 
@@ -42,15 +50,6 @@ _HELP = {
     schema.SNAPSHOT_TIMESTAMP: "Unix time of the last successful poll of Ray (0: none yet).",
     schema.SNAPSHOT_SUCCESS: "1 when the last poll of Ray succeeded, else 0 (data not fresh).",
 }
-
-#: counter {cluster}: polls of Ray that failed
-POLL_ERRORS = schema.PREFIX + "agent_poll_errors_total"
-#: histogram {cluster}: seconds one poll took (Ray read, mapping, encoding)
-POLL_DURATION = schema.PREFIX + "agent_poll_duration_seconds"
-#: counter {cluster}: polls ended by an unexpected exception (a bug; also in poll_errors)
-POLL_CRASHES = schema.PREFIX + "agent_poll_crashes_total"
-#: counter {cluster, reason}: polls whose task demand fell back from rule R1 to the GCS's sum
-DEMAND_FALLBACKS = schema.PREFIX + "agent_demand_fallbacks_total"
 
 
 def families(samples: Iterable[schema.Sample]) -> list[Metric]:
@@ -123,14 +122,14 @@ class AgentMetrics:
             registry=registry,
         ).labels(cluster)
         self.superseded = Gauge(
-            "ray_scaler_agent_superseded_ray_nodes",
+            SUPERSEDED_RAY_NODES,
             "Ray nodes the GCS lists alive for a pod that has a newer node (a restarted "
             "raylet's predecessor) in the last poll: no capacity, never drained.",
             labels,
             registry=registry,
         ).labels(cluster)
         self.double_counted = Gauge(
-            "ray_scaler_agent_double_counted_bundles",
+            DOUBLE_COUNTED_BUNDLES,
             "Pending task bundles left out of the last export: Ray counted them both running "
             "and pending until their owner's next backlog report (agent/ray/demand_filter.py).",
             labels,

@@ -30,14 +30,10 @@ from keda_ray_scaler.agent.joining.joins import (
     newly_failing,
     remaining_s,
 )
+from keda_ray_scaler.agent.metric_names import BACKOFF_SECONDS, JOIN_FAILURES
 from keda_ray_scaler.model import ClusterSpec, JoinFailure
 
 log = structlog.get_logger(__name__)
-
-#: counter {cluster, group, reason}: worker pods found failing to become (or stay) Ray nodes
-JOIN_FAILURES = schema.PREFIX + "agent_join_failures_total"
-#: gauge {cluster, group}: seconds left of the group's launch back-off (0: none)
-BACKOFF_SECONDS = schema.PREFIX + "agent_backoff_seconds"
 
 
 @dataclass(frozen=True, slots=True)

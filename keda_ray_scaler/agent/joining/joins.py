@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from keda_ray_scaler.backoff import DoublingBackoff
 from keda_ray_scaler.model import JoinFailure
 
 #: Ray v2's ``InstanceReconcileConfig`` allocate -> RAY_RUNNING timeout, in seconds.
@@ -124,7 +125,7 @@ def after_failures(b: Backoff, count: int, now_s: float, settings: BackoffSettin
     if count <= 0:
         return b
     failures = b.failures + count
-    wait = min(settings.initial_s * 2 ** (failures - 1), settings.max_s)
+    wait = DoublingBackoff(settings.initial_s, settings.max_s).delay_s(failures)
     return Backoff(failures, max(b.until_s, now_s + wait), now_s)
 
 

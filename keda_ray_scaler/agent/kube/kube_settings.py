@@ -2,18 +2,32 @@
 
 The pod cache (:mod:`~keda_ray_scaler.agent.kube.pod_cache`) and the pod calls
 (:mod:`~keda_ray_scaler.agent.kube.pod_api`) share :class:`KubeSettings`; :func:`load_api` builds
-the
-``CoreV1Api`` both use, named by :data:`USER_AGENT` in the API server's audit log.
+the ``CoreV1Api`` both use, named by :data:`USER_AGENT` in the API server's audit log. KubeRay's
+pod labels are here, once: :data:`GROUP_LABEL` and :func:`worker_selector`.
+
+The ``kubernetes`` client is imported by :func:`load_api` alone, so the agent's flags read their
+defaults here without it (:mod:`keda_ray_scaler.cli.agent_flags`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
-from kubernetes import client as k8s
+if TYPE_CHECKING:
+    from kubernetes import client as k8s
 
 #: User-Agent of the agent's API calls (shows in audit logs).
 USER_AGENT = "keda-ray-scaler"
+#: The pod label naming a worker pod's group, as KubeRay labels it.
+GROUP_LABEL: Final = "ray.io/group"
+
+
+def worker_selector(cluster: str, group: str | None = None) -> str:
+    """The label selector of ``cluster``'s worker pods (of ``group``'s only, if given), as
+    KubeRay labels them."""
+    of_group = "" if group is None else f"{GROUP_LABEL}={group},"
+    return f"ray.io/cluster={cluster},{of_group}ray.io/node-type=worker"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +35,9 @@ class KubeSettings:
     """How the agent talks to the Kubernetes API.
 
     - ``namespace``: where the Ray cluster's worker pods live (the Role is namespaced).
-    - ``label_selector``: selects the worker pods of ONE Ray cluster, e.g.
-      ``ray.io/cluster=demo,ray.io/node-type=worker``.
-    - ``group_label``: the pod label naming its worker group (KubeRay: ``ray.io/group``).
+    - ``label_selector``: selects the worker pods of ONE Ray cluster
+      (KubeRay's: :func:`worker_selector`).
+    - ``group_label``: the pod label naming its worker group (KubeRay's: :data:`GROUP_LABEL`).
     - ``retry_attempts``: attempts per API call (1 = no retry); bounded so a broken API server
       stalls one protocol step, not the agent.
     - ``retry_initial_s`` / ``retry_max_s``: exponential backoff with jitter between attempts.
@@ -35,7 +49,7 @@ class KubeSettings:
     namespace: str
     label_selector: str
     cluster: str = ""
-    group_label: str = "ray.io/group"
+    group_label: str = GROUP_LABEL
     retry_attempts: int = 5
     retry_initial_s: float = 0.5
     retry_max_s: float = 10.0
@@ -48,6 +62,7 @@ def load_api(kubeconfig: str | None = None, context: str | None = None) -> k8s.C
 
     Called by the CLI only: the choice is the caller's.
     """
+    from kubernetes import client as k8s
     from kubernetes import config
 
     configuration = k8s.Configuration()

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from kubernetes import watch as k8s_watch
 
 from keda_ray_scaler.agent.kube.kube_retry import KUBE_ERRORS, status_of
+from keda_ray_scaler.backoff import DoublingBackoff
 from keda_ray_scaler.clock import Sleep
 from keda_ray_scaler.errors import KubernetesError
 
@@ -136,8 +137,8 @@ class ListWatch:
 
     def _backoff(self, failed: int) -> float:
         """The wait after ``failed`` watches failed in a row."""
-        delay = self._timing.retry_initial_s * 2.0 ** (failed - 1)
-        return min(delay, self._timing.retry_max_s)
+        timing = self._timing
+        return DoublingBackoff(timing.retry_initial_s, timing.retry_max_s).delay_s(failed)
 
     def stop(self) -> None:
         """Interrupt a blocking watch (safe from any thread)."""

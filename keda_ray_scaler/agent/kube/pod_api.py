@@ -3,9 +3,9 @@
 - Annotation changes are JSON merge patches of ``metadata.annotations`` carrying
   ``metadata.resourceVersion`` as a precondition, so a pod changed since it was read answers
   409 Conflict; the change is then re-decided on a fresh read (see :meth:`PodApi.update`).
-- Every API call retries with bounded exponential backoff (tenacity) on 409, 429, 5xx and
-  connection errors; failures are logged (structlog) and counted, never raised past the agent
-  loop as anything but :class:`~keda_ray_scaler.errors.KubernetesError`.
+- Every API call runs through :class:`~keda_ray_scaler.agent.kube.kube_retry.KubeCalls`: retried
+  on 409, 429, 5xx and connection errors, every failed attempt counted, the last failure logged
+  once and raised as :class:`~keda_ray_scaler.errors.KubernetesError`.
 - A drained victim the scale-down will never take (``choose.to_release``) is deleted by name
   with its uid as a precondition (:meth:`PodApi.delete`), Deployment mode only.
 - The ``kubernetes`` client is synchronous: every call runs in ``asyncio.to_thread``.
@@ -14,18 +14,17 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import structlog
 import tenacity
 import urllib3
 from kubernetes import client as k8s
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.agent.kube.kube_retry import KUBE_ERRORS, backoff, status_of, with_retries
+from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors, KubeCalls, backoff
 from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
 from keda_ray_scaler.agent.kube.pod_info import pod_info
 from keda_ray_scaler.agent.pod import PodInfo
@@ -34,9 +33,6 @@ from keda_ray_scaler.errors import KubernetesError
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-
-#: counter {cluster, operation, code}: failed Kubernetes API calls (each attempt)
-KUBE_API_ERRORS = "ray_scaler_kube_api_errors_total"
 
 _MERGE_PATCH = "application/merge-patch+json"
 
@@ -53,7 +49,8 @@ def response_json(response: object) -> dict[str, Any]:
 
 class PodApi:
     """One namespace's pod calls, retried, counted and logged; ``cached(name)`` is the pod as
-    the cache holds it (the first decision of :meth:`update`)."""
+    the cache holds it (the first decision of :meth:`update`). Failed calls are counted in
+    ``registry`` (:attr:`errors`, shared with the KubeRay calls)."""
 
     def __init__(
         self,
@@ -67,14 +64,19 @@ class PodApi:
         self._api = api
         self._settings = settings
         self._cached = cached
-        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
         self._log = log.bind(cluster=settings.cluster, namespace=settings.namespace)
-        self._errors = Counter(
-            KUBE_API_ERRORS,
-            "Failed Kubernetes API calls, each attempt.",
-            ["cluster", "operation", "code"],
-            registry=registry,
+        self._calls = KubeCalls(
+            KubeApiErrors(registry),
+            cluster=settings.cluster,
+            namespace=settings.namespace,
+            attempts=settings.retry_attempts,
+            wait=wait or backoff(settings.retry_initial_s, settings.retry_max_s),
         )
+
+    @property
+    def errors(self) -> KubeApiErrors:
+        """The failed-call counter of the registry (one per registry: others share it)."""
+        return self._calls.errors
 
     # --- reads and patches -----------------------------------------------------------------
     async def get(self, name: str) -> PodInfo | None:
@@ -140,7 +142,7 @@ class PodApi:
             raw = await asyncio.to_thread(self._patch_blocking, name, body)
             return pod_info(raw, self._settings.group_label)
 
-        return await self._retrying("update", attempt)
+        return await self._calls.run("update", attempt)
 
     async def delete(self, name: str, uid: str) -> bool:
         """Delete the pod ``name`` if it is still the pod ``uid`` (a precondition): True when
@@ -156,7 +158,7 @@ class PodApi:
             return True
 
         self._log.info("deleting pod", pod=name, uid=uid)
-        return await self._retrying("delete", attempt)
+        return await self._calls.run("delete", attempt)
 
     def _delete_blocking(self, name: str, uid: str) -> None:
         self._api.delete_namespaced_pod(
@@ -174,34 +176,8 @@ class PodApi:
         async def attempt() -> T:
             return await asyncio.to_thread(blocking)
 
-        return await self._retrying(operation, attempt)
-
-    async def _retrying(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Every failed attempt counted and logged; the last one a KubernetesError."""
-        try:
-            return await with_retries(
-                attempt,
-                attempts=self._settings.retry_attempts,
-                wait=self._wait,
-                on_error=functools.partial(self.count_error, operation),
-                before_sleep=functools.partial(self._log_retry, operation),
-            )
-        except KUBE_ERRORS as exc:
-            self._log.error(
-                "kubernetes call failed", operation=operation, status=status_of(exc), error=str(exc)
-            )
-            raise KubernetesError(f"{operation} failed: {status_of(exc)} {exc}") from exc
+        return await self._calls.run(operation, attempt)
 
     def count_error(self, operation: str, exc: BaseException) -> None:
-        """One failed call of ``operation``, by its status."""
-        self._errors.labels(self._settings.cluster, operation, status_of(exc)).inc()
-
-    def _log_retry(self, operation: str, state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        self._log.warning(
-            "kubernetes call failed, retrying",
-            operation=operation,
-            attempt=state.attempt_number,
-            status=status_of(exc) if exc else "",
-            error=str(exc),
-        )
+        """One failed call of ``operation`` outside :meth:`call` (the pod watch), by status."""
+        self._calls.count(operation, exc)

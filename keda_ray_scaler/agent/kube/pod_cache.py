@@ -28,22 +28,18 @@ import tenacity
 from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from keda_ray_scaler.agent.kube.kube_retry import status_of
+from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors, status_of
 from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
 from keda_ray_scaler.agent.kube.list_watch import ListArgs, ListWatch
 from keda_ray_scaler.agent.kube.pod_api import Decide, PodApi, response_json
 from keda_ray_scaler.agent.kube.pod_info import pod_info
 from keda_ray_scaler.agent.kube.pod_store import PodStore
+from keda_ray_scaler.agent.metric_names import KUBE_CACHE_SYNCED, KUBE_RELISTS
 from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.clock import Sleep
 from keda_ray_scaler.errors import KubernetesError
 
 log = structlog.get_logger(__name__)
-
-#: counter {cluster}: relists after the watch expired (410 Gone) or failed
-KUBE_RELISTS = "ray_scaler_kube_relists_total"
-#: gauge {cluster}: 1 when the pod cache is synced
-KUBE_CACHE_SYNCED = "ray_scaler_kube_cache_synced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +104,11 @@ class PodCache(PodStore):
             KUBE_CACHE_SYNCED, "1 when the pod cache is synced.", ["cluster"], registry=registry
         )
         self._synced_gauge.labels(settings.cluster).set(0)
+
+    @property
+    def api_errors(self) -> KubeApiErrors:
+        """The registry's failed-call counter, for the other Kubernetes calls to share."""
+        return self._calls.errors
 
     # --- reading the cache -----------------------------------------------------------------
     @property

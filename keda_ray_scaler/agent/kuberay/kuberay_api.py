@@ -1,44 +1,44 @@
 """The Kubernetes calls of KubeRay mode: the RayCluster, its RayWorkerGroups, ScaledObjects.
 
-Custom objects travel as JSON dicts (never the client's models). Transient errors (429, 5xx,
-transport; 409 on reads and status writes) are retried with bounded exponential backoff and
-then raised as :class:`~keda_ray_scaler.errors.KubernetesError`; a RayCluster patch whose
-precondition fails (409 resourceVersion, 422 failed ``test`` op) is raised at once as
-:class:`PreconditionFailed`, so the caller re-reads and decides again. The client is
-synchronous: every call runs in ``asyncio.to_thread``.
+Custom objects travel as JSON dicts (never the client's models). Every call runs through
+:class:`~keda_ray_scaler.agent.kube.kube_retry.KubeCalls`, as the pod calls do: transient errors
+(429, 5xx, transport; 409 on reads and status writes) retried with bounded exponential backoff,
+every failed attempt counted (``ray_scaler_kube_api_errors_total``, operations
+``get_raycluster``, ``list_rayworkergroups``, ``patch_raycluster``,
+``patch_rayworkergroup_status``), the last one logged and raised as
+:class:`~keda_ray_scaler.errors.KubernetesError`; a RayCluster patch whose precondition fails
+(409 resourceVersion, 422 failed ``test`` op) is raised at once as
+:class:`~keda_ray_scaler.errors.PreconditionFailed`, so the caller re-reads and decides again.
+The client is synchronous: every call runs in ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
 import tenacity
-import urllib3
 from kubernetes import client as k8s
 
 from keda_ray_scaler.agent.kube.kube_retry import (
+    KUBE_ERRORS,
+    KubeApiErrors,
+    KubeCalls,
     backoff,
-    is_retryable,
+    kube_error,
     status_of,
-    with_retries,
 )
 from keda_ray_scaler.agent.kuberay.raycluster import RAYCLUSTER_API, WORKER_GROUP_API
+from keda_ray_scaler.agent.kuberay.scaledobject import ScaledObject, parse_scaled_object
 from keda_ray_scaler.errors import KubernetesError
-from keda_ray_scaler.errors import (
-    PreconditionFailed as PreconditionFailed,  # kuberay.py names it here
-)
 
 log = structlog.get_logger(__name__)
-T = TypeVar("T")
 
 _JSON_PATCH = "application/json-patch+json"
 _MERGE_PATCH = "application/merge-patch+json"
-_PRECONDITION = frozenset({409, 422})
 SCALED_OBJECT_API = ("keda.sh", "v1alpha1", "scaledobjects")
 
 
@@ -47,8 +47,6 @@ class KubeRaySettings:
     """Where the RayCluster is and how hard to try.
 
     - ``namespace`` / ``raycluster``: the RayCluster (its RayWorkerGroups live beside it).
-    - ``conflict_attempts``: decisions per group and round when patches conflict (each on a
-      fresh read); the next round starts over.
     - ``retry_attempts`` / ``retry_initial_s`` / ``retry_max_s``: transient errors (429, 5xx,
       transport) of one call, exponential backoff with jitter.
     - ``request_timeout_s``: client read timeout per call.
@@ -56,7 +54,6 @@ class KubeRaySettings:
 
     namespace: str
     raycluster: str
-    conflict_attempts: int = 5
     retry_attempts: int = 3
     retry_initial_s: float = 0.2
     retry_max_s: float = 2.0
@@ -68,26 +65,33 @@ def read_raycluster(api: k8s.CustomObjectsApi, namespace: str, name: str) -> dic
     group, version, plural = RAYCLUSTER_API
     try:
         obj = api.get_namespaced_custom_object(group, version, namespace, plural, name)
-    except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubernetesError(
-            f"read RayCluster {namespace}/{name}: {status_of(exc)} {exc}"
-        ) from exc
+    except KUBE_ERRORS as exc:  # not retried nor counted: the CLI stops with a ConfigError
+        raise kube_error(f"read RayCluster {namespace}/{name}", exc) from exc
     return _obj(obj)
 
 
 class KubeRayApi:
-    """The calls one RayCluster's applier makes."""
+    """The calls one RayCluster's applier makes; failed ones counted in ``errors`` (the
+    registry's one counter: the pod cache's
+    :attr:`~keda_ray_scaler.agent.kube.pod_cache.PodCache.api_errors`)."""
 
     def __init__(
         self,
         api: k8s.CustomObjectsApi,
         settings: KubeRaySettings,
+        errors: KubeApiErrors,
         *,
         wait: tenacity.wait.wait_base | None = None,
     ) -> None:
         self._api = api
         self._settings = settings
-        self._wait = wait or backoff(settings.retry_initial_s, settings.retry_max_s)
+        self._calls = KubeCalls(
+            errors,
+            cluster=settings.raycluster,
+            namespace=settings.namespace,
+            attempts=settings.retry_attempts,
+            wait=wait or backoff(settings.retry_initial_s, settings.retry_max_s),
+        )
         self._log = log.bind(cluster=settings.raycluster, namespace=settings.namespace)
 
     async def raycluster(self) -> dict[str, Any]:
@@ -95,7 +99,7 @@ class KubeRayApi:
         s = self._settings
         group, version, plural = RAYCLUSTER_API
         return await self._call(
-            "get",
+            "get_raycluster",
             lambda: self._api.get_namespaced_custom_object(
                 group, version, s.namespace, plural, s.raycluster,
                 _request_timeout=s.request_timeout_s,
@@ -107,7 +111,7 @@ class KubeRayApi:
         s = self._settings
         group, version, plural = WORKER_GROUP_API
         body = await self._call(
-            "list",
+            "list_rayworkergroups",
             lambda: self._api.list_namespaced_custom_object(
                 group, version, s.namespace, plural, _request_timeout=s.request_timeout_s
             ),
@@ -115,8 +119,9 @@ class KubeRayApi:
         items = body.get("items") or []
         return [i for i in items if (i.get("spec") or {}).get("rayCluster") == s.raycluster]
 
-    async def scaled_objects(self) -> list[dict[str, Any]]:
-        """ScaledObjects of the namespace; empty when they cannot be read (no KEDA, no RBAC)."""
+    async def scaled_objects(self) -> list[ScaledObject]:
+        """ScaledObjects of the namespace, each parsed into its view; empty when they cannot be
+        read (no KEDA, no RBAC)."""
         s = self._settings
         group, version, plural = SCALED_OBJECT_API
         try:
@@ -127,17 +132,17 @@ class KubeRayApi:
                     _request_timeout=s.request_timeout_s,
                 )
             )  # fmt: skip
-        except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        except KUBE_ERRORS as exc:  # optional: neither retried nor counted
             self._log.debug("ScaledObjects not readable", status=status_of(exc))
             return []
-        return list(body.get("items") or [])
+        return [parse_scaled_object(item) for item in body.get("items") or []]
 
     async def patch_raycluster(self, patch: list[Any]) -> dict[str, Any]:
         """One JSON patch of the RayCluster; :class:`PreconditionFailed` on 409/422."""
         s = self._settings
         group, version, plural = RAYCLUSTER_API
         return await self._call(
-            "patch",
+            "patch_raycluster",
             lambda: self._api.patch_namespaced_custom_object(
                 group, version, s.namespace, plural, s.raycluster, patch,
                 _content_type=_JSON_PATCH, _request_timeout=s.request_timeout_s,
@@ -150,7 +155,7 @@ class KubeRayApi:
         s = self._settings
         group, version, plural = WORKER_GROUP_API
         await self._call(
-            "status",
+            "patch_rayworkergroup_status",
             lambda: self._api.patch_namespaced_custom_object_status(
                 group, version, s.namespace, plural, name, {"status": dict(status)},
                 _content_type=_MERGE_PATCH, _request_timeout=s.request_timeout_s,
@@ -163,32 +168,7 @@ class KubeRayApi:
         async def attempt() -> dict[str, Any]:
             return _obj(await asyncio.to_thread(blocking))
 
-        return await self._retrying(operation, attempt, preconditions=preconditions)
-
-    async def _retrying(
-        self, operation: str, attempt: Callable[[], Awaitable[T]], *, preconditions: bool
-    ) -> T:
-        try:
-            return await with_retries(
-                attempt,
-                attempts=self._settings.retry_attempts,
-                wait=self._wait,
-                retryable=_retryable_keeping_preconditions if preconditions else is_retryable,
-            )
-        except k8s.ApiException as exc:
-            message = f"{operation}: {status_of(exc)} {_reason(exc)}"
-            if preconditions and exc.status in _PRECONDITION:
-                raise PreconditionFailed(message) from exc
-            raise KubernetesError(message) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubernetesError(f"{operation}: {exc}") from exc
-
-
-def _retryable_keeping_preconditions(exc: BaseException) -> bool:
-    """A 409/422 on a patch is not transient: the object changed, so decide again."""
-    if isinstance(exc, k8s.ApiException) and exc.status in _PRECONDITION:
-        return False
-    return is_retryable(exc)
+        return await self._calls.run(operation, attempt, preconditions=preconditions)
 
 
 def _obj(value: object) -> dict[str, Any]:
@@ -196,10 +176,3 @@ def _obj(value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise KubernetesError(f"expected a JSON object, got {type(value).__name__}")
     return value
-
-
-def _reason(exc: k8s.ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
-    except (ValueError, AttributeError):
-        return str(exc.reason)

@@ -49,6 +49,17 @@ def group_state(raycluster: Mapping[str, Any], group: str) -> GroupState | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """The replicas to carry into the RayCluster and why they differ from ``spec.replicas``
+    (the HPA's, led by the agent's plan: :mod:`~keda_ray_scaler.agent.kuberay.scale_up_lead`,
+    :mod:`~keda_ray_scaler.agent.kuberay.scale_down_lead`)."""
+
+    replicas: int
+    reason: str = ""  # "" when the plan asked nothing the HPA did not
+    leads: bool = False  # the plan moved the replicas from the HPA's
+
+
 class Action(enum.StrEnum):
     """What :func:`decide` asks for (a metric label and a log field)."""
 

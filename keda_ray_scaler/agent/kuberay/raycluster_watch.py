@@ -32,15 +32,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from keda_ray_scaler.agent.kube.object_watch import ObjectWatch, WatchSettings
 from keda_ray_scaler.agent.kuberay.raycluster import RAYCLUSTER_API, cluster_spec
+from keda_ray_scaler.agent.metric_names import SPEC_CHANGES, SPEC_FRESH
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import ClusterSpec, WorkerGroup
 
 log = structlog.get_logger(__name__)
-
-#: counter {cluster}: times the RayCluster's worker groups changed while the agent ran
-SPEC_CHANGES = "ray_scaler_agent_spec_changes_total"
-#: gauge {cluster}: 1 while the worker groups are fresh (the RayCluster watched and valid)
-SPEC_FRESH = "ray_scaler_agent_spec_fresh"
 
 
 def group_changes(old: ClusterSpec, new: ClusterSpec) -> dict[str, Any]:

@@ -4,8 +4,9 @@
 written through the status subresource when they changed (:func:`status_body`), so ``kubectl
 get rayworkergroups`` and the HPA read the truth; ``BoundsMatch`` says whether the ScaledObjects
 naming the RayWorkerGroup have the group's ``minReplicas``/``maxReplicas``
-(:func:`bounds_problem`). The applier (:mod:`~keda_ray_scaler.agent.kuberay.applier`) decides the
-conditions; :class:`StatusWriter` logs and writes them.
+(:func:`~keda_ray_scaler.agent.kuberay.scaledobject.bounds_problem`). The applier
+(:mod:`~keda_ray_scaler.agent.kuberay.applier`) decides the conditions; :class:`StatusWriter`
+logs and writes them.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import Any
 
 import structlog
 
-from keda_ray_scaler.agent.interfaces import Clock
+from keda_ray_scaler.agent.kube.kube_settings import worker_selector
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi
 from keda_ray_scaler.agent.kuberay.raycluster_scale import GroupState
-from keda_ray_scaler.agent.kuberay.scale_up_lead import KEDA_DEFAULT_MAX, targeting
+from keda_ray_scaler.agent.kuberay.scaledobject import ScaledObject, bounds_problem, targeting
+from keda_ray_scaler.clock import Clock
 
 log = structlog.get_logger(__name__)
 
@@ -47,21 +49,7 @@ class GroupStatus:
 
 def selector_of(cluster: str, group: str) -> str:
     """The label selector of one group's worker pods, as KubeRay labels them."""
-    return f"ray.io/cluster={cluster},ray.io/group={group},ray.io/node-type=worker"
-
-
-def bounds_problem(scaled_object: Mapping[str, Any], low: int, high: int) -> str:
-    """Empty when the ScaledObject's min/max equal the group's; else what differs."""
-    spec = scaled_object.get("spec") or {}
-    so_min = int(spec.get("minReplicaCount", 0))
-    so_max = int(spec.get("maxReplicaCount", KEDA_DEFAULT_MAX))
-    name = (scaled_object.get("metadata") or {}).get("name", "")
-    problems = []
-    if so_min != low:
-        problems.append(f"minReplicaCount {so_min} != group minReplicas {low}")
-    if so_max != high:
-        problems.append(f"maxReplicaCount {so_max} != group maxReplicas {high}")
-    return f"ScaledObject {name}: " + "; ".join(problems) if problems else ""
+    return worker_selector(cluster, group)
 
 
 class StatusWriter:
@@ -79,7 +67,7 @@ class StatusWriter:
         status: GroupStatus,
         name: str,
         state: GroupState,
-        scaled: Sequence[Mapping[str, Any]],
+        scaled: Sequence[ScaledObject],
     ) -> None:
         """``BoundsMatch`` for the RayWorkerGroup ``name``: the ScaledObjects targeting it."""
         aimed = targeting(scaled, name)

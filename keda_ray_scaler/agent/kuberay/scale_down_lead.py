@@ -12,8 +12,9 @@ let its HPA do the same without waiting:
 
 - a ScaledObject targets the group and none is paused (``paused``, ``paused-replicas``,
   ``paused-scale-in``);
-- its HPA ``scaleDown`` has ``stabilizationWindowSeconds: 0`` set (Kubernetes' default is 300 s:
-  a window the user did not turn off is the HPA's to keep) and is not ``Disabled``;
+- its HPA ``scaleDown`` has ``stabilizationWindowSeconds: 0`` set (Kubernetes' default is 300 s,
+  :data:`~keda_ray_scaler.agent.kuberay.scaledobject.HPA_DEFAULT_SCALE_DOWN_WINDOW_S`: a window
+  the user did not turn off is the HPA's to keep) and is not ``Disabled``;
 - never below ``minReplicaCount``, nor below one period of its ``scaleDown`` policies from the
   HPA's replicas (:func:`scale_down_limit`);
 - to zero only once the plan has asked zero for ``cooldownPeriod`` (KEDA's default 300 s), as
@@ -27,65 +28,43 @@ HPA again and creates the pods back (Ray then drains them idle).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from keda_ray_scaler.agent.kuberay.scale_up_lead import Lead, name_and_notes, paused_both_ways
-
-#: KEDA's pause annotation for scale-in only (``paused`` and ``paused-replicas`` hold both ways)
-PAUSED_SCALE_IN = "autoscaling.keda.sh/paused-scale-in"
-#: KEDA's ``cooldownPeriod`` when the ScaledObject sets none
-KEDA_DEFAULT_COOLDOWN_S = 300.0
-#: Kubernetes' HPA scale-down policy when the ScaledObject sets none (100 % per 15 s)
-DEFAULT_SCALE_DOWN: tuple[Mapping[str, Any], ...] = (
-    {"type": "Percent", "value": 100, "periodSeconds": 15},
-)
+from keda_ray_scaler.agent.kuberay.raycluster_scale import Lead
+from keda_ray_scaler.agent.kuberay.scaledobject import HpaPolicy, ScaledObject, SelectPolicy
 
 
-def scale_in_held(scaled_object: Mapping[str, Any]) -> str:
+def scale_in_held(scaled_object: ScaledObject) -> str:
     """Why the ScaledObject's own HPA would not lower the group at once ("" when it would)."""
-    paused = paused_both_ways(scaled_object)
-    if paused:
-        return paused
-    name, notes = name_and_notes(scaled_object)
-    if str(notes.get(PAUSED_SCALE_IN, "")).lower() == "true":
-        return f"ScaledObject {name} has scale-in paused"
-    down = _scale_down(scaled_object)
-    window = down.get("stabilizationWindowSeconds")
-    if window is None or int(window) != 0:
-        shown = 300 if window is None else int(window)
-        return f"ScaledObject {name} has a {shown} s scale-down window"
-    if down.get("selectPolicy") == "Disabled":
+    if held := scaled_object.holds_scale_in():
+        return held
+    name, down = scaled_object.name, scaled_object.scale_down
+    if down.stabilization_window_s != 0:
+        return f"ScaledObject {name} has a {down.stabilization_window_s} s scale-down window"
+    if down.select_policy is SelectPolicy.DISABLED:
         return f"ScaledObject {name} has scale-down disabled"
     return ""
 
 
-def scale_down_limit(current: int, scaled_object: Mapping[str, Any]) -> int:
+def scale_down_limit(current: int, scaled_object: ScaledObject) -> int:
     """The fewest replicas the ScaledObject's HPA would allow in one period from ``current``
     (``selectPolicy`` Max by default: the policy that removes most; Min: the least), as the
     HPA's ``calculateScaleDownLimitWithBehaviors`` does."""
-    down = _scale_down(scaled_object)
-    limits = [_policy_floor(current, p) for p in (down.get("policies") or DEFAULT_SCALE_DOWN)]
-    return max(limits) if down.get("selectPolicy") == "Min" else min(limits)
+    down = scaled_object.scale_down
+    limits = [_policy_floor(current, p) for p in down.policies]
+    return max(limits) if down.select_policy is SelectPolicy.MIN else min(limits)
 
 
-def _scale_down(scaled_object: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = scaled_object.get("spec") or {}
-    advanced = (spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}
-    return (advanced.get("behavior") or {}).get("scaleDown") or {}
-
-
-def _policy_floor(current: int, policy: Mapping[str, Any]) -> int:
-    value = int(policy.get("value") or 0)
-    if policy.get("type") == "Percent":
-        return max(current - math.floor(current * value / 100), 0)
-    return max(current - value, 0)
+def _policy_floor(current: int, policy: HpaPolicy) -> int:
+    if policy.percent:
+        return max(current - math.floor(current * policy.value / 100), 0)
+    return max(current - policy.value, 0)
 
 
 def lead_down(
     desired: int,
     planned: int | None,
-    scaled_objects: Sequence[Mapping[str, Any]],
+    scaled_objects: Sequence[ScaledObject],
     zero_for_s: float,
 ) -> Lead:
     """``desired`` (the HPA's ``spec.replicas``) lowered to ``planned`` where the ScaledObjects
@@ -100,10 +79,8 @@ def lead_down(
         held = scale_in_held(so)
         if held:
             return Lead(desired, f"held: {held}")
-        spec = so.get("spec") or {}
-        cooldown = float(spec.get("cooldownPeriod", KEDA_DEFAULT_COOLDOWN_S))
-        least = int(spec.get("minReplicaCount") or 0)
-        if least == 0 and zero_for_s < cooldown:
+        least = so.min_replicas
+        if least == 0 and zero_for_s < so.cooldown_s:
             least = 1
         floor = max(floor, least, scale_down_limit(desired, so))
     if floor >= desired:

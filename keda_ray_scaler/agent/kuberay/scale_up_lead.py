@@ -16,7 +16,8 @@ the applier carries ``max(spec.replicas, planned target)`` into the RayCluster:
   nor while one that does is paused (``autoscaling.keda.sh/paused: "true"``,
   ``paused-replicas``, ``paused-scale-out: "true"``); the lead is capped by its
   ``maxReplicaCount`` and by one period of its HPA ``scaleUp`` policies from the current
-  replicas (:func:`scale_up_limit`), as the HPA would cap itself;
+  replicas (:func:`scale_up_limit`), as the HPA would cap itself (all read from the
+  :class:`~keda_ray_scaler.agent.kuberay.scaledobject.ScaledObject` view);
 - **fresh plans only**: a plan older than ``max_age_s`` (a stalled or failing poll) leads
   nothing; a failed poll clears the plans.
 
@@ -28,96 +29,34 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
 
+from keda_ray_scaler.agent.kuberay.raycluster_scale import Lead
+from keda_ray_scaler.agent.kuberay.scaledobject import HpaPolicy, ScaledObject, SelectPolicy
 from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import NodeStatus, PlanningInput
 
-#: KEDA's pause annotations on a ScaledObject that hold its scale-up (``paused-scale-in`` does not)
-PAUSED = "autoscaling.keda.sh/paused"
-PAUSED_REPLICAS = "autoscaling.keda.sh/paused-replicas"
-PAUSED_SCALE_OUT = "autoscaling.keda.sh/paused-scale-out"
-#: KEDA's ``maxReplicaCount`` when the ScaledObject sets none
-KEDA_DEFAULT_MAX = 100
-#: Kubernetes' HPA scale-up policies when the ScaledObject sets none (4 pods or 100 % per 15 s)
-DEFAULT_SCALE_UP: tuple[Mapping[str, Any], ...] = (
-    {"type": "Pods", "value": 4, "periodSeconds": 15},
-    {"type": "Percent", "value": 100, "periodSeconds": 15},
-)
 
-
-@dataclass(frozen=True, slots=True)
-class Lead:
-    """The replicas to carry into the RayCluster and why they differ from ``spec.replicas``."""
-
-    replicas: int
-    reason: str = ""  # "" when the plan asked no more than the HPA
-    leads: bool = False  # the plan raised the replicas above the HPA's
-
-
-def targeting(scaled: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
-    """The ScaledObjects whose ``scaleTargetRef`` is the RayWorkerGroup ``name``."""
-    return [
-        so
-        for so in scaled
-        if ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == "RayWorkerGroup"
-        and ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name
-    ]
-
-
-def name_and_notes(scaled_object: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """A ScaledObject's name and annotations (each empty when absent)."""
-    meta = scaled_object.get("metadata") or {}
-    return meta.get("name", ""), meta.get("annotations") or {}
-
-
-def paused_both_ways(scaled_object: Mapping[str, Any]) -> str:
-    """Why KEDA holds this ScaledObject in both directions ("" when it does not)."""
-    name, notes = name_and_notes(scaled_object)
-    if str(notes.get(PAUSED, "")).lower() == "true":
-        return f"ScaledObject {name} is paused"
-    if PAUSED_REPLICAS in notes:
-        return f"ScaledObject {name} is paused at {notes[PAUSED_REPLICAS]} replicas"
-    return ""
-
-
-def paused_reason(scaled_object: Mapping[str, Any]) -> str:
-    """Why KEDA holds this ScaledObject's scale-up ("" when it does not)."""
-    both = paused_both_ways(scaled_object)
-    if both:
-        return both
-    name, notes = name_and_notes(scaled_object)
-    if str(notes.get(PAUSED_SCALE_OUT, "")).lower() == "true":
-        return f"ScaledObject {name} has scale-out paused"
-    return ""
-
-
-def scale_up_limit(current: int, scaled_object: Mapping[str, Any]) -> int:
+def scale_up_limit(current: int, scaled_object: ScaledObject) -> int:
     """The most replicas the ScaledObject's HPA would allow in one period from ``current``
     (``selectPolicy`` Max by default, Min, or Disabled), as the HPA's
     ``calculateScaleUpLimitWithScalingRules`` does; from 0 it counts from 1 (KEDA activates)."""
-    spec = scaled_object.get("spec") or {}
-    advanced = (spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}
-    up = (advanced.get("behavior") or {}).get("scaleUp") or {}
-    select = up.get("selectPolicy") or "Max"
-    if select == "Disabled":
+    up = scaled_object.scale_up
+    if up.select_policy is SelectPolicy.DISABLED:
         return current
     base = max(current, 1)
-    limits = [_policy_limit(base, p) for p in (up.get("policies") or DEFAULT_SCALE_UP)]
-    return min(limits) if select == "Min" else max(limits)
+    limits = [_policy_limit(base, p) for p in up.policies]
+    return min(limits) if up.select_policy is SelectPolicy.MIN else max(limits)
 
 
-def _policy_limit(base: int, policy: Mapping[str, Any]) -> int:
-    value = int(policy.get("value") or 0)
-    if policy.get("type") == "Percent":
-        return math.ceil(base * (1 + value / 100))
-    return base + value
+def _policy_limit(base: int, policy: HpaPolicy) -> int:
+    if policy.percent:
+        return math.ceil(base * (1 + policy.value / 100))
+    return base + policy.value
 
 
 def lead_replicas(
-    desired: int, planned: int | None, scaled_objects: Sequence[Mapping[str, Any]]
+    desired: int, planned: int | None, scaled_objects: Sequence[ScaledObject]
 ) -> Lead:
     """``desired`` (the HPA's ``spec.replicas``) raised to ``planned`` where the ScaledObjects
     targeting the group allow it (module doc); pure."""
@@ -127,11 +66,9 @@ def lead_replicas(
         return Lead(desired, "held: no ScaledObject targets the group")
     limit = planned
     for so in scaled_objects:
-        paused = paused_reason(so)
-        if paused:
-            return Lead(desired, f"held: {paused}")
-        so_max = int((so.get("spec") or {}).get("maxReplicaCount", KEDA_DEFAULT_MAX))
-        limit = min(limit, so_max, scale_up_limit(desired, so))
+        if held := so.holds_scale_out():
+            return Lead(desired, f"held: {held}")
+        limit = min(limit, so.max_replicas, scale_up_limit(desired, so))
     if limit <= desired:
         return Lead(desired, f"held: the ScaledObject caps {planned} at {desired}")
     return Lead(limit, f"planned {planned}, the HPA asks {desired}", leads=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
-from typing import Protocol
+from typing import Final, Protocol
 
 from keda_ray_scaler.agent.interfaces import SpecView, spec_view
 from keda_ray_scaler.agent.ray.node_ages import NodeAges
@@ -50,6 +50,12 @@ from keda_ray_scaler.model import (
     ClusterSpec,
     WorkerNode,
 )
+
+#: Seconds between the agent's polls by default (``--interval``): Ray's autoscaler reads the GCS
+#: as often (its ``AUTOSCALER_UPDATE_INTERVAL_S``).
+POLL_INTERVAL_S: Final = 5.0
+#: The deadline of one GCS call by default, in seconds (``--ray-timeout``).
+GCS_TIMEOUT_S: Final = 5.0
 
 
 class DemandRead(StrEnum):
@@ -90,7 +96,7 @@ class RayReader:
         gcs: GcsConnection,
         cluster: ClusterSpec | SpecView,
         *,
-        timeout_s: float = 5.0,
+        timeout_s: float = GCS_TIMEOUT_S,
         pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
         on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
         demand: DemandRead = DemandRead.EXACT,

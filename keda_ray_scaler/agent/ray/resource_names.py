@@ -17,10 +17,9 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.metric_names import NAMES_STOOD_IN
 from keda_ray_scaler.model import PlanningInput, Resources
 
-#: counter {cluster}: distinct resource names exported as a stand-in
-NAMES_STOOD_IN: Final = schema.PREFIX + "agent_resource_names_stood_in_total"
 #: Distinct names remembered (by stand-in, at most 217 characters each) so each is logged once.
 DEFAULT_REMEMBER: Final = 4096
 #: Characters of a name written to the log line (the whole name may be megabytes).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from keda_ray_scaler.model import (
     Bundle,
@@ -11,6 +12,10 @@ from keda_ray_scaler.model import (
     Resources,
     Strategy,
 )
+
+#: The most demand series the agent exports by default (``--max-shapes``): the scaler's
+#: ``DataCaps.max_shapes`` is above it, with room.
+DEFAULT_MAX_SHAPES: Final = 200
 
 
 def merge_counts(pairs: Iterable[tuple[Resources, int]]) -> tuple[Bundle, ...]:

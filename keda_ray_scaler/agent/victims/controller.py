@@ -45,7 +45,8 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
-from keda_ray_scaler.agent.interfaces import Clock, Drainer, PodSource, RayView, SpecView, spec_view
+from keda_ray_scaler.agent.interfaces import Drainer, PodSource, RayView, SpecView, spec_view
+from keda_ray_scaler.agent.metric_names import VICTIM_VERDICTS
 from keda_ray_scaler.agent.modes import Applier
 from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.agent.victims.choose import GroupView, choose, removal_reasons, to_release
@@ -56,6 +57,7 @@ from keda_ray_scaler.agent.victims.marks import VictimSettings, has_mark
 from keda_ray_scaler.agent.victims.reconcile import reconcile_marks
 from keda_ray_scaler.agent.victims.release import release_victims
 from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.decisions import GroupPlan, Plan, Why
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.model import ClusterSpec, WorkerNode
@@ -66,10 +68,6 @@ log = structlog.get_logger(__name__)
 def _no_limit(group: str) -> int | None:
     """No back-off: every victim no scale-down takes may be released."""
     return None
-
-
-#: counter {cluster, group, outcome}: victim protocol decisions
-VICTIM_VERDICTS = "ray_scaler_victim_verdicts_total"
 
 
 class VictimController:
@@ -88,9 +86,12 @@ class VictimController:
         applier: Applier | None = None,
         launch_limit: Callable[[str], int | None] | None = None,
         fence: Fence | None = None,
+        ledger: VictimLedger | None = None,
     ) -> None:
         """``launch_limit(group)``: the new pods the group may get now (its back-off after pods
-        that did not join; None: no limit); bounds the victims released (:func:`to_release`)."""
+        that did not join; None: no limit); bounds the victims released (:func:`to_release`).
+        ``ledger``: where the published victims are kept, when others read them too (the
+        builder makes it first, for the KubeRay applier); a new one when None."""
         self._launch_limit = launch_limit or _no_limit
         self._fence = fence
         self._specs = spec_view(cluster)  # the groups' idle timeouts, read at each step
@@ -110,7 +111,7 @@ class VictimController:
             registry=registry,
         )
         groups = [g.name for g in self._specs.spec.worker_groups]
-        self._ledger = VictimLedger(self._name, groups, registry)  # published, frozen; verify
+        self._ledger = ledger or VictimLedger(self._name, groups, registry)  # published; verify
 
     # --- what others read ----------------------------------------------------------------
     def victims(self) -> Mapping[str, str]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from keda_ray_scaler.agent.interfaces import Clock, PodSource
+from keda_ray_scaler.agent.interfaces import PodSource
 from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
 from keda_ray_scaler.agent.victims.marks import VictimSettings, clear_cost, has_mark, set_cost
 from keda_ray_scaler.agent.victims.ranking import check_takes_first
 from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.errors import KubernetesError
 
 

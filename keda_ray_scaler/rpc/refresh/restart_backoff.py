@@ -1,4 +1,5 @@
-"""When to start the refresher child again after it exited: bounded exponential back-off.
+"""When to start the refresher child again after it exited: the doubling back-off
+(:class:`~keda_ray_scaler.backoff.DoublingBackoff`) over the exits in a row.
 
 Why a type of its own, with the clock and the sleep injected: the delay depends on how long the
 child ran (a child that ran ``stable_s`` is not "failing again" and starts over at ``first_s``),
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from keda_ray_scaler.backoff import DoublingBackoff
 from keda_ray_scaler.clock import Now, Sleep
 
 
@@ -32,6 +34,5 @@ class RestartBackoff:
         """The child exited: the delay before the next start (seconds)."""
         if self.clock() - self._started_s > self.stable_s:
             self._failures = 0
-        delay_s = min(self.first_s * 2.0**self._failures, self.most_s)
         self._failures += 1
-        return delay_s
+        return DoublingBackoff(self.first_s, self.most_s).delay_s(self._failures)

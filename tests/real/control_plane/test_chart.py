@@ -1,17 +1,17 @@
 """The Helm chart: lints, renders with several values, mirrors manifests/base, validates.
 
 Helm is the pinned ``helm.sh/helm/v3/cmd/helm`` that ``e2e/build.sh`` builds into the set dir
-(``$KRS_E2E_BIN/bin/helm``), or ``$KRS_HELM``, or a ``helm`` on PATH. Every rendered object is
-validated by a real kube-apiserver of the end-to-end test's version (``kubectl apply
---dry-run=server --validate=strict``) with KEDA's CRDs installed; cert-manager and Prometheus
-operator objects have no CRDs there and get a structural check only.
+(``$KRS_E2E_BIN/bin/helm``), or ``$KRS_HELM``, or a ``helm`` on PATH (the fixture ``helm`` and
+``template``: tests/harness/chart_render.py). Every rendered object is validated by a real
+kube-apiserver of the end-to-end test's version (``kubectl apply --dry-run=server
+--validate=strict``) with KEDA's CRDs installed; cert-manager and Prometheus operator objects have
+no CRDs there and get a structural check only.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,103 +19,20 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_install import E2E_VALUES, install, local_serve_args
-from test_manifests import EXAMPLE, cli_args, crd_schema, named, render, schema_errors
+from chart_install import (
+    CHART,
+    E2E_VALUES,
+    KUBE_VERSION,
+    NAMESPACE,
+    RELEASE,
+    install,
+    local_serve_args,
+)
+from chart_render import NO_CRDS_HERE, SIDECAR, VALUES, Obj, run_helm, template
+from chart_render import helm as helm  # the module-scoped fixture, used by name
+from manifest_render import EXAMPLE, ROOT, cli_args, crd_schema, named, render, schema_errors
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "charts" / "keda-ray-scaler"
-SIDECAR = CHART / "examples" / "agent-sidecar.yaml"
 KUBERAY_EXAMPLE = "manifests/kuberay/example"
-KUBE_VERSION = "v1.37.2"  # e2e/versions.env KUBERNETES_VERSION (the test control plane)
-NAMESPACE = "keda-ray-scaler"
-RELEASE = "keda-ray-scaler"  # the release name that keeps manifests/base's object names
-NO_CRDS_HERE = ("cert-manager.io/", "monitoring.coreos.com/")
-
-Obj = dict[str, Any]
-
-#: Values combinations rendered and validated, by name.
-VALUES: dict[str, list[str]] = {
-    "defaults": [],
-    "keda-side": [
-        "certManager.enabled=true",
-        "clusterTriggerAuthentication.create=true",
-        "networkPolicy.enabled=true",
-    ],
-    "cert-manager-self-signed": [
-        "certManager.enabled=true",
-        "tls.clientNamespaces={ray,ray-b}",
-        "triggerAuthentication.create=true",
-        "agent.rbac.create=true",
-    ],
-    "cert-manager-existing-issuer": [
-        "certManager.enabled=true",
-        "certManager.issuerRef.name=corp-ca",
-        "tls.clientNamespaces={ray}",
-    ],
-    "prometheus-auth": [
-        "prometheus.url=https://prometheus.example:9090",
-        "prometheus.bearerToken.secretName=prom-token",
-        "prometheus.basicAuth.user=scaler",
-        "prometheus.basicAuth.passwordSecretName=prom-basic",
-        "prometheus.ca.configMapName=prom-ca",
-    ],
-    "kuberay": [
-        "tls.clientNamespaces={ray}",
-        "agent.rbac.create=true",
-        "agent.rbac.mode=kuberay",
-        "agent.rbac.rayClusters={demo}",
-        "agent.rbac.rayWorkerGroups={ray-demo-cpu,ray-demo-gpu}",
-        "agent.sidecar.configMap=true",
-        "agent.sidecar.rayCluster=demo",
-        "agent.sidecar.authToken.secretName=demo",
-        "rayWorkerGroupCRD.create=true",
-    ],
-    "monitoring-sized": [
-        "serviceMonitor.enabled=true",
-        "podMonitor.enabled=true",
-        "podMonitor.agent=true",
-        "replicas=3",
-        "resources.requests.cpu=500m",
-        "podDisruptionBudget.enabled=false",
-        "image.tag=0.2.0",
-        "limits.maxSeries=1000",
-        "limits.unknownRechecksPerSecond=2.5",
-        "crossNamespaceReaders={team-a=ray}",
-    ],
-}
-
-
-def find_helm() -> str | None:
-    """The helm binary: $KRS_HELM, the e2e build set's, or one on PATH."""
-    if os.environ.get("KRS_HELM"):
-        return os.environ["KRS_HELM"]
-    built = Path(os.environ.get("KRS_E2E_BIN", "/nonexistent")) / "bin" / "helm"
-    return str(built) if built.exists() else shutil.which("helm")
-
-
-@pytest.fixture(scope="module")
-def helm() -> str:
-    found = find_helm()
-    if found is None:
-        pytest.skip("no helm: `make e2e-build` builds it (e2e/build.sh), or set KRS_HELM")
-    return found
-
-
-def template(helm: str, *sets: str, release: str = RELEASE) -> list[Obj]:
-    """``helm template`` with ``--set`` values; the rendered objects."""
-    out = run_helm(helm, "template", release, str(CHART), *sets)
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
-def run_helm(helm: str, command: str, *args: str) -> str:
-    argv = [helm, command, *args]
-    if command == "template":
-        argv = [a for s in args for a in (("--set", s) if "=" in s else (s,))]
-        argv = [helm, command, *argv, "-n", NAMESPACE, f"--kube-version={KUBE_VERSION}"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise AssertionError(f"helm {command} failed: {done.stderr.strip()}")
-    return done.stdout
 
 
 def kinds(objs: list[Obj]) -> list[str]:

@@ -2,7 +2,8 @@
 
 No operator runs here: the tests read what the applier wrote to the RayCluster and the
 RayWorkerGroup (status subresource, /scale) and race it with edits of their own. Pods come from
-a hand-filled pod store, victims from a dict: exactly the inputs the agent gives it.
+a hand-filled pod store (tests/harness/filled_pods.py), victims from a dict: exactly the inputs
+the agent gives it.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ import pytest
 import tenacity
 from control_plane import ControlPlane, build_binaries
 from fake_clock import FakeClock
+from filled_pods import Pods
+from kuberay_examples import example
 from prometheus_client import CollectorRegistry
 from real_kuberay import RC, RWG, api_server, custom_api
-from test_kuberay_spec import example
 
-from keda_ray_scaler.agent.kube.pod_store import PodStore
+from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors
 from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
-from keda_ray_scaler.agent.kuberay.scale_up_lead import PAUSED, PlannedTargets
-from keda_ray_scaler.agent.pod import PodInfo
+from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
+from keda_ray_scaler.agent.kuberay.scaledobject import PAUSED
 from keda_ray_scaler.decisions import GroupPlan, Plan
 from keda_ray_scaler.model import ClusterSpec, PlanningInput
 
@@ -40,17 +43,6 @@ def cp() -> Iterator[ControlPlane]:
     bin_dir = Path(os.environ["KRS_E2E_BIN"]) if os.environ.get("KRS_E2E_BIN") else build_binaries()
     with api_server(bin_dir) as started:
         yield started
-
-
-class Pods(PodStore):
-    """A pod store filled by the test."""
-
-    def set(self, group: str, names: list[str]) -> None:
-        """The active pods of ``group`` (those not named are gone)."""
-        for gone in [n for n, p in self._pods.items() if p.group == group and n not in names]:
-            del self._pods[gone]
-        for name in names:
-            self._pods[name] = PodInfo(name, group=group, owner="RayCluster/demo")
 
 
 class Env:
@@ -82,13 +74,15 @@ class Env:
         settings = KubeRaySettings(namespace=self.ns, raycluster="demo")
         self.backoff: dict[str, str] = {}
         return KubeRayApplier(
-            KubeRayApi(api, settings, wait=tenacity.wait_none()),
+            KubeRayApi(
+                api, settings, KubeApiErrors(CollectorRegistry()), wait=tenacity.wait_none()
+            ),
             self.pods,
             lambda: True,
             lambda: dict(self.victims),
             FakeClock(1_790_000_000.0, advance_on_sleep=False),
             CollectorRegistry(),
-            cluster="demo",
+            ApplierSettings(cluster="demo"),
             backoff=lambda group: self.backoff.get(group, ""),
             planned=planned,
         )

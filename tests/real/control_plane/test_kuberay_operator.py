@@ -1,5 +1,14 @@
 """What the real KubeRay operator (v1.5.1, ``e2e/build.sh``) does with the applier's patches.
 
+One ordered story of two tests on one RayCluster ``demo`` (the module-scoped ``cp``): run the
+whole module, in file order. ``test_replicas_lowered_without_names_let_kuberay_choose`` needs
+the RayCluster at 4 pods that ``test_one_patch_removes_exactly_the_named_drained_pods`` creates
+and leaves; alone it fails. ``make test`` runs it; alone, inside the bed's network namespace
+(as the Makefile's ``BED``)::
+
+    KRS_E2E_BIN="$(bash e2e/build.sh)" bash e2e/netns.sh \\
+      .venv/bin/pytest -q -n 0 tests/real/control_plane/test_kuberay_operator.py
+
 etcd, kube-apiserver and ``kuberay-operator`` only: no scheduler, so worker pods stay unbound
 and a deletion removes them at once. The applier's one patch (replicas lowered by k, k names in
 workersToDelete) must remove exactly the named pods; lowering replicas alone lets KubeRay pick.
@@ -17,13 +26,15 @@ import pytest
 import tenacity
 from control_plane import ControlPlane, Process, build_binaries, spawn, wait_until
 from fake_clock import FakeClock
+from filled_pods import Pods
+from kuberay_examples import example
 from kubernetes import client, config
 from prometheus_client import CollectorRegistry
 from real_kuberay import RC, RWG, api_server, custom_api
-from test_kuberay_api import Pods
-from test_kuberay_spec import example
 
+from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors
 from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
+from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
 from keda_ray_scaler.demo.raylets import free_port
 
@@ -100,13 +111,18 @@ def test_one_patch_removes_exactly_the_named_drained_pods(
     pods.set("cpu", sorted(six))
     victims = dict.fromkeys(named, "cpu")
     applier = KubeRayApplier(
-        KubeRayApi(api, KubeRaySettings(NS, "demo"), wait=tenacity.wait_none()),
+        KubeRayApi(
+            api,
+            KubeRaySettings(NS, "demo"),
+            KubeApiErrors(CollectorRegistry()),
+            wait=tenacity.wait_none(),
+        ),
         pods,
         lambda: True,
         lambda: victims,
         FakeClock(1_790_000_000.0, advance_on_sleep=False),
         CollectorRegistry(),
-        cluster="demo",
+        ApplierSettings(cluster="demo"),
     )
     api.patch_namespaced_custom_object_scale(
         *RWG[:2], NS, RWG[2], "ray-demo-cpu", {"spec": {"replicas": 4}}

@@ -1,7 +1,7 @@
 """Least privilege in what we ship, checked by a real kube-apiserver (issue 21, point 4).
 
 - **Pod Security "restricted"**: every shipped kustomization, every chart rendering
-  (``test_chart.VALUES``) and the agent sidecar snippet are applied with ``kubectl apply
+  (``chart_render.VALUES``) and the agent sidecar snippet are applied with ``kubectl apply
   --dry-run=server`` into namespaces labelled ``pod-security.kubernetes.io/enforce`` and
   ``warn: restricted``. The API server only *warns* about a Deployment's template (enforce
   applies to Pods), and never looks inside a RayCluster, so every pod template (Deployments',
@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 import yaml
-from test_chart import NO_CRDS_HERE, SIDECAR, VALUES, template
-from test_chart import helm as helm  # the module-scoped fixture, re-exported
-from test_manifests import render
+from chart_render import NO_CRDS_HERE, SIDECAR, VALUES, template
+from chart_render import helm as helm  # the module-scoped fixture, re-exported
+from manifest_render import render
 
 pytestmark = pytest.mark.controlplane
 

@@ -1,12 +1,31 @@
 """The whole loop against a real Kubernetes control plane and real KEDA (see ``real_loop``).
 
+One ordered story over one loop and one seed workload (the module-scoped ``loop`` and ``seed``):
+run the whole module, in file order; a seed test picked alone (``-k``, a node id) fails.
+
+- ``test_seed_example_scales_the_deployment_to_exactly_ten`` scales to 10 pods and starts the
+  seed's short tasks;
+- ``test_idle_pods_go_and_busy_pods_stay`` follows it (it starts the short tasks too, so it also
+  runs alone);
+- ``test_missing_data_never_lowers_the_replicas`` needs the pods one of the two above leaves
+  (at least 2 replicas to hold);
+- ``test_keda_takes_the_group_to_zero_once_every_pod_is_a_victim`` needs the short tasks started
+  by one of the first two (it waits for all 20 tasks done).
+
+The tests after them (from zero by polling and by push, random cycles, the lowered maximum, the
+cost race) each stand alone on the loop. ``make e2e-local`` runs the module (with the other
+real-node modules); alone, inside the bed (as the Makefile's ``BED``)::
+
+    KRS_E2E_BIN="$(bash e2e/build.sh)" KRS_E2E_IMAGES="$(.venv/bin/python e2e/images.py)" \\
+      bash e2e/netns.sh .venv/bin/pytest -q -n 0 tests/real/control_plane/test_real_control_plane.py
+
 Real: etcd, kube-apiserver (RBAC, Node authorization, aggregation), kube-controller-manager
 (HPA, ReplicaSet, Deployment controllers), kube-scheduler, a real node (kubelet, containerd,
 runc) running the head pod with the agent sidecar, the worker pods and the scaler's pod from
 the product's own images, KEDA's operator and metrics adapter, Prometheus, Ray, mTLS. Not real:
 KEDA and Prometheus run as processes beside the node (in its network namespace), no CoreDNS or
-kube-proxy (see ``ray_on_node``). The steps run in file order on one loop and one workload; each
-prints its figures, and the suite's summary ends with one ``e2e-local:`` line.
+kube-proxy (see ``ray_on_node``). Each step prints its figures, and the suite's summary ends with
+one ``e2e-local:`` line.
 
 Build: ``e2e/build.sh`` and ``e2e/images.py`` (run by ``make e2e-local`` / ``make test``; cached
 outside the repository); run inside ``e2e/netns.sh``.
@@ -270,10 +289,16 @@ def test_new_demand_brings_the_group_back_from_zero_by_polling(loop: RealLoop) -
     loop.wait_replicas(0, 180)
 
 
+def _streams_opened(loop: RealLoop) -> float:
+    """``StreamIsActive`` streams the scaler pod has opened (its own count of the calls)."""
+    return loop.scaler_counter("keda_ray_scaler_rpcs_total", method="StreamIsActive", code="OK")
+
+
 def test_new_demand_brings_the_group_back_from_zero_by_push(loop: RealLoop) -> None:
     """With the external-push trigger and a 60 s polling interval, StreamIsActive wakes KEDA."""
     original = loop.scaled_object()["spec"]
     triggers = [dict(t, type="external-push") for t in original["triggers"]]
+    opened = _streams_opened(loop)
     loop.patch_scaled_object({"spec": {"pollingInterval": 60, "triggers": triggers}})
     try:
         wait_until(
@@ -284,7 +309,11 @@ def test_new_demand_brings_the_group_back_from_zero_by_push(loop: RealLoop) -> N
             timeout_s=60,
             what="the push trigger ready",
         )
-        time.sleep(3)  # KEDA opens the stream when it (re)builds the scaler
+        wait_until(  # KEDA opens the stream when it (re)builds the scaler
+            lambda: _streams_opened(loop) > opened,
+            timeout_s=60,
+            what="KEDA's StreamIsActive stream open on the scaler",
+        )
         took = _time_to_first_ready(loop)
         FIGURES["from zero, push"] = f"{took:.1f} s"
         assert took < 45, "slower than a poll: the push did not wake KEDA"

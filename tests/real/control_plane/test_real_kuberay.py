@@ -1,8 +1,27 @@
 """KubeRay mode, the whole loop against a real control plane, real KEDA and the real KubeRay
 operator (see ``real_kuberay``): KEDA's HPA scales a RayWorkerGroup, the agent applies it to the
-RayCluster, KubeRay creates and deletes the worker pods. The steps run in file order on one loop
-and one workload; the suite's summary ends with one ``e2e-kuberay:`` line. Every pod (head with
-the agent sidecar, workers, the scaler) runs on the real node from the product's own images.
+RayCluster, KubeRay creates and deletes the worker pods.
+
+One ordered story over one loop and one seed workload (the module-scoped ``loop``, ``seed``,
+``timeline`` and ``recorder``): run the whole module, in file order; a seed test picked alone
+(``-k``, a node id) fails.
+
+- ``test_seed_reaches_exactly_ten_pods_through_the_hpa_on_the_rayworkergroup`` scales to 10
+  pods and starts the seed's short tasks;
+- ``test_exactly_the_drained_idle_pods_go_while_someone_edits_the_raycluster`` follows it (it
+  starts the short tasks too, so it also runs alone);
+- ``test_held_tasks_end_and_the_group_goes_to_zero`` needs the short tasks started by one of the
+  two above (it waits for all 20 tasks done).
+
+``test_an_edited_group_is_planned_with_its_new_bounds_without_a_restart`` and
+``test_in_tree_autoscaling_is_refused`` each stand alone on the loop (the refusal last: it leaves
+the RayCluster refused). The suite's summary ends with one ``e2e-kuberay:`` line. Every pod (head
+with the agent sidecar, workers, the scaler) runs on the real node from the product's own images.
+``make e2e-local`` runs the module (with the other real-node modules); alone, inside the bed (as
+the Makefile's ``BED``)::
+
+    KRS_E2E_BIN="$(bash e2e/build.sh)" KRS_E2E_IMAGES="$(.venv/bin/python e2e/images.py)" \\
+      bash e2e/netns.sh .venv/bin/pytest -q -n 0 tests/real/control_plane/test_real_kuberay.py
 
 Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its Go module) and
 ``e2e/images.py``; run inside ``e2e/netns.sh``.

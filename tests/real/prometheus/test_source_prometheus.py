@@ -33,7 +33,7 @@ from tls_certs import make_certs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound
+from keda_ray_scaler.errors import ConfigError, DemandUnavailable, FetchError, NotFound
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus, Strategy
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
@@ -45,7 +45,6 @@ from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
-from keda_ray_scaler.sources.transport import FetchError
 
 pytestmark = [requires_prometheus, pytest.mark.prometheus]
 

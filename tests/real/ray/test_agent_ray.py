@@ -21,12 +21,12 @@ from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.agent_health import HealthProbe
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.http.metrics_server import start_metrics_server
-from keda_ray_scaler.agent.interfaces import SystemClock
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.ray.ray_state import RayReader
 from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.agent.ray.resource_names import StandInLog
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
+from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.decisions import UnplaceableReason
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs.client import GcsClient, GcsConnection

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from keda_ray_scaler.agent.interfaces import SystemClock
+from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.demo.demo_settings import DemoSettings
 from keda_ray_scaler.demo.record import DemoResult
 from keda_ray_scaler.demo.run import run_demo

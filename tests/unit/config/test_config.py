@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from keda_ray_scaler.config import (
-    DEFAULT_UPSCALING_SPEED,
     load_cluster_spec,
     load_snapshot,
     parse_cluster_spec,
@@ -22,6 +21,7 @@ from keda_ray_scaler.config_fields import parse_quantity, parse_resources
 from keda_ray_scaler.documents import yaml_loader
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import (
+    DEFAULT_UPSCALING_SPEED,
     Bundle,
     NodeStatus,
     PlacementGroup,

@@ -18,11 +18,12 @@ import pytest_asyncio
 from grpc import aio
 from prometheus_client import CollectorRegistry
 
-from keda_ray_scaler.agent.http.exporter import DEMAND_FALLBACKS, AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.interfaces import SystemClock
+from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.metric_names import DEMAND_FALLBACKS
 from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
 from keda_ray_scaler.agent.ray.task_load_read import Fallback, read_task_load
+from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.demo.raylets import free_port
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb

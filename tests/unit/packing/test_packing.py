@@ -5,23 +5,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from keda_ray_scaler.packing import (
+from keda_ray_scaler.packing.limits import Limits
+from keda_ray_scaler.packing.newpods import NewPods
+from keda_ray_scaler.packing.packer import Packer
+from keda_ray_scaler.packing.shapes import (
     Candidate,
     GroupSpec,
-    Limits,
-    NewPods,
-    Packer,
     ResourceFirstOrderer,
     Strategies,
     Vec,
     dominant_share_orderer,
     fit_count,
     need_of,
-    place_spread,
-    place_spread_copies,
     ray_scorer,
     scarcity_orderer,
 )
+from keda_ray_scaler.packing.spread import place_spread, place_spread_copies
 
 # vectors over (CPU, GPU), in whole units for readability
 CPU10 = GroupSpec("cpu", (10, 0), 1.0)

@@ -6,7 +6,8 @@ from builders import cluster, group, inp, node, pg, res
 
 from keda_ray_scaler.decisions import Decision, DecisionKind, UnplaceableReason, Why
 from keda_ray_scaler.model import DemandKind, NodeStatus, Strategy
-from keda_ray_scaler.planner import SearchLimits, plan
+from keda_ray_scaler.planner import plan
+from keda_ray_scaler.planner.search import SearchLimits
 
 CPU = group("cpu", cpu=10, max=50)
 GPU = group("gpu", cpu=8, gpu=1, max=8, cost=4.0)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import SchemaError
+from keda_ray_scaler.errors import SchemaError, ShapeError
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -124,7 +124,7 @@ def test_nodes_of_unknown_groups_are_left_out_of_the_planning_input() -> None:
 @pytest.mark.parametrize("text", ["CPU=-1", "CPU=1e3", "CPU", "=1", "CPU=1,CPU=2", "CPU=0.00001"])
 def test_malformed_shapes_are_rejected(text: str) -> None:
     """Only the canonical encoding decodes."""
-    with pytest.raises(schema.ShapeError):
+    with pytest.raises(ShapeError):
         schema.decode_shape(text)
 
 
@@ -227,5 +227,5 @@ def test_a_long_name_in_demand_still_matches_the_group_that_offers_it() -> None:
 @pytest.mark.parametrize("text", ["%FF=1", "a%C3=1", "=1"])
 def test_names_that_are_not_percent_encoded_utf8_are_rejected(text: str) -> None:
     """The scaler refuses a shape whose name decodes to nothing or to invalid UTF-8."""
-    with pytest.raises(schema.ShapeError):
+    with pytest.raises(ShapeError):
         schema.decode_shape(text)

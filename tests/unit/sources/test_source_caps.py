@@ -11,15 +11,14 @@ from prometheus_client import CollectorRegistry
 from prometheus_server import SampleExporter
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.errors import DemandUnavailable
+from keda_ray_scaler.errors import Cap, CapExceeded, DemandUnavailable, FetchError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
-from keda_ray_scaler.sources.series_caps import Cap, CapExceeded, DataCaps, check_caps
+from keda_ray_scaler.sources.series_caps import DataCaps, check_caps
 from keda_ray_scaler.sources.source_settings import RetrySettings
-from keda_ray_scaler.sources.transport import FetchError
 
 NOW_S = 1_795_000_000.0
 DEMO = ClusterRef("ray", "demo")

@@ -20,7 +20,15 @@ from tls_certs import make_certs
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.errors import ConfigError, DemandUnavailable, NotFound, SchemaError
+from keda_ray_scaler.errors import (
+    ConfigError,
+    DeadlineExceeded,
+    DemandUnavailable,
+    FetchError,
+    HttpStatusError,
+    NotFound,
+    SchemaError,
+)
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
@@ -30,12 +38,7 @@ from keda_ray_scaler.sources.scrape import (
     parse_exposition,
 )
 from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
-from keda_ray_scaler.sources.transport import (
-    DeadlineExceeded,
-    FetchError,
-    HttpStatusError,
-    classify,
-)
+from keda_ray_scaler.sources.transport import classify
 
 SEED_INPUT = inp(cluster(group("cpu", cpu=10, max=50)), bundles=[(res(cpu=5), 20)])
 NOW_S = 1_795_000_000.25

@@ -1,7 +1,7 @@
 """The agent's pure parts: status parsing, shape bounding, node completion, export, the loop.
 
 No Ray processes: Ray replies are built as ``autoscaler_pb2`` messages (the wire type the GCS
-sends), the loop gets a fake reader and a fake victim controller.
+sends), the loop gets a fake reader and a fake victim controller (tests/harness/loop_fakes.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import structlog
 from fake_clock import FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loop_fakes import FakeReader, FakeVictims, r, ray_state
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
@@ -26,6 +27,7 @@ from keda_ray_scaler.agent.joining.joins import PodEntry
 from keda_ray_scaler.agent.joining.pod_view import complete_nodes
 from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.loop_parts import NO_PLANNED, NO_VICTIMS, PlannedVictims
 from keda_ray_scaler.agent.ray.ray_status import (
     RayState,
     parse_status,
@@ -34,8 +36,7 @@ from keda_ray_scaler.agent.ray.ray_status import (
 )
 from keda_ray_scaler.agent.ray.shape_bound import bound_shapes
 from keda_ray_scaler.agent.ray.status_nodes import PodRef, is_internal_resource
-from keda_ray_scaler.decisions import Plan
-from keda_ray_scaler.errors import RayError
+from keda_ray_scaler.errors import RayError, ShapeError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import (
     Bundle,
@@ -50,7 +51,7 @@ from keda_ray_scaler.model import (
     WorkerNode,
     total_count,
 )
-from keda_ray_scaler.schema import ShapeError, decoding, encoding
+from keda_ray_scaler.schema import decoding, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50, idle_timeout_s=60)
 #: Resource names Ray 2.60 accepts that a label value must survive (the last: 5,000 characters).
@@ -58,11 +59,6 @@ HOSTILE_NAMES = ("a,b", "a;b", "a=b", "a\nb", "GPU型", "x" * 5_000)
 GPU = WorkerGroup("gpu", Resources.of(CPU=8, GPU=1), max_replicas=8)
 SPEC = ClusterSpec("demo", (CPU, GPU))
 PG_ID = "ce7cd5467ba9cc86511a4b81997801000000"
-
-
-def r(**amounts: float) -> Resources:
-    """Resources.of shorthand."""
-    return Resources.of(amounts)
 
 
 def node_state(
@@ -407,45 +403,6 @@ def test_the_seed_demand_line_is_exact() -> None:
 # --- the loop ---------------------------------------------------------------------------------
 
 
-class FakeReader:
-    """Returns the queued states; an exception in the queue is raised."""
-
-    def __init__(self, *states: RayState | Exception) -> None:
-        self.states = list(states)
-
-    async def read(self) -> RayState:
-        item = self.states.pop(0)
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-
-class FakeVictims:
-    """Records the plans; publishes ``after`` once stepped."""
-
-    def __init__(self, after: Mapping[str, str]) -> None:
-        self.plans: list[Plan] = []
-        self.current: Mapping[str, str] = {}
-        self.after = after
-
-    def victims(self) -> Mapping[str, str]:
-        return self.current
-
-    def saw_in_ray(self, pods: frozenset[str]) -> None:
-        self.in_ray = pods
-
-    async def step(self, plan: Plan) -> Sequence[object]:
-        self.plans.append(plan)
-        self.current = self.after
-        return ()
-
-
-def ray_state(*bundles: Bundle) -> RayState:
-    """A RayState with one idle node."""
-    node = WorkerNode("ray-cpu-a", "cpu", r(CPU=10), r(CPU=10), idle_s=120, node_id="ab" * 28)
-    return RayState(Demand(bundles=bundles), (node,))
-
-
 def make_loop(
     reader: FakeReader,
     victims: FakeVictims | None = None,
@@ -464,9 +421,8 @@ def make_loop(
         AgentMetrics(registry, "demo"),
         clock or FakeClock(),
         LoopSettings(**kw),
-        planner=plan,
-        victims=victims,
-        planned=planned,
+        victims=PlannedVictims(victims, plan) if victims is not None else NO_VICTIMS,
+        planned=planned if planned is not None else NO_PLANNED,
     )
     return loop, registry
 

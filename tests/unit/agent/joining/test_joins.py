@@ -11,12 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
-from keda_ray_scaler.agent.joining.join_tracker import (
-    BACKOFF_SECONDS,
-    JOIN_FAILURES,
-    JoinSettings,
-    JoinTracker,
-)
+from keda_ray_scaler.agent.joining.join_tracker import JoinSettings, JoinTracker
 from keda_ray_scaler.agent.joining.joins import (
     Backoff,
     BackoffSettings,
@@ -29,6 +24,7 @@ from keda_ray_scaler.agent.joining.joins import (
 )
 from keda_ray_scaler.agent.kube.pod_info import pod_info
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.metric_names import BACKOFF_SECONDS, JOIN_FAILURES
 from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
 from keda_ray_scaler.decisions import UnplaceableReason, Why
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kuberay_examples import KUBERAY, example, yaml_docs
 from ray.autoscaler._private.kuberay.autoscaling_config import (
     _derive_autoscaling_config_from_ray_cr,
 )
@@ -22,24 +23,12 @@ from keda_ray_scaler.agent.kuberay.raycluster_scale import (
     kept_by_kuberay,
     scale_patch,
 )
-from keda_ray_scaler.agent.kuberay.rwg_status import bounds_problem, selector_of
+from keda_ray_scaler.agent.kuberay.rwg_status import selector_of
+from keda_ray_scaler.agent.kuberay.scaledobject import bounds_problem, parse_scaled_object
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.model import Resources
 
-REPO = Path(__file__).resolve().parents[4]
-KUBERAY = REPO / "manifests" / "kuberay"
 GIB = 2**30
-
-
-def _docs(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def example() -> dict[str, Any]:
-    """The shipped example RayCluster, with the namespace kustomize gives it."""
-    (rc,) = _docs(KUBERAY / "example" / "raycluster.yaml")
-    rc["metadata"]["namespace"] = "ray"
-    return rc
 
 
 def worker(**fields: Any) -> dict[str, Any]:
@@ -294,7 +283,8 @@ def test_scaled_objects_bounds_equal_the_rayclusters_groups(rendered: list[dict[
         rwg = groups[ref["name"]]
         group = spec.group(rwg["groupName"])
         assert group is not None and rwg["rayCluster"] == spec.name
-        assert bounds_problem(so, group.min_replicas, group.max_replicas) == ""
+        view = parse_scaled_object(so)
+        assert bounds_problem(view, group.min_replicas, group.max_replicas) == ""
         (trigger,) = so["spec"]["triggers"]
         # push: KEDA's activation from zero at the scaler's refresh, not its next poll
         assert trigger["type"] == "external-push"
@@ -304,7 +294,7 @@ def test_scaled_objects_bounds_equal_the_rayclusters_groups(rendered: list[dict[
 
 def test_bounds_problem_names_both_fields() -> None:
     """A ScaledObject whose min/max differ from the group's says which and by how much."""
-    so = {"metadata": {"name": "s"}, "spec": {"minReplicaCount": 1}}
+    so = parse_scaled_object({"metadata": {"name": "s"}, "spec": {"minReplicaCount": 1}})
     assert bounds_problem(so, 0, 50) == (
         "ScaledObject s: minReplicaCount 1 != group minReplicas 0; "
         "maxReplicaCount 100 != group maxReplicas 50"
@@ -313,7 +303,7 @@ def test_bounds_problem_names_both_fields() -> None:
 
 def test_crd_scale_subresource_maps_replicas_and_selector() -> None:
     """/scale reads spec.replicas, status.replicas and status.selector."""
-    (crd,) = _docs(KUBERAY / "crd" / "rayworkergroups.yaml")
+    (crd,) = yaml_docs(KUBERAY / "crd" / "rayworkergroups.yaml")
     (version,) = crd["spec"]["versions"]
     assert crd["spec"]["scope"] == "Namespaced"
     assert version["subresources"] == {

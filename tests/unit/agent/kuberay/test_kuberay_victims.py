@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from fake_clock import FakeClock
+from kube_emulator import VersionedEmulator, api, cache, calls, emulator, registry, running
 from prometheus_client import CollectorRegistry
-from test_kube import VersionedEmulator, api, cache, calls, emulator, registry, running
-from test_victims import (
+from victim_fakes import (
     CLUSTER,
     FakeDrainer,
     FakeRay,

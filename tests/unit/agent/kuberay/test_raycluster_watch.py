@@ -23,26 +23,23 @@ import kmock
 import pytest
 import tenacity
 from fake_clock import FakeClock
+from kuberay_examples import example
 from kubernetes import client as k8s
+from loop_fakes import FakeReader, FakeVictims, r, ray_state
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
-from test_agent_exporter import FakeReader, FakeVictims, r, ray_state
-from test_kuberay_spec import example
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.interfaces import SpecView
-from keda_ray_scaler.agent.joining.join_tracker import BACKOFF_SECONDS, JoinSettings, JoinTracker
+from keda_ray_scaler.agent.joining.join_tracker import JoinSettings, JoinTracker
 from keda_ray_scaler.agent.joining.joins import PodEntry
 from keda_ray_scaler.agent.kube.object_watch import WatchSettings
 from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec
-from keda_ray_scaler.agent.kuberay.raycluster_watch import (
-    SPEC_CHANGES,
-    SPEC_FRESH,
-    RayClusterWatch,
-    group_changes,
-)
+from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch, group_changes
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+from keda_ray_scaler.agent.loop_parts import NO_VICTIMS, PlannedVictims
+from keda_ray_scaler.agent.metric_names import BACKOFF_SECONDS, SPEC_CHANGES, SPEC_FRESH
 from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.planner import plan
 
@@ -301,8 +298,7 @@ def make_loop(
         AgentMetrics(registry, "demo"),
         FakeClock(),
         LoopSettings(),
-        planner=plan,
-        victims=victims,
+        victims=PlannedVictims(victims, plan) if victims is not None else NO_VICTIMS,
     )
     return loop, registry
 

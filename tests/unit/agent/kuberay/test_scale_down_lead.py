@@ -9,12 +9,18 @@ from typing import Any
 import pytest
 
 from keda_ray_scaler.agent.kuberay.scale_down_lead import (
-    PAUSED_SCALE_IN,
     lead_down,
     scale_down_limit,
     scale_in_held,
 )
-from keda_ray_scaler.agent.kuberay.scale_up_lead import PAUSED, PAUSED_REPLICAS, PAUSED_SCALE_OUT
+from keda_ray_scaler.agent.kuberay.scaledobject import (
+    PAUSED,
+    PAUSED_REPLICAS,
+    PAUSED_SCALE_IN,
+    PAUSED_SCALE_OUT,
+    ScaledObject,
+    parse_scaled_object,
+)
 
 NO_WINDOW = {
     "stabilizationWindowSeconds": 0,
@@ -29,7 +35,7 @@ def scaled_object(
     annotations: dict[str, str] | None = None,
     min_replicas: int | None = 0,
     cooldown: int | None = 5,
-) -> dict[str, Any]:
+) -> ScaledObject:
     spec: dict[str, Any] = {"scaleTargetRef": {"kind": "RayWorkerGroup", "name": "ray-demo-cpu"}}
     if min_replicas is not None:
         spec["minReplicaCount"] = min_replicas
@@ -39,7 +45,7 @@ def scaled_object(
         behavior = {"scaleDown": scale_down}
         spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
     meta = {"name": "ray-demo-cpu", "annotations": annotations or {}}
-    return {"metadata": meta, "spec": spec}
+    return parse_scaled_object({"metadata": meta, "spec": spec})
 
 
 def test_the_plan_lowers_the_group_ahead_of_the_hpa() -> None:

@@ -9,12 +9,16 @@ from typing import Any
 import pytest
 
 from keda_ray_scaler.agent.kuberay.scale_up_lead import (
-    PAUSED,
-    PAUSED_REPLICAS,
-    PAUSED_SCALE_OUT,
     PlannedTargets,
     lead_replicas,
     scale_up_limit,
+)
+from keda_ray_scaler.agent.kuberay.scaledobject import (
+    PAUSED,
+    PAUSED_REPLICAS,
+    PAUSED_SCALE_OUT,
+    ScaledObject,
+    parse_scaled_object,
     targeting,
 )
 from keda_ray_scaler.decisions import GroupPlan, Plan
@@ -27,13 +31,14 @@ def scaled_object(
     max_replicas: int | None = 50,
     annotations: dict[str, str] | None = None,
     scale_up: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ScaledObject:
     spec: dict[str, Any] = {"scaleTargetRef": {"kind": "RayWorkerGroup", "name": name}}
     if max_replicas is not None:
         spec["maxReplicaCount"] = max_replicas
     if scale_up is not None:
         spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleUp": scale_up}}}
-    return {"metadata": {"name": name, "annotations": annotations or {}}, "spec": spec}
+    meta = {"name": name, "annotations": annotations or {}}
+    return parse_scaled_object({"metadata": meta, "spec": spec})
 
 
 FAST = {
@@ -124,7 +129,9 @@ def test_the_strictest_of_several_scaled_objects_wins() -> None:
 
 def test_targeting_picks_the_scaled_objects_of_that_rayworkergroup_only() -> None:
     mine, other = scaled_object(name="ray-demo-cpu"), scaled_object(name="ray-demo-gpu")
-    deployment = {"spec": {"scaleTargetRef": {"kind": "Deployment", "name": "ray-demo-cpu"}}}
+    deployment = parse_scaled_object(
+        {"spec": {"scaleTargetRef": {"kind": "Deployment", "name": "ray-demo-cpu"}}}
+    )
     assert targeting([mine, other, deployment], "ray-demo-cpu") == [mine]
 
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from fake_clock import FakeClock
-from prometheus_client import CollectorRegistry
-from test_kube import (  # the emulator fixtures and helpers
+from kube_emulator import (  # the emulator fixtures and helpers
     NS,
     PODS,
     VersionedEmulator,
@@ -22,12 +21,14 @@ from test_kube import (  # the emulator fixtures and helpers
     until,
     watching,
 )
-from test_victims import CLUSTER, FakeDrainer, FakeRay
+from prometheus_client import CollectorRegistry
+from victim_fakes import CLUSTER, FakeDrainer, FakeRay
 
 from keda_ray_scaler.agent.interfaces import DrainResult
 from keda_ray_scaler.agent.kube.pod_cache import PodCache
+from keda_ray_scaler.agent.metric_names import VICTIM_VERDICTS
 from keda_ray_scaler.agent.pod import PodInfo
-from keda_ray_scaler.agent.victims.controller import VICTIM_VERDICTS, VictimController
+from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.agent.victims.fence import Fence, to_fence
 from keda_ray_scaler.agent.victims.verdicts import Outcome
 from keda_ray_scaler.decisions import GroupPlan, Plan

@@ -1,0 +1,109 @@
+"""The Helm chart rendered with ``helm template``, and the values combinations the chart tests
+render: for the chart's tests and the least-privilege checks.
+
+Helm is the pinned ``helm.sh/helm/v3/cmd/helm`` that ``e2e/build.sh`` builds into the set dir
+(``$KRS_E2E_BIN/bin/helm``), or ``$KRS_HELM``, or a ``helm`` on PATH; the fixture ``helm``
+(module-scoped, skips without one) works in a test module that imports it by name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_install import CHART, KUBE_VERSION, NAMESPACE, RELEASE
+
+SIDECAR = CHART / "examples" / "agent-sidecar.yaml"
+NO_CRDS_HERE = ("cert-manager.io/", "monitoring.coreos.com/")
+
+Obj = dict[str, Any]
+
+#: Values combinations rendered and validated, by name.
+VALUES: dict[str, list[str]] = {
+    "defaults": [],
+    "keda-side": [
+        "certManager.enabled=true",
+        "clusterTriggerAuthentication.create=true",
+        "networkPolicy.enabled=true",
+    ],
+    "cert-manager-self-signed": [
+        "certManager.enabled=true",
+        "tls.clientNamespaces={ray,ray-b}",
+        "triggerAuthentication.create=true",
+        "agent.rbac.create=true",
+    ],
+    "cert-manager-existing-issuer": [
+        "certManager.enabled=true",
+        "certManager.issuerRef.name=corp-ca",
+        "tls.clientNamespaces={ray}",
+    ],
+    "prometheus-auth": [
+        "prometheus.url=https://prometheus.example:9090",
+        "prometheus.bearerToken.secretName=prom-token",
+        "prometheus.basicAuth.user=scaler",
+        "prometheus.basicAuth.passwordSecretName=prom-basic",
+        "prometheus.ca.configMapName=prom-ca",
+    ],
+    "kuberay": [
+        "tls.clientNamespaces={ray}",
+        "agent.rbac.create=true",
+        "agent.rbac.mode=kuberay",
+        "agent.rbac.rayClusters={demo}",
+        "agent.rbac.rayWorkerGroups={ray-demo-cpu,ray-demo-gpu}",
+        "agent.sidecar.configMap=true",
+        "agent.sidecar.rayCluster=demo",
+        "agent.sidecar.authToken.secretName=demo",
+        "rayWorkerGroupCRD.create=true",
+    ],
+    "monitoring-sized": [
+        "serviceMonitor.enabled=true",
+        "podMonitor.enabled=true",
+        "podMonitor.agent=true",
+        "replicas=3",
+        "resources.requests.cpu=500m",
+        "podDisruptionBudget.enabled=false",
+        "image.tag=0.2.0",
+        "limits.maxSeries=1000",
+        "limits.unknownRechecksPerSecond=2.5",
+        "crossNamespaceReaders={team-a=ray}",
+    ],
+}
+
+
+def find_helm() -> str | None:
+    """The helm binary: $KRS_HELM, the e2e build set's, or one on PATH."""
+    if os.environ.get("KRS_HELM"):
+        return os.environ["KRS_HELM"]
+    built = Path(os.environ.get("KRS_E2E_BIN", "/nonexistent")) / "bin" / "helm"
+    return str(built) if built.exists() else shutil.which("helm")
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    """The helm binary (skips without one)."""
+    found = find_helm()
+    if found is None:
+        pytest.skip("no helm: `make e2e-build` builds it (e2e/build.sh), or set KRS_HELM")
+    return found
+
+
+def template(helm: str, *sets: str, release: str = RELEASE) -> list[Obj]:
+    """``helm template`` with ``--set`` values; the rendered objects."""
+    out = run_helm(helm, "template", release, str(CHART), *sets)
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def run_helm(helm: str, command: str, *args: str) -> str:
+    argv = [helm, command, *args]
+    if command == "template":
+        argv = [a for s in args for a in (("--set", s) if "=" in s else (s,))]
+        argv = [helm, command, *argv, "-n", NAMESPACE, f"--kube-version={KUBE_VERSION}"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise AssertionError(f"helm {command} failed: {done.stderr.strip()}")
+    return done.stdout
