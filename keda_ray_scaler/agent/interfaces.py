@@ -2,8 +2,9 @@
 
 The worker groups come from a :class:`SpecView`: a fixed spec (:class:`FixedSpec`, Deployment
 mode and the demo) or the RayCluster's watch (``raycluster_watch.py``, KubeRay mode), read
-afresh by each user at each use. The Ray side (``ray_state.py``, ``drain.py``) implements
-:class:`Drainer` and :class:`RayView`; the victim controller (``victims.py``) consumes them and
+afresh by each user at each use. The Ray side (``ray/ray_state.py``, ``ray/drain.py``) implements
+:class:`Drainer` and :class:`RayView`; the victim controller (``victims/controller.py``) consumes
+them and
 implements :class:`VictimSource`, which the exporter reads. A
 :class:`~keda_ray_scaler.clock.Clock` is injected everywhere time matters, so tests run on fake
 time. Nothing here does I/O.
@@ -37,7 +38,7 @@ class DrainResult:
 class Drainer(Protocol):
     """Asks Ray to drain one node for idle termination.
 
-    Implementation (``drain.py``): the GCS's ``DrainNode(node_id,
+    Implementation (``ray/drain.py``): the GCS's ``DrainNode(node_id,
     DRAIN_NODE_REASON_IDLE_TERMINATION, message, deadline_ms)``, the call Ray's autoscaler v2
     makes.
 

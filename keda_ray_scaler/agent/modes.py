@@ -1,13 +1,14 @@
 """How a scale decision reaches the workload: the one difference between the agent's two modes.
 
-Both modes share the planner, the export and the victim protocol (``victims.py``: choose,
+Both modes share the planner, the export and the victim protocol (``victims/``: choose,
 drain, publish, verify). They differ only here:
 
 - **Deployment mode** (:class:`DeploymentApplier`): KEDA's HPA sets the Deployment's replicas
   and the ReplicaSet controller picks the pods to delete by ``pod-deletion-cost``; so the victim
   protocol marks the cost and confirms the ranking before it drains, and there is nothing else
   to apply.
-- **KubeRay mode** (``kuberay.KubeRayApplier``): KEDA's HPA sets a ``RayWorkerGroup``'s
+- **KubeRay mode** (``kuberay/applier.py``'s ``KubeRayApplier``): KEDA's HPA sets a
+``RayWorkerGroup``'s
   ``spec.replicas``; the applier writes the RayCluster group's ``replicas`` and names the
   drained victims in ``workersToDelete``, which KubeRay deletes by name: no cost, no ranking.
 """

@@ -2,7 +2,7 @@
 
 ``keda-ray-scaler demo`` (``cli/demo.py``) builds :func:`keda_ray_scaler.demo.run.run_demo`:
 
-- ``run.py``: the composition and its poll loop; ``settings.py``: what it runs
+- ``run.py``: the composition and its poll loop; ``demo_settings.py``: what it runs
   (:class:`~keda_ray_scaler.demo.demo_settings.DemoSettings`);
 - ``driver.py``: starts the workload's driver process and reads the events it prints;
 - ``record.py``: the printed timeline and the :class:`~keda_ray_scaler.demo.record.DemoResult`;

@@ -10,7 +10,7 @@ protocol, deleting only drained, idle pods. Everything runs under ``workdir`` an
 is stopped by its PID on the way out.
 
 This module runs the loop and applies KEDA's answers to the Deployment; what it runs is in
-``settings.py``, the workload's driver process in ``driver.py``, the timeline and the result in
+``demo_settings.py``, the workload's driver process in ``driver.py``, the timeline and the result in
 ``record.py``.
 """
 

@@ -10,7 +10,7 @@ Applied to the planner's ``GroupPlan.target``:
    ReplicaSet to delete a pod that may be busy.
 
 Why a module of its own: these rules are what keeps a busy pod from being deleted, whatever
-refreshes the clusters; :mod:`keda_ray_scaler.rpc.refresh.cluster_refresh` calls them once per plan.
+refreshes the clusters; :mod:`keda_ray_scaler.rpc.cluster_refresh` calls them once per plan.
 """
 
 from __future__ import annotations

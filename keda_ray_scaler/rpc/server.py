@@ -33,8 +33,8 @@ from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.bind import bind_port
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.grpc_health import BoundedHealth
-from keda_ray_scaler.rpc.refresh.cluster_refresh import Planner
 from keda_ray_scaler.rpc.refresh.refresher import ProcessTargetCache
 from keda_ray_scaler.rpc.refresh.refresher_child import SourceFactory
 from keda_ray_scaler.rpc.refresh.relay import RelayCollector

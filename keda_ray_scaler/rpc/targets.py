@@ -8,7 +8,7 @@ replicas' requests. The first request for a cluster nobody asked about yet trigg
 shared by every concurrent request (single flight).
 
 This module decides *which* clusters are refreshed and *when*, and answers readers; one
-cluster's refresh is :mod:`keda_ray_scaler.rpc.refresh.cluster_refresh`, the safety rules applied to
+cluster's refresh is :mod:`keda_ray_scaler.rpc.cluster_refresh`, the safety rules applied to
 the planner's targets are :mod:`keda_ray_scaler.rpc.safety`.
 
 Unknown is not zero: a failed fetch, an agent snapshot with ``success=False``, or one older
@@ -36,13 +36,13 @@ from keda_ray_scaler.clock import Now, Sleep
 from keda_ray_scaler.errors import NotFound, ScalerError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.rpc.budget import TokenBucket
-from keda_ray_scaler.rpc.entry import GroupTarget, pick, wait_first
-from keda_ray_scaler.rpc.refresh.cluster_refresh import (
+from keda_ray_scaler.rpc.cluster_refresh import (
     CacheEntry,
     ClusterRefresh,
     ClusterView,
     Planner,
 )
+from keda_ray_scaler.rpc.entry import GroupTarget, pick, wait_first
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.sources.base import BatchSource, Source
 from keda_ray_scaler.telemetry import ScalerMetrics

@@ -16,7 +16,7 @@ from keda_ray_scaler.model import (
     WorkerGroup,
     WorkerNode,
 )
-from keda_ray_scaler.rpc.refresh.cluster_refresh import Planner
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.schema import ClusterSnapshot
 
 T0 = 1_000_000.0  # the scaler tests' start of time: FakeClock(T0) (unix seconds)

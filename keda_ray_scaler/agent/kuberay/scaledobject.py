@@ -1,27 +1,31 @@
 """A KEDA ScaledObject as KubeRay mode reads it: parsed once, where it is read from the API.
 
 :func:`parse_scaled_object` is the one reader of a ScaledObject's JSON
-(:meth:`~keda_ray_scaler.agent.kuberay.kuberay_api.KubeRayApi.scaled_objects` calls it); the
-leads (:mod:`~keda_ray_scaler.agent.kuberay.scale_up_lead`,
+(:meth:`~keda_ray_scaler.agent.kuberay.kuberay_api.KubeRayApi.scaled_objects` reads the namespace's
+with :func:`read_scaled_objects`); the leads (:mod:`~keda_ray_scaler.agent.kuberay.scale_up_lead`,
 :mod:`~keda_ray_scaler.agent.kuberay.scale_down_lead`) and the RayWorkerGroup status
 (:mod:`~keda_ray_scaler.agent.kuberay.rwg_status`) read only the :class:`ScaledObject` view: its
 target, its bounds, its pause annotations and its HPA ``behavior``, each default filled in.
 
-Malformed values are read as they always were: KEDA's CRD types the counts and the policies'
-values as integers (the API server refuses anything else, and prunes nulls), so the view
-applies the same ``int()``/``float()`` the readers did; a value that fails them raises
-``ValueError`` or ``TypeError``, which ends the applier's round (logged by
-:func:`~keda_ray_scaler.agent.modes.run_applier`), now at the read rather than at first use.
-An unknown ``selectPolicy`` counts as ``Max`` and a policy ``type`` other than ``Percent`` as
-``Pods``, as before; an empty ``policies`` list takes the HPA's defaults.
+A malformed object is refused whole (:class:`ScaledObjectRefused`, naming the object, the field
+and what is wrong): an object where an object is expected, a string for a name, and for the
+counts, the cooldown, the windows and the policies' values a non-negative integer (the
+cooldown: a non-negative number), as KEDA's CRD types them. :func:`read_scaled_objects` leaves
+it out, and with it every ScaledObject targeting the same RayWorkerGroup: that group reads as
+one no ScaledObject targets, so no lead moves it and the HPA's replicas are carried as they
+are. An unknown ``selectPolicy`` counts as ``Max`` and a policy ``type`` other than ``Percent``
+as ``Pods``, as before; an empty ``policies`` list takes the HPA's defaults.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
+
+from keda_ray_scaler.errors import ScalerError
 
 #: KEDA's pause annotations: ``paused`` and ``paused-replicas`` hold both directions
 PAUSED = "autoscaling.keda.sh/paused"
@@ -36,6 +40,47 @@ KEDA_DEFAULT_MIN = 0
 KEDA_DEFAULT_MAX = 100
 #: KEDA's ``cooldownPeriod`` when the ScaledObject sets none
 KEDA_DEFAULT_COOLDOWN_S = 300.0
+#: the ``scaleTargetRef.kind`` of the ScaledObjects KubeRay mode reads
+WORKER_GROUP_KIND = "RayWorkerGroup"
+#: where a ScaledObject keeps its HPA ``behavior`` (a refused field's name starts with it)
+BEHAVIOR = "spec.advanced.horizontalPodAutoscalerConfig.behavior"
+
+
+class Malformed(enum.StrEnum):
+    """What is wrong with a refused ScaledObject's field: a fixed set (a metric label; the
+    field is named in the message, never in a label)."""
+
+    NOT_AN_OBJECT = "not_an_object"
+    NOT_A_LIST = "not_a_list"
+    NOT_A_STRING = "not_a_string"
+    NOT_AN_INTEGER = "not_an_integer"
+    NOT_A_NUMBER = "not_a_number"
+    NEGATIVE = "negative"
+
+
+class ScaledObjectRefused(ScalerError, ValueError):
+    """A ScaledObject refused at the read: ``name`` (its ``resourceVersion``: ``version``),
+    the ``field`` that does not parse and ``reason``; ``target``: the RayWorkerGroup it names,
+    when its ``scaleTargetRef`` parsed ("" otherwise)."""
+
+    def __init__(
+        self,
+        name: str,
+        field: str,
+        reason: Malformed,
+        *,
+        got: object = None,
+        version: str = "",
+        target: str = "",
+    ) -> None:
+        self.name = name
+        self.field = field
+        self.reason = reason
+        self.version = version
+        self.target = target
+        shown = repr(got) if len(repr(got)) <= 40 else repr(got)[:37] + "..."
+        what = reason.value.replace("_", " ")
+        super().__init__(f"ScaledObject {name or '<unnamed>'}: {field}: {what} (got {shown})")
 
 
 class SelectPolicy(enum.StrEnum):
@@ -124,29 +169,56 @@ class ScaledObject:
         return f"ScaledObject {self.name} has scale-in paused" if self.pause.scale_in else ""
 
 
-def parse_scaled_object(obj: Mapping[str, Any]) -> ScaledObject:
-    """The view of one ScaledObject's JSON (module doc: defaults and malformed values)."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    ref = spec.get("scaleTargetRef") or {}
-    advanced = (spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}
-    behavior = advanced.get("behavior") or {}
+def parse_scaled_object(obj: object) -> ScaledObject:
+    """The view of one ScaledObject's JSON; :class:`ScaledObjectRefused` when malformed (module
+    doc: defaults and what is refused)."""
+    if not isinstance(obj, Mapping):
+        raise ScaledObjectRefused("", "(the object)", Malformed.NOT_AN_OBJECT, got=obj)
+    read = _Reader()
+    meta = read.mapping(obj, "metadata", "metadata")
+    read.version = str(meta.get("resourceVersion") or "")
+    read.name = read.text(meta, "name", "metadata.name")
+    spec = read.mapping(obj, "spec", "spec")
+    ref = read.mapping(spec, "scaleTargetRef", "spec.scaleTargetRef")
+    kind = read.text(ref, "kind", "spec.scaleTargetRef.kind")
+    target = read.text(ref, "name", "spec.scaleTargetRef.name")
+    read.target = target if kind == WORKER_GROUP_KIND else ""
+    advanced = read.mapping(spec, "advanced", "spec.advanced")
+    hpa = read.mapping(advanced, "horizontalPodAutoscalerConfig", BEHAVIOR.rsplit(".", 1)[0])
+    behavior = read.mapping(hpa, "behavior", BEHAVIOR)
     return ScaledObject(
-        name=meta.get("name", ""),
-        target_kind=ref.get("kind", ""),
-        target_name=ref.get("name", ""),
-        min_replicas=int(_set(spec, "minReplicaCount", KEDA_DEFAULT_MIN)),
-        max_replicas=int(_set(spec, "maxReplicaCount", KEDA_DEFAULT_MAX)),
-        cooldown_s=float(_set(spec, "cooldownPeriod", KEDA_DEFAULT_COOLDOWN_S)),
-        pause=_pause(meta.get("annotations") or {}),
-        scale_up=_rules(behavior.get("scaleUp") or {}, HPA_DEFAULT_SCALE_UP),
-        scale_down=_rules(behavior.get("scaleDown") or {}, HPA_DEFAULT_SCALE_DOWN),
+        name=read.name,
+        target_kind=kind,
+        target_name=target,
+        min_replicas=read.count(spec, "minReplicaCount", "spec", KEDA_DEFAULT_MIN),
+        max_replicas=read.count(spec, "maxReplicaCount", "spec", KEDA_DEFAULT_MAX),
+        cooldown_s=read.seconds(spec, "cooldownPeriod", "spec", KEDA_DEFAULT_COOLDOWN_S),
+        pause=_pause(read.mapping(meta, "annotations", "metadata.annotations")),
+        scale_up=read.rules(behavior, "scaleUp", HPA_DEFAULT_SCALE_UP),
+        scale_down=read.rules(behavior, "scaleDown", HPA_DEFAULT_SCALE_DOWN),
     )
 
 
-def targeting(scaled: Sequence[ScaledObject], name: str) -> list[ScaledObject]:
-    """The ScaledObjects whose ``scaleTargetRef`` is the RayWorkerGroup ``name``."""
-    return [so for so in scaled if so.target_kind == "RayWorkerGroup" and so.target_name == name]
+def read_scaled_objects(
+    items: Sequence[object],
+) -> tuple[list[ScaledObject], list[ScaledObjectRefused]]:
+    """The views of a namespace's ScaledObjects, and the ones refused; a RayWorkerGroup a refused
+    ScaledObject targets keeps none of its views (module doc). Never raises."""
+    views: list[ScaledObject] = []
+    refused: list[ScaledObjectRefused] = []
+    for item in items:
+        try:
+            views.append(parse_scaled_object(item))
+        except ScaledObjectRefused as exc:
+            refused.append(exc)
+    withheld = {exc.target for exc in refused if exc.target}
+    return [so for so in views if not targeting([so], *withheld)], refused
+
+
+def targeting(scaled: Sequence[ScaledObject], *names: str) -> list[ScaledObject]:
+    """The ScaledObjects whose ``scaleTargetRef`` is the RayWorkerGroup ``name`` (any of
+    ``names``)."""
+    return [so for so in scaled if so.target_kind == WORKER_GROUP_KIND and so.target_name in names]
 
 
 def bounds_problem(scaled_object: ScaledObject, low: int, high: int) -> str:
@@ -157,12 +229,6 @@ def bounds_problem(scaled_object: ScaledObject, low: int, high: int) -> str:
     if scaled_object.max_replicas != high:
         problems.append(f"maxReplicaCount {scaled_object.max_replicas} != group maxReplicas {high}")
     return f"ScaledObject {scaled_object.name}: " + "; ".join(problems) if problems else ""
-
-
-def _set(spec: Mapping[str, Any], key: str, default: object) -> Any:
-    """``spec[key]``, or ``default`` when it is absent or null."""
-    value = spec.get(key)
-    return default if value is None else value
 
 
 def _pause(notes: Mapping[str, Any]) -> Pause:
@@ -178,18 +244,84 @@ def _pause(notes: Mapping[str, Any]) -> Pause:
     )
 
 
-def _rules(rules: Mapping[str, Any], default: ScalingRules) -> ScalingRules:
-    """One direction of ``behavior``; unset fields take ``default``'s."""
-    window = rules.get("stabilizationWindowSeconds")
-    return ScalingRules(
-        stabilization_window_s=default.stabilization_window_s if window is None else int(window),
-        select_policy=_select(rules.get("selectPolicy")),
-        policies=tuple(_policy(p) for p in rules.get("policies") or ()) or default.policies,
-    )
+@dataclass(slots=True)
+class _Reader:
+    """Reads one ScaledObject's fields; refuses the first malformed one, naming the object."""
 
+    name: str = ""
+    version: str = ""
+    target: str = ""
 
-def _policy(policy: Mapping[str, Any]) -> HpaPolicy:
-    return HpaPolicy(percent=policy.get("type") == "Percent", value=int(policy.get("value") or 0))
+    def refuse(self, field: str, reason: Malformed, got: object) -> NoReturn:
+        raise ScaledObjectRefused(
+            self.name, field, reason, got=got, version=self.version, target=self.target
+        )
+
+    def mapping(self, parent: Mapping[str, Any], key: str, field: str) -> Mapping[str, Any]:
+        """``parent[key]``: an object; absent or null reads as empty."""
+        value = parent.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            self.refuse(field, Malformed.NOT_AN_OBJECT, value)
+        return value or {}
+
+    def text(self, parent: Mapping[str, Any], key: str, field: str) -> str:
+        """``parent[key]``: a string; absent or null reads as ""."""
+        value = parent.get(key)
+        if value is not None and not isinstance(value, str):
+            self.refuse(field, Malformed.NOT_A_STRING, value)
+        return value or ""
+
+    def count(self, parent: Mapping[str, Any], key: str, where: str, default: int) -> int:
+        """``parent[key]``: a non-negative integer (an integral float counts); absent or null
+        reads as ``default``."""
+        value = parent.get(key)
+        if value is None:
+            return default
+        integral = isinstance(value, float) and value.is_integer()
+        if isinstance(value, bool) or not (isinstance(value, int) or integral):
+            self.refuse(f"{where}.{key}", Malformed.NOT_AN_INTEGER, value)
+        if value < 0:
+            self.refuse(f"{where}.{key}", Malformed.NEGATIVE, value)
+        return int(value)
+
+    def seconds(self, parent: Mapping[str, Any], key: str, where: str, default: float) -> float:
+        """``parent[key]``: a finite non-negative number; absent or null reads as ``default``."""
+        value = parent.get(key)
+        if value is None:
+            return default
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            self.refuse(f"{where}.{key}", Malformed.NOT_A_NUMBER, value)
+        if value < 0:
+            self.refuse(f"{where}.{key}", Malformed.NEGATIVE, value)
+        return float(value)
+
+    def rules(self, behavior: Mapping[str, Any], key: str, default: ScalingRules) -> ScalingRules:
+        """One direction of ``behavior``; unset fields take ``default``'s."""
+        where = f"{BEHAVIOR}.{key}"
+        rules = self.mapping(behavior, key, where)
+        policies = rules.get("policies")
+        if policies is not None and not isinstance(policies, list):
+            self.refuse(f"{where}.policies", Malformed.NOT_A_LIST, policies)
+        window = default.stabilization_window_s
+        return ScalingRules(
+            stabilization_window_s=self.count(rules, "stabilizationWindowSeconds", where, window),
+            select_policy=_select(rules.get("selectPolicy")),
+            policies=tuple(
+                self.policy(p, f"{where}.policies[{i}]") for i, p in enumerate(policies or ())
+            )
+            or default.policies,
+        )
+
+    def policy(self, policy: object, where: str) -> HpaPolicy:
+        """One policy: ``value`` (absent: 0) pods, or percent when its type is Percent."""
+        if not isinstance(policy, Mapping):
+            self.refuse(where, Malformed.NOT_AN_OBJECT, policy)
+        value = self.count(policy, "value", where, 0)
+        return HpaPolicy(percent=policy.get("type") == "Percent", value=value)
 
 
 def _select(value: object) -> SelectPolicy:

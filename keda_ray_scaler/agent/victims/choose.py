@@ -1,6 +1,7 @@
 """Choose: which of a group's removable pods the victim protocol may take now; pure.
 
-Step one of three (``choose`` here, then ``confirm`` and ``apply`` in ``victims.py``): plain
+Step one of three (``choose`` here, then ``confirm`` and ``apply`` in ``victims/controller.py``):
+plain
 values in (the group's plan, its active pods, a fresh read of Ray's nodes, the published
 victims), the pods to take and a typed :class:`~keda_ray_scaler.agent.victims.verdicts.Verdict` for
 each pod not taken out. No I/O, no clock: testable without an API emulator.

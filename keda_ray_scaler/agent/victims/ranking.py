@@ -17,7 +17,7 @@ pod ``b`` at the first rule that tells them apart:
 8. created more recently first (zero first), logarithmic buckets and UID as in 6.
 
 Pure: no clock (``now_s`` is an argument), no Kubernetes objects (``PodInfo`` is built by
-``kube.py``). :func:`check_takes_first` answers the question the victim protocol asks.
+``kube/pod_info.py``). :func:`check_takes_first` answers the question the victim protocol asks.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The scaler's background refresh: fetch each Ray cluster's series, plan, apply the safety rules,
-store; run in a child process whose targets the RPC process mirrors over a pipe.
+"""The refresh in a child process: the child that runs the target cache's refresh
+(:mod:`~keda_ray_scaler.rpc.cluster_refresh`), the pipe's messages, the RPC process's mirror of
+its targets, its restarts with back-off, and its metrics relayed.
 
-May import: ``sources``, ``planner``, ``config``, ``telemetry`` and the rpc's target cache
-(``rpc.targets``, ``rpc.entry``, ``rpc.safety``, ``rpc.target_settings``); the request path
-(``servicer``, ``scoping``, ``is_active_stream``) never imports it.
+May import: the rpc's target cache and its parts (``targets``, ``entry``, ``target_settings``,
+``cluster_refresh``), ``sources``, ``telemetry``, ``config``; only ``rpc.server`` (the
+composition) imports it.
 """

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from keda_ray_scaler.clock import Now, Sleep
 from keda_ray_scaler.errors import DemandUnavailable, ScalerError
 from keda_ray_scaler.identity import ClusterRef
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.entry import GroupTarget, TargetEntry, pick, wait_first
-from keda_ray_scaler.rpc.refresh.cluster_refresh import Planner
 from keda_ray_scaler.rpc.refresh.messages import (
     AskMetrics,
     Batch,

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from keda_ray_scaler.errors import ScalerError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.rpc.refresh.cluster_refresh import Planner
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.refresh.messages import (
     AskMetrics,
     Batch,

@@ -23,7 +23,7 @@ from keda_ray_scaler.errors import DemandUnavailable, NotFound, ScalerError, Unt
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import PlanningInput
 from keda_ray_scaler.rpc.entry import GroupTarget, TargetEntry, check_not_future
-from keda_ray_scaler.rpc.refresh.refresh_steps import (
+from keda_ray_scaler.rpc.refresh_steps import (
     fetch_within,
     plan_timed,
     record_failure,
