@@ -181,3 +181,41 @@ class CapExceeded(ScalerError, ValueError):
         self.cap = cap
         self.cluster = cluster
         super().__init__(f"Ray cluster {cluster!r}: {message}: refused")
+
+
+class Malformed(enum.Enum):
+    """What is wrong with a refused ScaledObject's field: a fixed set (a metric label; the
+    field is named in the message, never in a label, as for :class:`ConfigProblem`)."""
+
+    NOT_AN_OBJECT = "not_an_object"
+    NOT_A_LIST = "not_a_list"
+    NOT_A_STRING = "not_a_string"
+    NOT_AN_INTEGER = "not_an_integer"
+    NOT_A_NUMBER = "not_a_number"
+    NEGATIVE = "negative"
+
+
+class ScaledObjectRefused(ScalerError, ValueError):
+    """A ScaledObject the agent refuses to read (KubeRay mode): ``name`` (at ``resourceVersion``
+    ``version``), the ``field`` that does not parse and the ``reason``; ``target`` is the
+    RayWorkerGroup it names when its ``scaleTargetRef`` parsed ("" otherwise). Also a
+    ValueError (it is one)."""
+
+    def __init__(
+        self,
+        name: str,
+        field: str,
+        reason: Malformed,
+        *,
+        got: object = None,
+        version: str = "",
+        target: str = "",
+    ) -> None:
+        self.name = name
+        self.field = field
+        self.reason = reason
+        self.version = version
+        self.target = target
+        shown = repr(got) if len(repr(got)) <= 40 else repr(got)[:37] + "..."
+        what = reason.value.replace("_", " ")
+        super().__init__(f"ScaledObject {name or '<unnamed>'}: {field}: {what} (got {shown})")

@@ -63,3 +63,5 @@ KUBERAY_CONFLICTS: Final = "ray_scaler_kuberay_conflicts_total"
 KUBERAY_LEADS: Final = "ray_scaler_kuberay_scale_up_leads_total"
 #: counter {cluster, group}: drained victims deleted ahead of the HPA by the agent's own plan
 KUBERAY_DOWN_LEADS: Final = "ray_scaler_kuberay_scale_down_leads_total"
+#: counter {cluster, reason}: ScaledObjects refused at the read, each version once (kuberay_api.py)
+SCALED_OBJECTS_REFUSED: Final = "ray_scaler_kuberay_scaled_objects_refused_total"

@@ -120,7 +120,11 @@ def _kuberay_applier(
 
     from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
     from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
-    from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
+    from keda_ray_scaler.agent.kuberay.kuberay_api import (
+        KubeRayApi,
+        KubeRaySettings,
+        ScaledObjectRefusals,
+    )
 
     settings = ApplierSettings(
         cluster=args.raycluster, lead_up=args.scale_up_lead, lead_down=args.scale_down_lead
@@ -132,6 +136,7 @@ def _kuberay_applier(
                 client.CustomObjectsApi(api.api_client),
                 KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
                 cache.api_errors,  # one failed-call counter per registry
+                refusals=ScaledObjectRefusals(registry, cluster=args.raycluster),
             ),
             cache,
             lambda: cache.synced,

@@ -15,13 +15,14 @@ The client is synchronous: every call runs in ``asyncio.to_thread``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 import tenacity
 from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry, Counter
 
 from keda_ray_scaler.agent.kube.kube_retry import (
     KUBE_ERRORS,
@@ -32,8 +33,9 @@ from keda_ray_scaler.agent.kube.kube_retry import (
     status_of,
 )
 from keda_ray_scaler.agent.kuberay.raycluster import RAYCLUSTER_API, WORKER_GROUP_API
-from keda_ray_scaler.agent.kuberay.scaledobject import ScaledObject, parse_scaled_object
-from keda_ray_scaler.errors import KubernetesError
+from keda_ray_scaler.agent.kuberay.scaledobject import ScaledObject, read_scaled_objects
+from keda_ray_scaler.agent.metric_names import SCALED_OBJECTS_REFUSED
+from keda_ray_scaler.errors import KubernetesError, ScaledObjectRefused
 
 log = structlog.get_logger(__name__)
 
@@ -70,10 +72,40 @@ def read_raycluster(api: k8s.CustomObjectsApi, namespace: str, name: str) -> dic
     return _obj(obj)
 
 
+class ScaledObjectRefusals:
+    """ScaledObjects refused at the read: each version counted (``reason``) and logged once;
+    the last read's kept for the status of the RayWorkerGroups they target."""
+
+    def __init__(self, registry: CollectorRegistry, *, cluster: str) -> None:
+        self._refused = Counter(
+            SCALED_OBJECTS_REFUSED.removesuffix("_total"),
+            "ScaledObjects refused at the read (malformed), each version once, by reason.",
+            ["cluster", "reason"],
+            registry=registry,
+        )
+        self._cluster = cluster
+        self._last: tuple[ScaledObjectRefused, ...] = ()
+
+    def note(self, refused: Sequence[ScaledObjectRefused]) -> list[ScaledObjectRefused]:
+        """One read's refusals, counted; the new ones returned to be logged. A version the
+        previous read refused is not new (memory: the last read's only)."""
+        seen = {(r.name, r.version) for r in self._last}
+        new = [r for r in refused if (r.name, r.version) not in seen]
+        for r in new:
+            self._refused.labels(self._cluster, r.reason.value).inc()
+        self._last = tuple(refused)
+        return new
+
+    def aimed_at(self, rayworkergroup: str) -> list[str]:
+        """Why the last read refused ScaledObjects targeting ``rayworkergroup`` (none: [])."""
+        return [str(r) for r in self._last if r.target == rayworkergroup]
+
+
 class KubeRayApi:
     """The calls one RayCluster's applier makes; failed ones counted in ``errors`` (the
     registry's one counter: the pod cache's
-    :attr:`~keda_ray_scaler.agent.kube.pod_cache.PodCache.api_errors`)."""
+    :attr:`~keda_ray_scaler.agent.kube.pod_cache.PodCache.api_errors`), refused ScaledObjects
+    in ``refusals`` (by default in a registry of its own)."""
 
     def __init__(
         self,
@@ -82,9 +114,13 @@ class KubeRayApi:
         errors: KubeApiErrors,
         *,
         wait: tenacity.wait.wait_base | None = None,
+        refusals: ScaledObjectRefusals | None = None,
     ) -> None:
         self._api = api
         self._settings = settings
+        self._refusals = refusals or ScaledObjectRefusals(
+            CollectorRegistry(), cluster=settings.raycluster
+        )
         self._calls = KubeCalls(
             errors,
             cluster=settings.raycluster,
@@ -121,7 +157,9 @@ class KubeRayApi:
 
     async def scaled_objects(self) -> list[ScaledObject]:
         """ScaledObjects of the namespace, each parsed into its view; empty when they cannot be
-        read (no KEDA, no RBAC)."""
+        read (no KEDA, no RBAC). A malformed one is left out, with every one targeting its
+        RayWorkerGroup (:func:`~keda_ray_scaler.agent.kuberay.scaledobject.read_scaled_objects`),
+        counted and logged once (:class:`ScaledObjectRefusals`); never raises for one."""
         s = self._settings
         group, version, plural = SCALED_OBJECT_API
         try:
@@ -135,7 +173,23 @@ class KubeRayApi:
         except KUBE_ERRORS as exc:  # optional: neither retried nor counted
             self._log.debug("ScaledObjects not readable", status=status_of(exc))
             return []
-        return [parse_scaled_object(item) for item in body.get("items") or []]
+        items = body.get("items")
+        views, refused = read_scaled_objects(items if isinstance(items, list) else [])
+        for r in self._refusals.note(refused):
+            self._log.warning(
+                "ScaledObject refused",
+                scaled_object=r.name,
+                resource_version=r.version,
+                field=r.field,
+                reason=r.reason.value,
+                rayworkergroup=r.target,
+                error=str(r),
+            )
+        return views
+
+    def refused_scaled_objects(self, rayworkergroup: str) -> list[str]:
+        """Why the last read refused ScaledObjects targeting ``rayworkergroup`` (none: [])."""
+        return self._refusals.aimed_at(rayworkergroup)
 
     async def patch_raycluster(self, patch: list[Any]) -> dict[str, Any]:
         """One JSON patch of the RayCluster; :class:`PreconditionFailed` on 409/422."""

@@ -4,7 +4,8 @@
 written through the status subresource when they changed (:func:`status_body`), so ``kubectl
 get rayworkergroups`` and the HPA read the truth; ``BoundsMatch`` says whether the ScaledObjects
 naming the RayWorkerGroup have the group's ``minReplicas``/``maxReplicas``
-(:func:`~keda_ray_scaler.agent.kuberay.scaledobject.bounds_problem`). The applier
+(:func:`~keda_ray_scaler.agent.kuberay.scaledobject.bounds_problem`), or that one was refused at
+the read (reason ``ScaledObjectRefused``). The applier
 (:mod:`~keda_ray_scaler.agent.kuberay.applier`) decides the conditions; :class:`StatusWriter`
 logs and writes them.
 """
@@ -69,7 +70,13 @@ class StatusWriter:
         state: GroupState,
         scaled: Sequence[ScaledObject],
     ) -> None:
-        """``BoundsMatch`` for the RayWorkerGroup ``name``: the ScaledObjects targeting it."""
+        """``BoundsMatch`` for the RayWorkerGroup ``name``: the ScaledObjects targeting it
+        (False, reason ``ScaledObjectRefused``, while the last read refused one: none is read)."""
+        if refused := self._api.refused_scaled_objects(name):
+            self._logged.pop(state.name, None)  # logged at the read
+            message = "; ".join(refused) + " (refused: nothing leads the group)"
+            status.condition("BoundsMatch", False, "ScaledObjectRefused", message)
+            return
         aimed = targeting(scaled, name)
         problems = [
             p for so in aimed if (p := bounds_problem(so, state.min_replicas, state.max_replicas))

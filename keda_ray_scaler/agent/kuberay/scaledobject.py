@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from keda_ray_scaler.errors import ScalerError
+from keda_ray_scaler.errors import Malformed, ScaledObjectRefused
 
 #: KEDA's pause annotations: ``paused`` and ``paused-replicas`` hold both directions
 PAUSED = "autoscaling.keda.sh/paused"
@@ -44,43 +44,6 @@ KEDA_DEFAULT_COOLDOWN_S = 300.0
 WORKER_GROUP_KIND = "RayWorkerGroup"
 #: where a ScaledObject keeps its HPA ``behavior`` (a refused field's name starts with it)
 BEHAVIOR = "spec.advanced.horizontalPodAutoscalerConfig.behavior"
-
-
-class Malformed(enum.StrEnum):
-    """What is wrong with a refused ScaledObject's field: a fixed set (a metric label; the
-    field is named in the message, never in a label)."""
-
-    NOT_AN_OBJECT = "not_an_object"
-    NOT_A_LIST = "not_a_list"
-    NOT_A_STRING = "not_a_string"
-    NOT_AN_INTEGER = "not_an_integer"
-    NOT_A_NUMBER = "not_a_number"
-    NEGATIVE = "negative"
-
-
-class ScaledObjectRefused(ScalerError, ValueError):
-    """A ScaledObject refused at the read: ``name`` (its ``resourceVersion``: ``version``),
-    the ``field`` that does not parse and ``reason``; ``target``: the RayWorkerGroup it names,
-    when its ``scaleTargetRef`` parsed ("" otherwise)."""
-
-    def __init__(
-        self,
-        name: str,
-        field: str,
-        reason: Malformed,
-        *,
-        got: object = None,
-        version: str = "",
-        target: str = "",
-    ) -> None:
-        self.name = name
-        self.field = field
-        self.reason = reason
-        self.version = version
-        self.target = target
-        shown = repr(got) if len(repr(got)) <= 40 else repr(got)[:37] + "..."
-        what = reason.value.replace("_", " ")
-        super().__init__(f"ScaledObject {name or '<unnamed>'}: {field}: {what} (got {shown})")
 
 
 class SelectPolicy(enum.StrEnum):
@@ -192,7 +155,9 @@ def parse_scaled_object(obj: object) -> ScaledObject:
         target_name=target,
         min_replicas=read.count(spec, "minReplicaCount", "spec", KEDA_DEFAULT_MIN),
         max_replicas=read.count(spec, "maxReplicaCount", "spec", KEDA_DEFAULT_MAX),
-        cooldown_s=read.seconds(spec, "cooldownPeriod", "spec", KEDA_DEFAULT_COOLDOWN_S),
+        cooldown_s=read.number(
+            spec, "cooldownPeriod", "spec", KEDA_DEFAULT_COOLDOWN_S, whole=False
+        ),
         pause=_pause(read.mapping(meta, "annotations", "metadata.annotations")),
         scale_up=read.rules(behavior, "scaleUp", HPA_DEFAULT_SCALE_UP),
         scale_down=read.rules(behavior, "scaleDown", HPA_DEFAULT_SCALE_DOWN),
@@ -211,8 +176,8 @@ def read_scaled_objects(
             views.append(parse_scaled_object(item))
         except ScaledObjectRefused as exc:
             refused.append(exc)
-    withheld = {exc.target for exc in refused if exc.target}
-    return [so for so in views if not targeting([so], *withheld)], refused
+    withheld = targeting(views, *(exc.target for exc in refused if exc.target))
+    return [so for so in views if so not in withheld], refused
 
 
 def targeting(scaled: Sequence[ScaledObject], *names: str) -> list[ScaledObject]:
@@ -274,27 +239,20 @@ class _Reader:
     def count(self, parent: Mapping[str, Any], key: str, where: str, default: int) -> int:
         """``parent[key]``: a non-negative integer (an integral float counts); absent or null
         reads as ``default``."""
-        value = parent.get(key)
-        if value is None:
-            return default
-        integral = isinstance(value, float) and value.is_integer()
-        if isinstance(value, bool) or not (isinstance(value, int) or integral):
-            self.refuse(f"{where}.{key}", Malformed.NOT_AN_INTEGER, value)
-        if value < 0:
-            self.refuse(f"{where}.{key}", Malformed.NEGATIVE, value)
-        return int(value)
+        return int(self.number(parent, key, where, default, whole=True))
 
-    def seconds(self, parent: Mapping[str, Any], key: str, where: str, default: float) -> float:
-        """``parent[key]``: a finite non-negative number; absent or null reads as ``default``."""
+    def number(
+        self, parent: Mapping[str, Any], key: str, where: str, default: float, *, whole: bool
+    ) -> float:
+        """``parent[key]``: a finite non-negative number, an integral one when ``whole``; absent
+        or null reads as ``default``."""
         value = parent.get(key)
         if value is None:
             return default
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            self.refuse(f"{where}.{key}", Malformed.NOT_A_NUMBER, value)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or (whole and not float(value).is_integer()):
+            reason = Malformed.NOT_AN_INTEGER if whole else Malformed.NOT_A_NUMBER
+            self.refuse(f"{where}.{key}", reason, value)
         if value < 0:
             self.refuse(f"{where}.{key}", Malformed.NEGATIVE, value)
         return float(value)

@@ -1,14 +1,26 @@
 """The ScaledObject view: one parse of KEDA's JSON into the bounds, the pause annotations and the
 HPA behaviour both leads and the RayWorkerGroup status read, with KEDA's and the HPA's
-defaults filled in."""
+defaults filled in; a malformed ScaledObject refused at the read, counted and logged once,
+never failing the round."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
+from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors
+from keda_ray_scaler.agent.kuberay.kuberay_api import (
+    KubeRayApi,
+    KubeRaySettings,
+    ScaledObjectRefusals,
+)
+from keda_ray_scaler.agent.kuberay.raycluster_scale import GroupState
+from keda_ray_scaler.agent.kuberay.rwg_status import GroupStatus, StatusWriter
 from keda_ray_scaler.agent.kuberay.scaledobject import (
+    BEHAVIOR,
     HPA_DEFAULT_SCALE_DOWN,
     HPA_DEFAULT_SCALE_DOWN_WINDOW_S,
     HPA_DEFAULT_SCALE_UP,
@@ -24,7 +36,12 @@ from keda_ray_scaler.agent.kuberay.scaledobject import (
     ScalingRules,
     SelectPolicy,
     parse_scaled_object,
+    read_scaled_objects,
+    targeting,
 )
+from keda_ray_scaler.agent.metric_names import SCALED_OBJECTS_REFUSED
+from keda_ray_scaler.clock import SystemClock
+from keda_ray_scaler.errors import Malformed, ScaledObjectRefused
 
 
 def behavior(**directions: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +210,186 @@ def test_an_empty_policy_list_takes_the_defaults_and_an_unknown_type_counts_pods
 
 
 def test_a_malformed_count_fails_the_parse_as_it_failed_the_read() -> None:
-    """KEDA's CRD refuses a non-integer count; should one get through, int() raises as before."""
-    with pytest.raises(ValueError):
+    """KEDA's CRD refuses a non-integer count; should one get through, the parse refuses it (a
+    ValueError, as int() raised before), naming the field."""
+    with pytest.raises(ValueError, match=r"spec\.maxReplicaCount: not an integer"):
         parse_scaled_object({"spec": {"maxReplicaCount": "many"}})
+
+
+def so(name: str, target: str = "gpu", version: str = "1", **spec: Any) -> dict[str, Any]:
+    """A ScaledObject's JSON named ``name`` targeting the RayWorkerGroup ``target``."""
+    ref = {"kind": "RayWorkerGroup", "name": target}
+    meta = {"name": name, "resourceVersion": version}
+    return {"metadata": meta, "spec": {"scaleTargetRef": ref, **spec}}
+
+
+def with_behavior(direction: str, rules: Any) -> dict[str, Any]:
+    """A ScaledObject ``bad`` whose HPA behaviour sets ``direction`` to ``rules``."""
+    return so("bad", advanced={"horizontalPodAutoscalerConfig": {"behavior": {direction: rules}}})
+
+
+@pytest.mark.parametrize(
+    ("obj", "field", "reason"),
+    [
+        (so("bad", minReplicaCount="abc"), "spec.minReplicaCount", Malformed.NOT_AN_INTEGER),
+        (so("bad", minReplicaCount=-1), "spec.minReplicaCount", Malformed.NEGATIVE),
+        (so("bad", maxReplicaCount=2.5), "spec.maxReplicaCount", Malformed.NOT_AN_INTEGER),
+        (so("bad", maxReplicaCount=True), "spec.maxReplicaCount", Malformed.NOT_AN_INTEGER),
+        (so("bad", cooldownPeriod="5m"), "spec.cooldownPeriod", Malformed.NOT_A_NUMBER),
+        (so("bad", cooldownPeriod=float("nan")), "spec.cooldownPeriod", Malformed.NOT_A_NUMBER),
+        (so("bad", cooldownPeriod=-5), "spec.cooldownPeriod", Malformed.NEGATIVE),
+        (so("bad", scaleTargetRef="gpu"), "spec.scaleTargetRef", Malformed.NOT_AN_OBJECT),
+        (so("bad", scaleTargetRef={"name": 7}), "spec.scaleTargetRef.name", Malformed.NOT_A_STRING),
+        (so("bad", advanced=[]), "spec.advanced", Malformed.NOT_AN_OBJECT),
+        (
+            so("bad", advanced={"horizontalPodAutoscalerConfig": {"behavior": "fast"}}),
+            BEHAVIOR,
+            Malformed.NOT_AN_OBJECT,
+        ),
+        (with_behavior("scaleUp", 5), f"{BEHAVIOR}.scaleUp", Malformed.NOT_AN_OBJECT),
+        (
+            with_behavior("scaleDown", {"stabilizationWindowSeconds": "300"}),
+            f"{BEHAVIOR}.scaleDown.stabilizationWindowSeconds",
+            Malformed.NOT_AN_INTEGER,
+        ),
+        (
+            with_behavior("scaleUp", {"policies": {"type": "Pods"}}),
+            f"{BEHAVIOR}.scaleUp.policies",
+            Malformed.NOT_A_LIST,
+        ),
+        (
+            with_behavior("scaleUp", {"policies": [{"value": 4}, "Pods"]}),
+            f"{BEHAVIOR}.scaleUp.policies[1]",
+            Malformed.NOT_AN_OBJECT,
+        ),
+        (
+            with_behavior("scaleDown", {"policies": [{"type": "Percent", "value": "all"}]}),
+            f"{BEHAVIOR}.scaleDown.policies[0].value",
+            Malformed.NOT_AN_INTEGER,
+        ),
+        (
+            {"metadata": {"name": "bad", "annotations": ["paused"]}},
+            "metadata.annotations",
+            Malformed.NOT_AN_OBJECT,
+        ),
+        ({"metadata": {"name": "bad"}, "spec": "x"}, "spec", Malformed.NOT_AN_OBJECT),
+    ],
+)
+def test_each_malformed_field_is_refused_naming_the_object_and_the_field(
+    obj: dict[str, Any], field: str, reason: Malformed
+) -> None:
+    """A ScaledObjectRefused with the object's name, the field's path and a fixed reason."""
+    with pytest.raises(ScaledObjectRefused) as refused:
+        parse_scaled_object(obj)
+    assert (refused.value.name, refused.value.field, refused.value.reason) == ("bad", field, reason)
+    assert str(refused.value).startswith(f"ScaledObject bad: {field}: ")
+
+
+def test_an_object_that_is_not_one_or_unnamed_is_refused_too() -> None:
+    """Not a JSON object, or metadata.name not a string: refused, the name shown as unnamed."""
+    with pytest.raises(ScaledObjectRefused, match="<unnamed>: \\(the object\\): not an object"):
+        parse_scaled_object("ScaledObject")
+    with pytest.raises(ScaledObjectRefused) as refused:
+        parse_scaled_object({"metadata": {"name": 5}})
+    assert (refused.value.name, refused.value.field) == ("", "metadata.name")
+
+
+def test_a_refusal_names_the_rayworkergroup_once_its_target_has_parsed() -> None:
+    """The target is read first: a later field's refusal says which group it concerns; a
+    ScaledObject of a Deployment names none."""
+    with pytest.raises(ScaledObjectRefused) as ours:
+        parse_scaled_object(so("bad", target="gpu", version="7", minReplicaCount="abc"))
+    assert (ours.value.target, ours.value.version) == ("gpu", "7")
+    deployment = so("web", minReplicaCount="abc")
+    deployment["spec"]["scaleTargetRef"] = {"kind": "Deployment", "name": "gpu"}
+    with pytest.raises(ScaledObjectRefused) as theirs:
+        parse_scaled_object(deployment)
+    assert theirs.value.target == ""
+
+
+def test_a_namespace_read_keeps_the_good_and_leaves_the_refused_group_with_none() -> None:
+    """One malformed ScaledObject is left out, with every one targeting its RayWorkerGroup; the
+    other groups and a malformed ScaledObject of a Deployment change nothing else."""
+    cpu, gpu_good = so("cpu", target="cpu"), so("gpu-good", target="gpu")
+    deployment = so("web", minReplicaCount={"x": 1})
+    deployment["spec"]["scaleTargetRef"] = {"kind": "Deployment", "name": "cpu"}
+    items = [cpu, gpu_good, so("gpu-bad", target="gpu", maxReplicaCount="abc"), deployment, 42]
+    views, refused = read_scaled_objects(items)
+    assert [v.name for v in views] == ["cpu"]
+    assert [(r.name, r.field) for r in refused] == [
+        ("gpu-bad", "spec.maxReplicaCount"),
+        ("web", "spec.minReplicaCount"),
+        ("", "(the object)"),
+    ]
+    assert targeting(views, "gpu") == []
+
+
+class ScaledObjectList:
+    """A custom-objects client whose ScaledObject list answers ``items`` (changeable)."""
+
+    def __init__(self, *items: Any) -> None:
+        self.items = list(items)
+
+    def list_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {"items": self.items}
+
+
+def refused_count(registry: CollectorRegistry, reason: str) -> float:
+    """``ray_scaler_kuberay_scaled_objects_refused_total{cluster="demo", reason}``."""
+    labels = {"cluster": "demo", "reason": reason}
+    return registry.get_sample_value(SCALED_OBJECTS_REFUSED, labels) or 0.0
+
+
+def kuberay_api(client: ScaledObjectList, registry: CollectorRegistry) -> KubeRayApi:
+    """KubeRay mode's calls on ``client``, refusals counted in ``registry`` (as the CLI)."""
+    return KubeRayApi(
+        client,  # type: ignore[arg-type]
+        KubeRaySettings(namespace="ray", raycluster="demo"),
+        KubeApiErrors(CollectorRegistry()),
+        refusals=ScaledObjectRefusals(registry, cluster="demo"),
+    )
+
+
+async def test_one_malformed_scaled_object_is_counted_and_logged_once_and_fails_nothing() -> None:
+    """A namespace with one good and one malformed ScaledObject reads as the good one, round
+    after round; the malformed one is counted and logged once per resourceVersion."""
+    registry = CollectorRegistry()
+    client = ScaledObjectList(
+        so("cpu", target="cpu"), so("gpu", version="1", minReplicaCount="abc")
+    )
+    api = kuberay_api(client, registry)
+    with capture_logs() as logs:
+        first = await api.scaled_objects()
+        second = await api.scaled_objects()
+    assert [v.name for v in first] == [v.name for v in second] == ["cpu"]
+    assert refused_count(registry, "not_an_integer") == 1.0
+    refusals = [e for e in logs if e["event"] == "ScaledObject refused"]
+    assert [(e["scaled_object"], e["field"], e["rayworkergroup"]) for e in refusals] == [
+        ("gpu", "spec.minReplicaCount", "gpu")
+    ]
+    assert api.refused_scaled_objects("gpu") == [
+        "ScaledObject gpu: spec.minReplicaCount: not an integer (got 'abc')"
+    ]
+    assert api.refused_scaled_objects("cpu") == []
+    client.items[1] = so("gpu", version="2", minReplicaCount=-1)  # edited, still malformed
+    await api.scaled_objects()
+    assert refused_count(registry, "negative") == 1.0
+    client.items[1] = so("gpu", version="3", minReplicaCount=1)  # fixed
+    assert [v.name for v in await api.scaled_objects()] == ["cpu", "gpu"]
+    assert api.refused_scaled_objects("gpu") == []
+
+
+def test_the_group_a_refused_scaled_object_targets_shows_it_in_bounds_match() -> None:
+    """BoundsMatch False, reason ScaledObjectRefused, the refusal in its message."""
+
+    class Refusing:
+        def refused_scaled_objects(self, rayworkergroup: str) -> list[str]:
+            return ["ScaledObject gpu: spec.minReplicaCount: negative (got -1)"]
+
+    writer = StatusWriter(Refusing(), SystemClock(), cluster="demo")  # type: ignore[arg-type]
+    status = GroupStatus(replicas=1, selector="s")
+    writer.bounds(status, "gpu", GroupState("gpu", 0, 1, 0, 4), [])
+    assert [(c["type"], c["status"], c["reason"]) for c in status.conditions] == [
+        ("BoundsMatch", "False", "ScaledObjectRefused")
+    ]
+    assert status.conditions[0]["message"].startswith("ScaledObject gpu: spec.minReplicaCount")
