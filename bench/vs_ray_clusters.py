@@ -54,6 +54,7 @@ from ray_on_node import (  # isort: skip
     kustomize_images,
     patch,
     pod_ops,
+    privileged_namespace,
 )
 from real_kuberay import CLUSTER, EXAMPLE, RC, RWG  # isort: skip
 from real_loop import (  # isort: skip
@@ -183,6 +184,7 @@ def write_overlay(bed: Bed, side: str, groups: tuple[str, ...], directory: Path)
         "patches": [
             {"target": {"kind": "ScaledObject"}, "patch": patch(_scaled_object_ops(bed.profile))},
             {"target": {"kind": "RayCluster"}, "patch": patch(ops)},
+            privileged_namespace(),
         ],
     }
     (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))

@@ -113,7 +113,9 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=keda-ray-scaler e2e
 printf 'subjectAltName=DNS:%s,DNS:*.%s\nextendedKeyUsage=serverAuth\n' "$host" "$host" >"$WORK/server.ext"
 printf 'extendedKeyUsage=clientAuth\n' >"$WORK/client.ext"
 for who in server client; do
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=keda-ray-scaler-$who" \
+  cn=keda-ray-scaler-server
+  [ "$who" = client ] && cn=keda  # the one client the scaler serves (serve --client-identity)
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" \
     -keyout "$WORK/$who.key" -out "$WORK/$who.csr" 2>/dev/null
   openssl x509 -req -in "$WORK/$who.csr" -CA "$WORK/ca.crt" -CAkey "$WORK/ca.key" \
     -CAcreateserial -days 2 -extfile "$WORK/$who.ext" -out "$WORK/$who.crt" 2>/dev/null

@@ -76,6 +76,14 @@ class Refusal(enum.Enum):
     TWO_ORIGINS = "two_origins"
     #: the agent's snapshot time is ahead of the scaler's clock by more than the allowed skew
     FUTURE_SNAPSHOT = "future_snapshot"
+    #: a client certificate from the CA that does not name the caller served (``--client-identity``)
+    CLIENT_IDENTITY = "client_identity"
+    #: the cluster's series do not match the agent's snapshot digest (a series added, missing or
+    #: altered: written by something other than the agent, e.g. through a job honouring labels)
+    DIGEST_MISMATCH = "digest_mismatch"
+    #: the cluster's series carry no snapshot digest (an agent older than the digest), refused
+    #: unless ``--accept-agents-without-digest``
+    NO_DIGEST = "no_digest"
 
 
 class Limit(enum.Enum):
@@ -87,6 +95,10 @@ class Limit(enum.Enum):
     NAMESPACE_QUOTA = "namespace_quota"
     #: a ``grpc.health.v1.Health/Watch`` beyond the streams allowed (or on the probe port)
     HEALTH_WATCH = "health_watch"
+    #: an ExternalScaler stream beyond ``--max-streams-per-peer`` open from one client address
+    STREAMS_PER_PEER = "streams_per_peer"
+    #: an ExternalScaler stream beyond ``--max-streams-per-connection`` open on one connection
+    STREAMS_PER_CONNECTION = "streams_per_connection"
 
 
 class LimitReached(DemandUnavailable):

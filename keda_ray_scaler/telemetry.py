@@ -218,7 +218,7 @@ def scaler_metrics(
             Counter(
                 p + "limit_refusals",
                 "calls refused because a bound is reached, by limit (max_clusters, "
-                "namespace_quota, health_watch)",
+                "namespace_quota, health_watch, streams_per_peer, streams_per_connection)",
                 ["limit"],
                 registry=registry,
             ),
@@ -239,7 +239,8 @@ def _refusals(registry: CollectorRegistry) -> Counter:
     counter = Counter(
         "keda_ray_scaler_refusals",
         "calls refused because the cluster's data cannot be trusted or read by the caller, "
-        "by reason (cross_namespace, two_origins, future_snapshot)",
+        "by reason (cross_namespace, two_origins, future_snapshot, client_identity, "
+        "digest_mismatch, no_digest)",
         ["reason"],
         registry=registry,
     )

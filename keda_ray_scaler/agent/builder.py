@@ -30,6 +30,7 @@ from keda_ray_scaler.agent.loop_parts import NO_PLANNED, PlannedVictims, PodList
 from keda_ray_scaler.agent.modes import Applier
 from keda_ray_scaler.agent.ray.drain import RayDrainer
 from keda_ray_scaler.agent.ray.ray_state import RayReader
+from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 from keda_ray_scaler.agent.ray.resource_names import StandInLog
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.settings import AgentSettings
@@ -130,7 +131,10 @@ def build_agent(
     """The agent for ``spec`` (fixed, or a view read afresh at each use: KubeRay mode's
     RayCluster watch); with ``pods``, the join tracker and the victim protocol too (none when
     ``settings.loop.scale_down`` is False). Series go to ``registry`` (new when None).
-    ``on_unsupported``: the reader checks the head's Ray version first (:class:`RayReader`);
+    ``on_unsupported``: the reader checks the head's Ray version first (:class:`RayReader`;
+    each refusal is passed to it, e.g. the readiness of
+    :class:`~keda_ray_scaler.agent.http.agent_health.HeadRefusal`); what the reader refuses
+    from Ray is counted in ``registry`` (:class:`RefusalLog`);
     ``planned`` gets every published input (:mod:`~keda_ray_scaler.agent.kuberay.scale_up_lead`)."""
     registry = registry if registry is not None else CollectorRegistry()
     specs = spec_view(spec)
@@ -142,6 +146,7 @@ def build_agent(
         pods_by_ip=partial(pod_ips, source) if source is not None else None,
         on_unsupported=on_unsupported,
         demand=settings.demand_read,
+        refusals=RefusalLog(registry, specs.spec.name),
     )
     parts = None
     if source is not None:

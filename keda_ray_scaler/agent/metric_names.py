@@ -31,6 +31,8 @@ DOUBLE_COUNTED_BUNDLES: Final = "ray_scaler_agent_double_counted_bundles"
 # --- Ray's resource names (agent/ray/resource_names.py) --------------------------------------
 #: counter {cluster}: distinct resource names exported as a stand-in
 NAMES_STOOD_IN: Final = "ray_scaler_agent_resource_names_stood_in_total"
+#: counter {cluster, reason}: values read from Ray left out as untrusted (agent/ray/refusals.py)
+RAY_INPUT_REFUSED: Final = "ray_scaler_agent_ray_input_refused_total"
 
 # --- pods joining Ray (agent/joining/join_tracker.py) ----------------------------------------
 #: counter {cluster, group, reason}: worker pods found failing to become (or stay) Ray nodes

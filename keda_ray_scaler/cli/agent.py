@@ -4,9 +4,11 @@ Runs beside the Ray head (a sidecar of the head pod) from the scaler's own image
 inside, it speaks to the GCS over gRPC (:mod:`keda_ray_scaler.gcs`). Flags only; Ray's own
 ``RAY_AUTH_MODE`` / ``RAY_AUTH_TOKEN`` / ``RAY_AUTH_TOKEN_PATH`` environment (read as Ray's clients
 read it: :mod:`keda_ray_scaler.gcs.auth`) enables token authentication to the GCS. Bad flags exit
-2 with one line; so does a head whose Ray version is outside the supported range
-(:mod:`keda_ray_scaler.gcs.versions`), read before the first poll reads anything. SIGTERM and
-SIGINT stop the loop. The flags and their checks are :mod:`keda_ray_scaler.cli.agent_flags`;
+2 with one line. A head whose Ray version is outside the supported range
+(:mod:`keda_ray_scaler.gcs.versions`, read before each poll until a supported one is read) is no
+exit: the agent stays up, reads and exports nothing fresh from it, and ``/readyz`` answers 503
+naming the version (:mod:`keda_ray_scaler.agent.http.agent_health`). SIGTERM and SIGINT stop
+the loop. The flags and their checks are :mod:`keda_ray_scaler.cli.agent_flags`;
 this module builds the agent from them and runs it.
 """
 
@@ -17,7 +19,6 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
     from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
     from keda_ray_scaler.agent.modes import Applier
-    from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 
 log = structlog.get_logger(__name__)
 
@@ -195,7 +195,7 @@ def _replicas_wake(args: argparse.Namespace, api: Any, tasks: list[asyncio.Task[
 
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
     from keda_ray_scaler.agent.builder import build_agent
-    from keda_ray_scaler.agent.http.agent_health import HealthProbe, max_age_s
+    from keda_ray_scaler.agent.http.agent_health import HeadRefusal, HealthProbe, max_age_s
     from keda_ray_scaler.agent.http.metrics_server import start_metrics_server
 
     clock = SystemClock()
@@ -213,7 +213,8 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         wake = _replicas_wake(args, api, tasks)
         planned = _planned_targets(args, wake)
         applier = _kuberay_applier(args, api, cache, clock, registry, planned)
-    stop = _Stop(asyncio.Event())
+    stop = asyncio.Event()
+    head = HeadRefusal(clock)  # a Ray version refused: alive, not ready
     agent = build_agent(
         specs,
         gcs,
@@ -222,7 +223,7 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         pods=cache,
         applier=applier,
         registry=registry,
-        on_unsupported=stop.unsupported_ray,
+        on_unsupported=head.refuse,
         planned=planned,
     )
     if cache is not None:
@@ -233,19 +234,17 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         tasks.append(asyncio.create_task(run_applier(agent.applier, clock, args.interval, wake)))
     loop = agent.loop
     max_age = max_age_s(args.health_intervals, args.interval)
-    start_metrics_server(args.host, args.port, registry, HealthProbe(loop, clock, max_age))
+    start_metrics_server(args.host, args.port, registry, HealthProbe(loop, clock, max_age, head))
     log.info(
         "agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port, max_age_s=max_age
     )
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.event.set)
+        running.add_signal_handler(sig, stop.set)
     tasks.append(asyncio.create_task(loop.run()))
-    await stop.event.wait()
+    await stop.wait()
     await _cancel_all(tasks)
     await gcs.close()
-    if stop.refused:  # exit 2 with one line, as a bad flag
-        raise ConfigError(WHERE, "--gcs-address", str(stop.refused[0]))
     log.info("agent stopped", cluster=spec.name, ray_version=agent.reader.ray_version)
 
 
@@ -264,19 +263,6 @@ def _pod_cache(
         group_label=args.group_label,
     )
     return PodCache(api, kube, registry)
-
-
-@dataclass
-class _Stop:
-    """What ends the agent: a signal, or a Ray it does not support (then exit 2)."""
-
-    event: asyncio.Event
-    refused: list[UnsupportedRayVersion] = field(default_factory=list)
-
-    def unsupported_ray(self, exc: UnsupportedRayVersion) -> None:
-        """The reader's callback: keep why, and stop."""
-        self.refused.append(exc)
-        self.event.set()
 
 
 async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:

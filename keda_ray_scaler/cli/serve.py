@@ -39,6 +39,7 @@ from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.sources.base import Source
 from keda_ray_scaler.sources.metrics import source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
+from keda_ray_scaler.sources.promql import OriginSettings
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
 from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
 
@@ -137,6 +138,14 @@ def insecure_defaults(settings: ServerSettings) -> list[tuple[str, str]]:
                 "every Ray cluster's targets; give --tls-client-ca",
             )
         ]
+    if not settings.client_identity:
+        return [
+            (
+                "--client-identity",
+                "mTLS serving every certificate the CA signed: whoever the CA issued one to "
+                "reads every Ray cluster's targets; give --client-identity (KEDA's name)",
+            )
+        ]
     return []
 
 
@@ -200,8 +209,9 @@ def build_source(args: argparse.Namespace, registry: CollectorRegistry) -> Sourc
         check_no_credentials("--prometheus-url", args.prometheus_url)
         check(not args.agent_url, "--agent-url", "only with --source scrape")
         try:
+            origin = OriginSettings(args.prometheus_job, args.accept_agents_without_digest)
             settings = PrometheusSettings(
-                url=args.prometheus_url, http=http, retry=retry, caps=caps
+                url=args.prometheus_url, http=http, retry=retry, caps=caps, origin=origin
             )
         except ValueError as exc:
             raise ConfigError(WHERE, "--prometheus-url", str(exc)) from exc

@@ -5,7 +5,8 @@ the parser, so ``serve --help`` and a bad flag load no data source); ``server_se
 ``target_settings``, ``data_caps`` and ``namespace_grants`` turn them into the server's settings,
 raising :class:`~keda_ray_scaler.errors.ConfigError` naming the flag. Each default is the settings
 type's (:class:`ServerSettings`, :class:`TargetSettings`, :class:`RetrySettings`,
-:class:`DataCaps`), read here, never written twice. The scaler itself, and its data source, are
+:class:`DataCaps`), read here, never written twice. TLS and who may call are
+:mod:`keda_ray_scaler.cli.serve_access_flags`; the scaler itself, and its data source,
 :mod:`keda_ray_scaler.cli.serve`.
 """
 
@@ -16,11 +17,12 @@ from pathlib import Path
 from typing import Final
 
 from keda_ray_scaler.cli import add_command, add_logging_flags
+from keda_ray_scaler.cli.serve_access_flags import add_access_flags, client_identity, tls_files
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc.server_settings import ServerSettings
 from keda_ray_scaler.rpc.target_settings import TargetSettings
-from keda_ray_scaler.rpc.tls import TlsFiles
+from keda_ray_scaler.sources.promql import OriginSettings
 from keda_ray_scaler.sources.series_caps import DataCaps
 from keda_ray_scaler.sources.source_settings import RetrySettings
 
@@ -61,15 +63,6 @@ def _listening_flags(p: argparse.ArgumentParser) -> None:
         default=server.health_port,
         help="extra plaintext port serving only grpc.health.v1, for kubelet probes",
     )
-    g.add_argument("--tls-cert", type=Path, help="server certificate (PEM); enables TLS")
-    g.add_argument("--tls-key", type=Path, help="server private key (PEM)")
-    g.add_argument(
-        "--tls-client-ca",
-        "--client-ca",
-        dest="tls_client_ca",
-        type=Path,
-        help="CA that signs client certificates; enables mTLS (needs --tls-cert)",
-    )
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -77,6 +70,20 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data source")
     g.add_argument("--source", choices=("prometheus", "scrape"), default="prometheus")
     g.add_argument("--prometheus-url", help="Prometheus base URL (source prometheus)")
+    origin = OriginSettings()
+    g.add_argument(
+        "--prometheus-job",
+        default=origin.job,
+        help="the scrape job of the agents: only its series are read, so another job's (a "
+        "Pushgateway's, kubernetes-pods) never enter; empty: any job (source prometheus)",
+    )
+    g.add_argument(
+        "--accept-agents-without-digest",
+        action="store_true",
+        default=origin.accept_undigested,
+        help="plan on Ray clusters whose series carry no snapshot digest (agents older than "
+        "it) instead of answering UNAVAILABLE (source prometheus)",
+    )
     g.add_argument(
         "--agent-url",
         action="append",
@@ -173,6 +180,16 @@ def _connection_flags(p: argparse.ArgumentParser) -> None:
     _number(g, "--max-connection-age", float, server.max_connection_age_s, "seconds ({:g})")
     _number(g, "--max-concurrent-rpcs", int, server.max_concurrent_rpcs, "({})")
     _number(g, "--max-concurrent-streams", int, server.max_concurrent_streams, "per connection")
+    streams = (
+        "StreamIsActive and StreamMetricSpec streams open at once {}; beyond: "
+        "RESOURCE_EXHAUSTED (KEDA opens both per external-push ScaledObject) ({})"
+    )
+    per_connection = streams.format("on one connection", server.max_streams_per_connection)
+    _number(
+        g, "--max-streams-per-connection", int, server.max_streams_per_connection, per_connection
+    )
+    per_peer = streams.format("from one client address", server.max_streams_per_peer)
+    _number(g, "--max-streams-per-peer", int, server.max_streams_per_peer, per_peer)
     size = f"({server.max_message_bytes / _MIB:g} MiB)"
     _number(g, "--max-message-bytes", int, server.max_message_bytes, size)
     _number(g, "--grace", float, server.stop_grace_s, "graceful stop, seconds ({:g})")
@@ -193,6 +210,7 @@ def _number(
 #: The flag groups of ``serve``, in ``--help`` order.
 _FLAG_GROUPS: Final = (
     _listening_flags,
+    add_access_flags,
     _source_flags,
     _behaviour_flags,
     _bound_flags,
@@ -213,27 +231,11 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         value = getattr(args, flag)
         low = -1 if flag == "metrics_port" else 0
         check(value is None or low <= value <= 65535, "--" + flag.replace("_", "-"), "bad port")
-    tls: TlsFiles | None = None
-    if args.tls_cert or args.tls_key:
-        check(
-            bool(args.tls_cert and args.tls_key),
-            "--tls-key",
-            "--tls-cert and --tls-key go together",
-        )
-        for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
-            check(path.is_file(), flag, f"{path} is not a readable file")
-        if args.tls_client_ca:
-            check(
-                args.tls_client_ca.is_file(),
-                "--tls-client-ca",
-                f"{args.tls_client_ca} is not a readable file",
-            )
-        tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca)
-    else:
-        check(args.tls_client_ca is None, "--tls-client-ca", "needs --tls-cert and --tls-key")
+    tls = tls_files(args)
     for flag in ("max_connection_age", "grace"):
         check(getattr(args, flag) >= 0, "--" + flag.replace("_", "-"), "must be >= 0")
-    for flag in ("max_concurrent_rpcs", "max_concurrent_streams", "max_message_bytes"):
+    at_least_one = ("max_concurrent_rpcs", "max_concurrent_streams", "max_message_bytes")
+    for flag in (*at_least_one, "max_streams_per_connection", "max_streams_per_peer"):
         check(getattr(args, flag) >= 1, "--" + flag.replace("_", "-"), "must be >= 1")
     return ServerSettings(
         host=args.host,
@@ -242,12 +244,16 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         metrics_port=None if args.metrics_port < 0 else args.metrics_port,
         health_port=args.health_port,
         tls=tls,
+        client_identity=client_identity(args),
+        reflection=args.reflection,
         max_message_bytes=args.max_message_bytes,
         max_concurrent_rpcs=args.max_concurrent_rpcs,
         max_concurrent_streams=args.max_concurrent_streams,
         max_connection_age_s=args.max_connection_age,
         stop_grace_s=args.grace,
         max_health_watches=args.max_health_watches,
+        max_streams_per_connection=args.max_streams_per_connection,
+        max_streams_per_peer=args.max_streams_per_peer,
     )
 
 

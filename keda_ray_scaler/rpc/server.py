@@ -1,4 +1,4 @@
-"""The grpc.aio server: scaler service, health, reflection, TLS/mTLS, limits, own /metrics.
+"""The grpc.aio server: scaler service, health, TLS/mTLS, the caller gate, limits, own /metrics.
 
 :class:`ScalerServer` wires a :class:`~keda_ray_scaler.sources.base.Source` to a
 :class:`TargetCache`, the servicer and a gRPC server, and runs the background refresh. Tests and
@@ -12,6 +12,11 @@ as soon as the server listens, whatever the state of Prometheus: an unreachable 
 an UNAVAILABLE answer to KEDA (so its fallback applies), not a reason to restart the scaler.
 ``Check`` always has room: ``Watch`` streams are bounded (:mod:`keda_ray_scaler.rpc.grpc_health`):
 at most ``max_health_watches`` on the main port, none on the plaintext probe port.
+
+Every call on the main port passes :class:`~keda_ray_scaler.rpc.caller_gate.CallerGate` first:
+under mTLS only the certificate naming ``client_identity`` is served, and ExternalScaler streams
+are bounded per connection and per client address. Server reflection is off unless
+``reflection`` is set.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from keda_ray_scaler.identity import NamespaceGrants
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.bind import bind_port
+from keda_ray_scaler.rpc.caller_gate import CallerGate
 from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.grpc_health import BoundedHealth
 from keda_ray_scaler.rpc.refresh.refresher import ProcessTargetCache
@@ -92,6 +98,7 @@ class ScalerServer:
             self.health, max_watches=self.settings.max_health_watches, refused=refused
         )
         self._health_probe = BoundedHealth(self.health, max_watches=0, refused=refused)
+        self.gate = CallerGate.for_settings(self.settings, SERVICE_NAME, self.metrics)
         self.port = 0
         self.metrics_port: int | None = None
         self.health_port: int | None = None
@@ -135,13 +142,16 @@ class ScalerServer:
         """
         s = self.settings
         server = grpc.aio.server(
-            options=s.grpc_options(), maximum_concurrent_rpcs=s.max_concurrent_rpcs
+            interceptors=(self.gate,),
+            options=s.grpc_options(),
+            maximum_concurrent_rpcs=s.max_concurrent_rpcs,
         )
         pb_grpc.add_ExternalScalerServicer_to_server(self.servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health_main, server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-        )
+        if s.reflection:
+            reflection.enable_server_reflection(
+                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+            )
         self._server = server
         try:
             self._bind_all()
@@ -159,6 +169,8 @@ class ScalerServer:
             port=self.port,
             tls=s.tls is not None,
             mtls=s.tls is not None and s.tls.client_ca_file is not None,
+            client_identity=self.gate.identity,
+            reflection=s.reflection,
             metrics_port=self.metrics_port,
             health_port=self.health_port,
         )

@@ -35,12 +35,27 @@ class ServerSettings:
     #: concurrent RPCs on the probe port: ``Check`` is unary and answered from memory
     health_max_concurrent_rpcs: int = 64
     tls: TlsFiles | None = None
+    #: under mTLS, the one client served: the common name or a subject alternative name of its
+    #: verified certificate (the chart issues KEDA's with CN ``keda``); any other certificate
+    #: from the CA is PERMISSION_DENIED. ``""`` serves every certificate the CA signed.
+    client_identity: str = "keda"
+    #: gRPC server reflection (lists the services and their schema): off, KEDA does not use it
+    reflection: bool = False
     max_message_bytes: int = 1 * _MIB  # KEDA's messages are a few hundred bytes
     max_concurrent_rpcs: int | None = 10_000  # beyond: RESOURCE_EXHAUSTED
     #: health ``Watch`` streams at once on the main port (beyond: RESOURCE_EXHAUSTED); far
     #: below ``max_concurrent_rpcs``, so they can never crowd out ``Check`` or KEDA's calls
     max_health_watches: int = 16
     max_concurrent_streams: int = 4096  # HTTP/2 streams per connection
+    #: ExternalScaler streams (``StreamIsActive``, ``StreamMetricSpec``) open at once on one
+    #: connection; beyond: RESOURCE_EXHAUSTED. KEDA's operator opens both per ScaledObject with
+    #: an ``external-push`` trigger, all on one connection per scaler replica: 500 of them
+    max_streams_per_connection: int = 1_000
+    #: the same from one client address, all its connections together: twice the connection's
+    #: (KEDA pools one connection per scaler address *and* TLS material, so triggers naming two
+    #: authentications make two); below ``max_concurrent_rpcs``, so one address never holds
+    #: every slot
+    max_streams_per_peer: int = 2_000
     keepalive_time_s: float = 60.0  # server pings an idle connection this often
     keepalive_timeout_s: float = 20.0  # and drops it when the ping is not answered in this
     min_client_ping_interval_s: float = 10.0  # clients may ping this often without strikes

@@ -2,8 +2,9 @@
 
 The agent and the scaler meet only through these series. Pure: names, label keys and the shape
 codec, no prometheus_client. Every series carries ``cluster`` (the Ray cluster name). The agent
-writes a snapshot with :func:`~keda_ray_scaler.schema.encoding.encode`, the scaler reads it back
-with :func:`~keda_ray_scaler.schema.decoding.decode`.
+writes a snapshot with :func:`~keda_ray_scaler.schema.encoding.encode` and seals it with
+:func:`~keda_ray_scaler.schema.digest.seal`, the scaler reads it back with
+:func:`~keda_ray_scaler.schema.decoding.decode` (which checks the seal).
 
 Shapes are encoded in one label value, canonical and reversible::
 
@@ -68,6 +69,12 @@ SNAPSHOT_TIMESTAMP: Final = PREFIX + "snapshot_timestamp_seconds"
 #: gauge {cluster}: 1 when the last poll of Ray succeeded, 0 otherwise (demand then not fresh)
 SNAPSHOT_SUCCESS: Final = PREFIX + "snapshot_success"
 
+# --- integrity (schema/digest.py) ------------------------------------------------------------
+#: gauge {cluster}: how many series of :data:`SNAPSHOT_NAMES` the snapshot has
+SNAPSHOT_SERIES: Final = PREFIX + "snapshot_series"
+#: gauge {cluster}: a 48-bit SHA-256 digest of those series (names, labels, values)
+SNAPSHOT_DIGEST: Final = PREFIX + "snapshot_digest"
+
 # --- victims ------------------------------------------------------------------------------
 WRONG_VICTIMS: Final = PREFIX + "wrong_victims_total"  # counter {cluster, group}
 SCALE_DOWN_FROZEN: Final = PREFIX + "scale_down_frozen"  # gauge {cluster, group}: 1 = frozen
@@ -82,6 +89,43 @@ LABEL_NODE_ID: Final = "node_id"
 LABEL_STATE: Final = "state"
 LABEL_RESOURCE: Final = "resource"
 LABEL_REASON: Final = "reason"
+#: Every label key of the contract; any other label of a series was added on its way (``job``,
+#: ``instance``, ``namespace`` ...).
+LABELS: Final = frozenset(
+    {
+        LABEL_CLUSTER,
+        LABEL_GROUP,
+        LABEL_KIND,
+        LABEL_SHAPE,
+        LABEL_STRATEGY,
+        LABEL_POD,
+        LABEL_NODE_ID,
+        LABEL_STATE,
+        LABEL_RESOURCE,
+        LABEL_REASON,
+    }
+)
+#: The series of one snapshot (what ``encoding.encode`` writes and ``decoding.decode`` reads),
+#: which its digest covers.
+SNAPSHOT_NAMES: Final = frozenset(
+    {
+        DEMAND_BUNDLES,
+        GROUP_INFO,
+        GROUP_MIN_REPLICAS,
+        GROUP_MAX_REPLICAS,
+        GROUP_IDLE_TIMEOUT,
+        GROUP_COST,
+        GROUP_LAUNCH_LIMIT,
+        CLUSTER_MAX_WORKERS,
+        CLUSTER_UPSCALING_SPEED,
+        NODE_INFO,
+        NODE_TOTAL,
+        NODE_AVAILABLE,
+        NODE_IDLE_SECONDS,
+        SNAPSHOT_TIMESTAMP,
+        SNAPSHOT_SUCCESS,
+    }
+)
 
 _RESOURCE_SEP: Final = ","
 _BUNDLE_SEP: Final = ";"

@@ -1,7 +1,8 @@
 """The scaler's side of the metrics contract: the series back to cluster snapshots, checked.
 
 A bad series (NaN, an infinity, a negative or absurd value, a missing freshness series, a
-malformed shape) raises :class:`~keda_ray_scaler.errors.SchemaError`.
+malformed shape) raises :class:`~keda_ray_scaler.errors.SchemaError`; series that do not match the
+agent's seal raise :class:`~keda_ray_scaler.errors.UntrustedData` (:mod:`.digest`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from keda_ray_scaler.schema import (
     decode_bundles,
     decode_name,
     decode_shape,
+    digest,
 )
 
 
@@ -58,13 +60,17 @@ def decode_cluster(cluster: str, samples: Iterable[Sample]) -> ClusterSnapshot:
     """One cluster's snapshot from its samples; the inverse of ``encoding.encode``.
 
     Nodes whose group is not a known worker group (unmapped Ray nodes) are left out: they cannot
-    be scaled. Missing freshness series, NaN, infinities, negatives and absurd values raise.
+    be scaled. Missing freshness series, NaN, infinities, negatives and absurd values raise
+    SchemaError; series that carry the agent's seal but do not match it raise ``UntrustedData``
+    (``digest_mismatch``, :func:`~keda_ray_scaler.schema.digest.check`). Series without a seal
+    decode: whether to accept them is the source's to say.
     """
-    by_name: dict[str, list[Sample]] = {}
-    for s in samples:
-        if s.labels.get(schema.LABEL_CLUSTER) != cluster:
-            continue
+    own = [s for s in samples if s.labels.get(schema.LABEL_CLUSTER) == cluster]
+    for s in own:
         _check_value(s)
+    digest.check(cluster, own)  # a sealed snapshot must match its seal before anything decodes
+    by_name: dict[str, list[Sample]] = {}
+    for s in own:
         by_name.setdefault(s.name, []).append(s)
     try:
         return _decode(cluster, by_name)

@@ -12,6 +12,7 @@ ERROR_KINDS: Final = (
     "timeout",
     "connection",
     "http",
+    "redirect",
     "auth",
     "tls",
     "bad_data",

@@ -2,7 +2,9 @@
 
 One instant query per cluster per refresh (:meth:`PrometheusSource.fetch`), from the fixed
 templates of :mod:`~keda_ray_scaler.sources.promql`; a second one only when the first is empty,
-to tell a lost target from an unknown cluster. The synchronous client runs in ``asyncio.to_thread``;
+to tell a lost target from an unknown cluster. Both select the agents' scrape job only, and the
+answer must carry the agent's seal (:class:`~keda_ray_scaler.sources.promql.OriginSettings`).
+The synchronous client runs in ``asyncio.to_thread``;
 each fetch, retries included, ends within its deadline (below KEDA's 3 s). Failures, empty
 answers and untrustworthy values raise :class:`~keda_ray_scaler.errors.DemandUnavailable`
 ``from`` the cause, counted in :class:`~keda_ray_scaler.sources.metrics.SourceMetrics`:
@@ -41,6 +43,8 @@ class PrometheusSettings:
     ``lost_window_s``: a cluster with no series now but seen within this window is a lost
     target (``DemandUnavailable``); one never seen in it is unknown (``NotFound``). Keep it
     longer than any agent outage you want reported as unavailable rather than not found.
+    ``origin``: which job's series are the agents', and whether a cluster without the agent's
+    seal is refused (the default) or accepted.
     """
 
     url: str
@@ -48,6 +52,7 @@ class PrometheusSettings:
     retry: RetrySettings = field(default_factory=RetrySettings)
     lost_window_s: int = 3600
     caps: DataCaps = field(default_factory=DataCaps)
+    origin: promql.OriginSettings = field(default_factory=promql.OriginSettings)
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -85,11 +90,13 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
 
         Raises ``ConfigError`` for a name that is not an RFC 1123 label, ``NotFound`` when
         Prometheus has not seen the cluster within ``lost_window_s``, ``UntrustedData`` when
-        two origins export it, ``DemandUnavailable`` when it fails, times out, has lost the
-        target (seen before, no series now), or answers with data that does not decode (NaN,
-        negative, absurd, missing series).
+        two origins export it or its series do not match (or lack) the agent's seal,
+        ``DemandUnavailable`` when it fails, times out, has lost the target (seen before, no
+        series now), or answers with data that does not decode (NaN, negative, absurd, missing
+        series).
         """
-        query = promql.cluster_query(cluster)
+        job = self._settings.origin.job
+        query = promql.cluster_query(cluster, job=job)
         # one deadline for the whole fetch, the lost-or-unknown query included
         deadline = asyncio.get_running_loop().time() + self._settings.retry.deadline_s
         result = await self._query(query, f"cluster {cluster}", deadline)
@@ -99,7 +106,7 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
         if snapshot is not None:
             return snapshot
         seen = await self._query(
-            promql.seen_query(cluster, self._settings.lost_window_s),
+            promql.seen_query(cluster, self._settings.lost_window_s, job=job),
             f"cluster {cluster} seen",
             deadline,
         )
@@ -139,4 +146,5 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
 
     def _samples(self, cluster: ClusterRef, result: list[Any]) -> list[Sample]:
         check_series_count(cluster.name, len(result), self._settings.caps)  # before parsing
-        return promql.samples_from_result(result)
+        require = not self._settings.origin.accept_undigested
+        return promql.samples_from_result(result, require_digest=require)

@@ -4,52 +4,65 @@ Queries are built only from templates here, with the namespace and cluster name 
 (RFC 1123 labels, as Kubernetes names them) and escaped as PromQL string literals: no PromQL, URL
 or label matcher is ever taken from trigger metadata. One instant query answers one cluster,
 ``(namespace, name)``: it selects ``namespace="<ns>"``, the label Prometheus attaches from
-service discovery (the shipped scrape configurations never let the agent set it). The answer is
-an instant vector of the agent's ``ray_scaler_*`` series, turned into
-:class:`~keda_ray_scaler.schema.Sample` values for :func:`~keda_ray_scaler.schema.decoding.decode`.
+service discovery (the shipped scrape configurations never let the agent set it), and
+``job="<the agents' job>"`` (:class:`OriginSettings`), so no other job's series (a Pushgateway's,
+``kubernetes-pods``) ever enters. The answer is an instant vector of the agent's ``ray_scaler_*``
+series, turned into :class:`~keda_ray_scaler.schema.Sample` values for
+:func:`~keda_ray_scaler.schema.decoding.decode`, which checks them against the agent's seal
+(:mod:`~keda_ray_scaler.schema.digest`): a series another writer added or altered under the
+agent's labels is refused. A cluster whose series carry no seal is refused too (``no_digest``)
+unless the settings accept agents older than the seal.
 
 The *origin* of a series is the scrape target it came from: its ``job`` and ``instance``
 labels, which Prometheus attaches to every scraped series and which a target cannot override
-without ``honor_labels``. One cluster exported by two origins (a forged or same-named exporter
-in the namespace, a duplicated scrape job, two agents for one cluster) is refused:
-:class:`~keda_ray_scaler.errors.UntrustedData` (``two_origins``) naming both, never "newest
-wins". ``decoding.decode`` ignores the labels outside the schema.
+without ``honor_labels`` (one that can, writing under the agent's own origin, is what the seal
+catches). One cluster exported by two origins (a forged or same-named exporter in the namespace,
+a duplicated scrape job, two agents for one cluster, a forged snapshot under another
+``instance``) is refused: :class:`~keda_ray_scaler.errors.UntrustedData` (``two_origins``)
+naming both, never "newest wins". ``decoding.decode`` ignores the labels outside the schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import ConfigError, Refusal, SchemaError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef, is_dns_label
-from keda_ray_scaler.schema import Sample, decoding
+from keda_ray_scaler.schema import Sample, decoding, digest
 
 #: Every series the agent exports, and nothing else.
 NAME_MATCHER: Final = f'__name__=~"{schema.PREFIX}.+"'
 
-#: The label keys the schema defines; any other label says where a series was scraped from.
-SCHEMA_LABELS: Final = frozenset(
-    {
-        schema.LABEL_CLUSTER,
-        schema.LABEL_GROUP,
-        schema.LABEL_KIND,
-        schema.LABEL_SHAPE,
-        schema.LABEL_STRATEGY,
-        schema.LABEL_POD,
-        schema.LABEL_NODE_ID,
-        schema.LABEL_STATE,
-        schema.LABEL_RESOURCE,
-        schema.LABEL_REASON,
-    }
-)
-
+#: The ``job`` the shipped scrape job (``manifests/monitoring/prometheus-scrape-config.yaml``) and
+#: agent PodMonitors (``manifests/monitoring/podmonitor-agent.yaml``, the chart's) give the agents.
+AGENT_JOB: Final = "ray-scaler-agents"
 #: The label Prometheus attaches from discovery: the namespace of the scraped pod.
 LABEL_NAMESPACE: Final = "namespace"
+#: The label Prometheus attaches from the scrape job's name.
+LABEL_JOB: Final = "job"
 #: The labels that name a series' origin (its scrape target); Prometheus attaches both.
-ORIGIN_LABELS: Final = ("job", "instance")
+ORIGIN_LABELS: Final = (LABEL_JOB, "instance")
 _ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+@dataclass(frozen=True, slots=True)
+class OriginSettings:
+    """Which series the Prometheus source takes for an agent's.
+
+    ``job`` (``--prometheus-job``): the scrape job of the agents; only its series are read, so
+    another job's (a Pushgateway's, ``kubernetes-pods``) never enter, whatever labels they carry.
+    The default is the job every shipped scrape configuration gives. Empty: any job, which is
+    safe only where no job honours labels.
+    ``accept_undigested`` (``--accept-agents-without-digest``): plan on a cluster whose series
+    carry no seal (an agent older than the digest) instead of refusing it (``no_digest``). A
+    forger cannot take a seal away, so this only lets old agents in; upgrade them instead.
+    """
+
+    job: str = AGENT_JOB
+    accept_undigested: bool = False
 
 
 def check_cluster_name(cluster: str) -> str:
@@ -72,30 +85,34 @@ def quote(value: str) -> str:
     return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
 
 
-def _matchers(cluster: ClusterRef) -> str:
-    """``cluster="<name>",namespace="<ns>"``, both names checked first."""
+def _matchers(cluster: ClusterRef, job: str) -> str:
+    """``cluster="<name>",namespace="<ns>",job="<job>"`` (no job matcher when ``job`` is empty),
+    both names checked first."""
     check_cluster_name(cluster.name)
     if not is_dns_label(cluster.namespace):
         raise ConfigError(
             "namespace", "namespace", f"{cluster.namespace[:80]!r} is not an RFC 1123 label"
         )
-    return (
+    out = (
         f"{schema.LABEL_CLUSTER}={quote(cluster.name)},{LABEL_NAMESPACE}={quote(cluster.namespace)}"
     )
+    return out + (f",{LABEL_JOB}={quote(job)}" if job else "")
 
 
-def cluster_query(cluster: ClusterRef) -> str:
-    """The instant query for every agent series of one cluster, in its namespace only."""
-    return "{" + f"{NAME_MATCHER},{_matchers(cluster)}" + "}"
+def cluster_query(cluster: ClusterRef, *, job: str) -> str:
+    """The instant query for every agent series of one cluster, in its namespace, scraped by
+    ``job`` only."""
+    return "{" + f"{NAME_MATCHER},{_matchers(cluster, job)}" + "}"
 
 
-def seen_query(cluster: ClusterRef, window_s: int) -> str:
-    """Whether the agent exported ``cluster`` at any time in the last ``window_s`` seconds.
+def seen_query(cluster: ClusterRef, window_s: int, *, job: str) -> str:
+    """Whether the agent exported ``cluster`` (through ``job``) at any time in the last
+    ``window_s`` seconds.
 
     Tells a lost target (seen before, empty now: the data is unavailable) from a cluster that
     never existed (not found).
     """
-    matchers = _matchers(cluster)
+    matchers = _matchers(cluster, job)
     if window_s <= 0:
         raise ValueError(f"window_s must be positive, got {window_s}")
     selector = schema.SNAPSHOT_TIMESTAMP + "{" + matchers + "}"
@@ -176,6 +193,11 @@ def single_origin(samples: Iterable[Sample]) -> list[Sample]:
     return out
 
 
-def samples_from_result(result: object) -> list[Sample]:
-    """:func:`parse_vector`, then :func:`single_origin`: what to hand to ``decoding.decode``."""
-    return single_origin(parse_vector(result))
+def samples_from_result(result: object, *, require_digest: bool) -> list[Sample]:
+    """:func:`parse_vector`, then :func:`single_origin`, then (``require_digest``) every cluster
+    checked to carry the agent's seal (``UntrustedData``, ``no_digest``, otherwise): what to hand
+    to ``decoding.decode``, which checks the seal."""
+    samples = single_origin(parse_vector(result))
+    if require_digest:
+        digest.require(samples)
+    return samples

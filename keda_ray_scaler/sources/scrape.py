@@ -9,6 +9,9 @@ Identity: the scaler's configuration, not the agent, says which namespace a URL 
 of another namespace asking for the same name asks for another cluster (not found). One URL is
 one origin, so two origins cannot arise; what the agent exports in any other label is ignored.
 
+Redirects are refused, never followed (error kind ``redirect``): the configured URL is the
+cluster's one origin.
+
 Same safety rules as the Prometheus source: a failed, timed-out, oversized, empty or
 untrustworthy answer raises
 :class:`~keda_ray_scaler.errors.DemandUnavailable` ``from`` the cause, counted.
@@ -115,9 +118,18 @@ class ScrapeSource(HttpSource[ScrapeSettings]):
         return self._decoded(parse, what)
 
     def _get(self, url: str, timeout_s: float) -> str:
+        # never followed: the URL configured for a cluster is the one origin of its data, and a
+        # redirect would send the request (and its credentials) wherever the answer points
         with self._session.get(
-            url, headers={"Accept": ACCEPT}, timeout=timeout_s, stream=True
+            url, headers={"Accept": ACCEPT}, timeout=timeout_s, stream=True, allow_redirects=False
         ) as response:
+            if 300 <= response.status_code < 400:
+                location = strip_userinfo(response.headers.get("Location", "nowhere"))
+                raise HttpStatusError(
+                    response.status_code,
+                    f"redirect to {location[:120]} refused: give the agent's own URL "
+                    "in --agent-url",
+                )
             if response.status_code != 200:
                 raise HttpStatusError(response.status_code, response.reason or "")
             limit = self._settings.max_bytes

@@ -98,6 +98,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     if isinstance(exc, HttpStatusError):
         if exc.status in (401, 403):
             return "auth", False
+        if 300 <= exc.status < 400:  # a source that follows none (scrape): refused, not retried
+            return "redirect", False
         return "http", exc.status == 429 or exc.status >= 500
     if isinstance(exc, ValueError):  # SchemaError, JSONDecodeError: an answer we cannot read
         return "bad_data", False

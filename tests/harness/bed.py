@@ -235,7 +235,7 @@ def scaler_pki(workdir: Path) -> Authority:
     ca.pair.write(pki, "ca")
     server = ca.issue("keda-ray-scaler", server=True, hosts=[NODE_IP, "127.0.0.1", "localhost"])
     server.write(pki, "server")
-    ca.issue("keda-operator", client=True).write(pki, "client")
+    ca.issue("keda", client=True).write(pki, "client")  # the name serve's --client-identity serves
     tls = workdir / "scaler-tls"
     tls.mkdir()
     server.write(tls, "tls")

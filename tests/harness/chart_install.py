@@ -8,7 +8,7 @@ process, not in a pod)::
     spawn("scaler", [keda_ray_scaler_bin, *argv], ...)
 
 ``install`` makes the release's objects (Deployment, Services, PDB, ServiceAccount, KEDA's
-TriggerAuthentication and agent RBAC in the Ray namespace) exactly as a user's ``helm install``
+ClusterTriggerAuthentication, agent RBAC in the Ray namespace) exactly as a user's ``helm install``
 does; ``local_serve_args`` is the chart Deployment's container ``args`` with the mounted paths
 replaced by ``tls_dir`` (which holds ``tls.crt``, ``tls.key`` and ``ca.crt``, the Secret's keys)
 and the listening flags by loopback ones, so the process runs what the chart runs in a pod.
@@ -29,13 +29,14 @@ NAMESPACE = "keda-ray-scaler"
 KUBE_VERSION = "v1.37.2"  # e2e/versions.env KUBERNETES_VERSION
 _MOUNTED_TLS = "/etc/keda-ray-scaler/tls/"
 
-#: Values of the real-control-plane test: one replica, the Ray namespace's TriggerAuthentication
-#: and agent RBAC made by the chart; TLS Secrets made by the test (no cert-manager there).
+#: Values of the real-control-plane test: one replica, KEDA's ClusterTriggerAuthentication and
+#: the Ray namespace's agent RBAC made by the chart; TLS Secrets made by the test (no cert-manager
+#: there).
 E2E_VALUES: dict[str, str] = {
     "replicas": "1",
-    "tls.clientNamespaces": "{ray}",
-    "triggerAuthentication.create": "true",
+    "clusterTriggerAuthentication.create": "true",
     "agent.rbac.create": "true",
+    "agent.rbac.namespaces": "{ray}",
     "refreshIntervalSeconds": "1",
 }
 

@@ -33,14 +33,13 @@ VALUES: dict[str, list[str]] = {
     ],
     "cert-manager-self-signed": [
         "certManager.enabled=true",
-        "tls.clientNamespaces={ray,ray-b}",
-        "triggerAuthentication.create=true",
+        "clusterTriggerAuthentication.create=true",
         "agent.rbac.create=true",
+        "agent.rbac.namespaces={ray,ray-b}",
     ],
     "cert-manager-existing-issuer": [
         "certManager.enabled=true",
         "certManager.issuerRef.name=corp-ca",
-        "tls.clientNamespaces={ray}",
     ],
     "prometheus-auth": [
         "prometheus.url=https://prometheus.example:9090",
@@ -50,7 +49,7 @@ VALUES: dict[str, list[str]] = {
         "prometheus.ca.configMapName=prom-ca",
     ],
     "kuberay": [
-        "tls.clientNamespaces={ray}",
+        "agent.rbac.namespaces={ray}",
         "agent.rbac.create=true",
         "agent.rbac.mode=kuberay",
         "agent.rbac.rayClusters={demo}",

@@ -246,8 +246,10 @@ class PrometheusServer:
     in namespace ``ray``. ``web_config`` is written to a ``--web.config.file``
     (``basic_auth_users``, ``tls_server_config``); ``scrape`` adds keys to the scrape job
     (``scheme``, ``tls_config``); ``base_job`` replaces the shipped job (e.g. a PodMonitor as
-    the operator renders it). Everything lives in ``workdir``; the log is
-    ``workdir/prometheus.log``.
+    the operator renders it); ``extra_jobs`` are more scrape jobs, each as written in
+    prometheus.yml with its own ``static_configs`` (e.g. a job that honours labels, as the
+    prometheus-community chart's ``kubernetes-pods`` or a Pushgateway's), at the same interval.
+    Everything lives in ``workdir``; the log is ``workdir/prometheus.log``.
     """
 
     def __init__(
@@ -260,6 +262,7 @@ class PrometheusServer:
         scrape: Mapping[str, Any] | None = None,
         job: str | None = None,
         base_job: Mapping[str, Any] | None = None,
+        extra_jobs: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.workdir = workdir
         self.targets = tuple(as_target(t) for t in targets)
@@ -268,6 +271,7 @@ class PrometheusServer:
         self.scrape = dict(scrape or {})
         self.job = job
         self.base_job = dict(base_job) if base_job is not None else shipped_scrape_job()
+        self.extra_jobs = tuple(dict(j) for j in extra_jobs)
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "prometheus.log"
@@ -295,7 +299,10 @@ class PrometheusServer:
         )
         if self.job is not None:
             job["job_name"] = self.job
-        config = {"global": {"scrape_interval": interval}, "scrape_configs": [job]}
+        extra = [
+            {"scrape_interval": interval, "scrape_timeout": interval, **j} for j in self.extra_jobs
+        ]
+        config = {"global": {"scrape_interval": interval}, "scrape_configs": [job, *extra]}
         self.config_path.write_text(yaml.safe_dump(config))
 
     def _log_text(self) -> str:

@@ -188,12 +188,14 @@ class RayCluster:
         ip: str | None = None,
         num_gpus: int = 0,
         temp_dir: Path | None = None,
+        instance_id: str | None = None,
     ) -> RayProcess:
         """Start one worker raylet standing for pod ``pod`` of worker group ``group``.
 
         ``labelled=False`` leaves out ``RAY_CLOUD_INSTANCE_ID``/``RAY_NODE_TYPE_NAME`` (a node
         only its IP can map); worker ``n`` (from 0) listens on ``127.0.0.<3 + n>`` unless ``ip``
         says otherwise. A ``temp_dir`` of its own (as a pod has) lets workers start at once.
+        ``instance_id`` is the pod name the raylet claims when it is not ``pod`` (an impostor).
         """
         ip = ip or f"127.0.0.{3 + len(self.workers)}"
         args = [
@@ -208,7 +210,8 @@ class RayCluster:
             args.append(f"--num-gpus={num_gpus}")
         if temp_dir is not None:
             args.append(f"--temp-dir={temp_dir}")
-        labels = {"RAY_CLOUD_INSTANCE_ID": pod, "RAY_NODE_TYPE_NAME": group} if labelled else {}
+        claimed = instance_id or pod
+        labels = {"RAY_CLOUD_INSTANCE_ID": claimed, "RAY_NODE_TYPE_NAME": group} if labelled else {}
         proc = self._spawn(pod, group, args, labels)
         proc.ip = ip
         self.workers[pod] = proc

@@ -96,6 +96,17 @@ def patch(ops: list[Op]) -> str:
     )
 
 
+def privileged_namespace() -> dict[str, Any]:
+    """A kustomize ``patches:`` entry: the example's Namespace at Pod Security "privileged".
+    The examples enforce "restricted"; the bed's Ray pods run on the node's network and mount
+    a hostPath share, which no level below "privileged" admits."""
+    ops: list[Op] = [
+        ("replace", f"/metadata/labels/pod-security.kubernetes.io~1{mode}", "privileged")
+        for mode in ("enforce", "warn", "audit")
+    ]
+    return {"target": {"kind": "Namespace"}, "patch": patch(ops)}
+
+
 def env(name: str, value: str | None = None, *, field: str | None = None) -> dict[str, Any]:
     """A container env entry: a value or a downward-API field."""
     if field is not None:

@@ -46,6 +46,7 @@ from ray_on_node import (
     make_share,
     patch,
     pod_ops,
+    privileged_namespace,
 )
 from real_loop import (
     AGENT_CONTAINER,
@@ -117,6 +118,7 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
         "patches": [
             {"target": {"kind": "ScaledObject"}, "patch": patch(scaled_object_ops())},
             {"target": {"kind": "RayCluster"}, "patch": patch(rc_ops)},
+            privileged_namespace(),
         ],
     }
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))

@@ -65,6 +65,7 @@ from ray_on_node import (
     make_share,
     patch,
     pod_ops,
+    privileged_namespace,
     share_ops,
     worker_args,
 )
@@ -779,6 +780,7 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
                 "patch": patch(worker_ops("--num-cpus=10")),
             },
             *[_deleted(kind, "ray-demo-gpu-inference") for kind in ("Deployment", "ScaledObject")],
+            privileged_namespace(),
         ],
     }
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))

@@ -39,10 +39,11 @@ class Certs:
 
     ca: Pem
     server: Pem
-    client: Pem
+    client: Pem  # KEDA's: CN keda, as the chart issues it
     wrong_ca: Pem
     wrong_client: Pem  # signed by the wrong CA
     server2: Pem  # a second server certificate from the right CA (rotation)
+    impostor: Pem  # a client certificate from the right CA naming someone else (team-a)
 
 
 def _name(cn: str) -> x509.Name:
@@ -123,8 +124,9 @@ def make_certs() -> Certs:
     return Certs(
         ca=ca,
         server=_leaf("scaler", (ca_name, ca_key), server=True),
-        client=_leaf("keda-operator", (ca_name, ca_key), server=False),
+        client=_leaf("keda", (ca_name, ca_key), server=False),
         wrong_ca=wrong_ca,
         wrong_client=_leaf("intruder", (wrong_name, wrong_key), server=False),
         server2=_leaf("scaler-rotated", (ca_name, ca_key), server=True),
+        impostor=_leaf("team-a", (ca_name, ca_key), server=False),
     )

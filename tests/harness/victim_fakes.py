@@ -33,6 +33,7 @@ class FakeRay:
         self.by_pod: dict[str, WorkerNode] = {}
         self.reads = 0
         self.down = False
+        self.two_nodes: frozenset[str] = frozenset()
 
     def idle(self, pod: str, idle_s: float = 120.0) -> None:
         """An idle running node for ``pod`` (node id ``n-<pod>``)."""
@@ -50,6 +51,10 @@ class FakeRay:
         if self.down:
             raise RayError("GCS unreachable")
         return tuple(self.by_pod[p] for p in sorted(self.by_pod))
+
+    def contested(self) -> frozenset[str]:
+        """Pods the test says two live nodes name (none unless set)."""
+        return self.two_nodes
 
 
 class FakeDrainer:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cel_syntax import problems
 from manifest_render import (  # the renderer and KEDA's CRD check
     EXAMPLE,
     ROOT,
@@ -189,6 +190,30 @@ def test_trigger_authentication_gives_keda_the_client_certificate() -> None:
         assert params == {"caCert": "ca.crt", "tlsClientCert": "tls.crt", "tlsClientKey": "tls.key"}
 
 
+def test_the_charts_client_key_is_made_in_kedas_namespace_only() -> None:
+    """Helm-free, from the chart's text: KEDA's client Certificate (CN keda, what serve's
+    --client-identity serves) is made once, in clusterTriggerAuthentication.kedaNamespace, never
+    in a loop over namespaces; no template makes a TriggerAuthentication; values.yaml keeps no
+    list of namespaces for it; every example ScaledObject names the ClusterTriggerAuthentication
+    (the renderings: tests/real/control_plane/test_chart.py)."""
+    from keda_ray_scaler.rpc.server_settings import ServerSettings
+
+    chart = ROOT / "charts" / "keda-ray-scaler"
+    docs = (chart / "templates" / "certificates.yaml").read_text().split("\n---\n")
+    (client,) = [d for d in docs if '"client auth"' in d]
+    assert "namespace: {{ .Values.clusterTriggerAuthentication.kedaNamespace }}" in client
+    assert "range" not in client
+    assert f"commonName: {ServerSettings().client_identity}\n" in client
+    templates = {p.name: p.read_text() for p in (chart / "templates").glob("*.yaml")}
+    assert [n for n, text in templates.items() if "kind: TriggerAuthentication" in text] == []
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert "clientNamespaces" not in values["tls"] and "triggerAuthentication" not in values
+    for path in (EXAMPLE, "manifests/kuberay/example"):
+        for so in of_kind(render(path), "ScaledObject"):
+            ref = so["spec"]["triggers"][0]["authenticationRef"]
+            assert ref == {"name": "keda-ray-scaler-client", "kind": "ClusterTriggerAuthentication"}
+
+
 # --- worker pods ----------------------------------------------------------------------------
 
 
@@ -242,6 +267,207 @@ def test_agent_role_grants_exactly_pods_get_list_watch_patch_delete() -> None:
         ]
         assert of_kind(objs, "ClusterRole") == []
         assert of_kind(objs, "ClusterRoleBinding") == []
+
+
+KUBERAY_IDENTITIES = ("manifests/kuberay/agent", "manifests/kuberay/example")
+
+
+def rules_for(role: Obj, resource: str) -> list[Obj]:
+    """The Role's rules that name ``resource``."""
+    return [r for r in role["rules"] if resource in r["resources"]]
+
+
+@pytest.mark.parametrize("path", KUBERAY_IDENTITIES)
+def test_kuberay_roles_name_their_rayclusters_and_groups(path: str) -> None:
+    """KubeRay mode: rayclusters and rayworkergroups/status only by name (resourceNames), pods
+    read only: a stolen token reaches no other cluster's RayCluster and deletes no pod itself."""
+    (role,) = of_kind(render(path), "Role")
+    (clusters,) = rules_for(role, "rayclusters")
+    assert clusters["resourceNames"] == ["demo"]
+    (status,) = rules_for(role, "rayworkergroups/status")
+    assert status["resourceNames"] == ["ray-demo-cpu", "ray-demo-gpu"]
+    (pods,) = rules_for(role, "pods")
+    assert sorted(pods["verbs"]) == ["get", "list", "watch"]
+    verbs = {v for r in role["rules"] for v in r["verbs"]}
+    assert not verbs & {"create", "delete", "deletecollection", "update", "*"}
+
+
+#: kustomization -> (the admission policy's resources, the ServiceAccount it holds)
+POLICIES = {
+    "manifests/agent": ("pods", "keda-ray-scaler-agent"),
+    EXAMPLE: ("pods", "ray-demo-agent"),
+    "manifests/kuberay/agent": ("rayclusters", "keda-ray-scaler-agent"),
+    "manifests/kuberay/example": ("rayclusters", "ray-demo-agent"),
+}
+
+
+def admission_policy(path: str) -> Obj:
+    """The kustomization's one ValidatingAdmissionPolicy, checked to have its binding."""
+    objs = render(path)
+    (policy,) = of_kind(objs, "ValidatingAdmissionPolicy")
+    (binding,) = of_kind(objs, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {
+        "policyName": policy["metadata"]["name"],
+        "validationActions": ["Deny"],
+    }
+    for o in (policy, binding):  # cluster-scoped, whatever the kustomization's namespace
+        assert o["apiVersion"] == "admissionregistration.k8s.io/v1"
+        assert "namespace" not in o["metadata"]
+    return policy
+
+
+def expressions(policy: Obj) -> list[str]:
+    """Every CEL expression of a policy: conditions, variables, validations, messages."""
+    spec = policy["spec"]
+    found = [c["expression"] for c in spec["matchConditions"]]
+    found += [v["expression"] for v in spec.get("variables", [])]
+    for v in spec["validations"]:
+        found += [v["expression"], *([v["messageExpression"]] if "messageExpression" in v else [])]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(POLICIES))
+def test_each_agent_identity_ships_an_admission_policy_for_its_serviceaccount(path: str) -> None:
+    """One policy and its Deny binding per agent identity, cluster-scoped, failing closed, whose
+    condition names the identity's ServiceAccount (the examples' exactly; the shared
+    keda-ray-scaler-agent in any namespace) and on the resource its Role writes."""
+    resource, account = POLICIES[path]
+    policy = admission_policy(path)
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    (rule,) = spec["matchConstraints"]["resourceRules"]
+    assert rule["resources"] == [resource]
+    assert rule["operations"] == (["UPDATE"] if resource == "rayclusters" else ["UPDATE", "DELETE"])
+    (binding,) = of_kind(render(path), "RoleBinding")
+    assert [s["name"] for s in binding["subjects"]] == [account]
+    (condition,) = spec["matchConditions"]
+    if "namespace" in binding["metadata"]:
+        user = f"system:serviceaccount:{binding['metadata']['namespace']}:{account}"
+        assert condition["expression"] == f"request.userInfo.username == '{user}'"
+    else:
+        regex = re.search(r"matches\('(.+)'\)", condition["expression"])
+        assert regex is not None, condition["expression"]
+        assert re.match(regex[1], f"system:serviceaccount:ray:{account}")
+        assert not re.match(regex[1], f"system:serviceaccount:ray:{account}-x")
+        assert not re.match(regex[1], f"system:serviceaccount:ray:ray-demo-agent{account}")
+    for v in spec["validations"]:
+        assert v["reason"] == "Forbidden"  # a refusal is 403, with the rule's message
+
+
+@pytest.mark.parametrize("path", sorted(POLICIES))
+def test_admission_policy_expressions_are_cel(path: str) -> None:
+    """Every expression parses as CEL and names only what the API server declares and the
+    policy's own variables (the real API server compiles them: test_least_privilege.py)."""
+    policy = admission_policy(path)
+    declared = [v["name"] for v in policy["spec"]["variables"]]
+    for expression in expressions(policy):
+        assert problems(expression, declared) == [], expression
+
+
+def test_the_cel_check_catches_a_broken_expression() -> None:
+    """The check can fail: a lost parenthesis, a misspelt root, an undeclared variable."""
+    (validation, *_) = admission_policy("manifests/kuberay/agent")["spec"]["validations"]
+    assert problems(validation["expression"].rstrip(")")) != []
+    assert problems("oldobject.spec == object.spec") == ["undeclared identifier 'oldobject'"]
+    assert problems("variables.grups.size() > 0", ["groups"]) == ["variables.grups is not declared"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "paths"),
+    [
+        ("pod", ("manifests/agent", EXAMPLE)),
+        ("raycluster", ("manifests/kuberay/agent", "manifests/kuberay/example")),
+    ],
+)
+def test_shipped_policies_validate_as_the_charts(mode: str, paths: tuple[str, ...]) -> None:
+    """The shared and the example policy of a mode hold the same validations, those of the
+    chart's files/<mode>-validations.yaml (which the chart renders verbatim), and the same
+    variables but for the clusters a pod policy names."""
+    chart = yaml.safe_load(
+        (ROOT / f"charts/keda-ray-scaler/files/{mode}-validations.yaml").read_text()
+    )
+    specs = [admission_policy(path)["spec"] for path in paths]
+    for spec in specs:
+        assert spec["validations"] == chart
+    shared, example = ({v["name"]: v["expression"] for v in s["variables"]} for s in specs)
+    if mode == "pod":
+        assert (shared.pop("clusters"), example.pop("clusters")) == ("[]", "['demo']")
+    assert shared == example
+
+
+def test_the_pod_policy_lets_the_agent_write_exactly_its_marks() -> None:
+    """The annotations the pod policy allows are those the agent writes (cost and marker)."""
+    from keda_ray_scaler.agent.pod import DELETION_COST
+    from keda_ray_scaler.agent.victims.marks import VictimSettings
+
+    variables = {v["name"]: v["expression"] for v in admission_policy(EXAMPLE)["spec"]["variables"]}
+    marks = {DELETION_COST, VictimSettings().owner_annotation}
+    assert variables["marks"] == "[" + ", ".join(f"'{m}'" for m in sorted(marks)) + "]"
+
+
+@pytest.mark.parametrize("path", ["manifests/base", EXAMPLE, "manifests/kuberay/example"])
+def test_shipped_namespaces_enforce_pod_security_restricted(path: str) -> None:
+    """Each Namespace shipped enforces (and warns and audits) Pod Security "restricted": its
+    pods comply (test_least_privilege.py has the API server check each), nothing less
+    hardened starts beside them."""
+    (namespace,) = of_kind(render(path), "Namespace")
+    labels = namespace["metadata"]["labels"]
+    for mode in ("enforce", "warn", "audit"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted", mode
+
+
+def restricted_problems(pod: Obj, container: Obj) -> list[str]:
+    """What Pod Security "restricted" refuses in a container (its pod's context counted)."""
+    pod_ctx, ctx = pod.get("securityContext") or {}, container.get("securityContext") or {}
+    seccomp = (ctx.get("seccompProfile") or pod_ctx.get("seccompProfile") or {}).get("type")
+    problems_found = [
+        "allowPrivilegeEscalation" if ctx.get("allowPrivilegeEscalation") is not False else "",
+        "capabilities" if (ctx.get("capabilities") or {}).get("drop") != ["ALL"] else "",
+        "runAsNonRoot" if not ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")) else "",
+        "seccompProfile" if seccomp not in ("RuntimeDefault", "Localhost") else "",
+        "runAsUser 0" if ctx.get("runAsUser", pod_ctx.get("runAsUser")) == 0 else "",
+    ]
+    return [p for p in problems_found if p]
+
+
+def test_the_scaler_and_agent_containers_comply_with_restricted() -> None:
+    """The scaler's and every agent container's securityContext meets "restricted" (the chart's
+    snippet, both examples' heads): no escalation, all capabilities dropped, non-root,
+    seccomp RuntimeDefault."""
+    scaler = named(render("manifests/base"), "Deployment", "keda-ray-scaler")["spec"]["template"]
+    checked = [(scaler["spec"], c) for c in scaler["spec"]["containers"]]
+    head = named(render(EXAMPLE), "Deployment", "ray-demo-head")["spec"]["template"]["spec"]
+    rc = named(render("manifests/kuberay/example"), "RayCluster", "demo")
+    kuberay_head = rc["spec"]["headGroupSpec"]["template"]["spec"]
+    sidecar = yaml.safe_load(
+        (ROOT / "charts/keda-ray-scaler/examples/agent-sidecar.yaml").read_text()
+    )
+    for pod_spec in (head, kuberay_head, sidecar["spec"]):
+        checked += [(pod_spec, c) for c in pod_spec["containers"] if c["name"] == "agent"]
+    assert len(checked) == 4
+    for pod_spec, container in checked:
+        assert restricted_problems(pod_spec, container) == [], container["name"]
+    assert restricted_problems({}, {"securityContext": {}}) == [
+        "allowPrivilegeEscalation",
+        "capabilities",
+        "runAsNonRoot",
+        "seccompProfile",
+    ]  # the check can fail
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, "manifests/kuberay/example"])
+def test_the_example_network_policy_admits_prometheus_of_its_namespace_only(path: str) -> None:
+    """The head's agent port (9400) admits pods labelled app.kubernetes.io/name=prometheus of the
+    namespace monitoring only: both selectors in one peer (AND), never `namespaceSelector: {}`
+    (any namespace's pod so labelled)."""
+    (policy,) = of_kind(render(path), "NetworkPolicy")
+    (rule,) = [r for r in policy["spec"]["ingress"] if r.get("ports")]
+    assert [p["port"] for p in rule["ports"]] == [9400]
+    (peer,) = rule["from"]
+    assert peer == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+    }
 
 
 def test_agent_runs_as_the_bound_service_account_in_the_head_pod() -> None:
@@ -305,13 +531,14 @@ def test_the_agent_runs_the_scalers_image_as_its_own_user(path: str) -> None:
 
 
 @pytest.mark.parametrize("path", AGENT_POD_FILES)
-def test_agent_probes_ask_healthz_on_the_metrics_port(path: str) -> None:
-    """Readiness and liveness on /healthz (fails when Ray was not read), not on /metrics."""
+def test_agent_probes_ask_healthz_and_readyz_on_the_metrics_port(path: str) -> None:
+    """Liveness on /healthz (fails when Ray was not read), readiness on /readyz (that, or the
+    head's Ray version refused), neither on /metrics."""
     docs = yaml.safe_load_all((ROOT / path).read_text())
     (agent,) = [c for d in docs for c in agent_containers(d)]
     (port,) = [p["name"] for p in agent["ports"]]
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert agent[probe]["httpGet"] == {"path": "/healthz", "port": port}, probe
+    assert agent["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+    assert agent["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
     assert (
         agent["livenessProbe"]["failureThreshold"] * agent["livenessProbe"]["periodSeconds"] >= 60
     )  # a GCS restart (about 30 s to reconnect) never restarts the agent
@@ -417,16 +644,18 @@ def test_the_plain_scrape_job_takes_namespace_and_pod_from_discovery() -> None:
 
 
 def test_the_e2e_prometheus_relabels_exactly_as_shipped() -> None:
-    """e2e/prometheus-values.yaml's job is the shipped job under another name."""
+    """e2e/prometheus-values.yaml's one job is the shipped job, its name (the scaler's
+    --prometheus-job) included."""
     values = yaml.safe_load((ROOT / "e2e/prometheus-values.yaml").read_text())
     (job,) = values["serverFiles"]["prometheus.yml"]["scrape_configs"]
     shipped = shipped_scrape_job()
-    for key in ("honor_labels", "kubernetes_sd_configs", "relabel_configs"):
+    for key in ("job_name", "honor_labels", "kubernetes_sd_configs", "relabel_configs"):
         assert job[key] == shipped[key], key
 
 
 def test_the_agent_podmonitor_never_honours_the_agents_labels() -> None:
-    """honorLabels false, namespace and head_pod from discovery, the operator's pod dropped."""
+    """honorLabels false, namespace and head_pod from discovery, the operator's pod dropped,
+    the job the scaler reads (--prometheus-job's default)."""
     monitor = named(render("manifests/monitoring"), "PodMonitor", "keda-ray-scaler-agent")
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["honorLabels"] is False
@@ -442,6 +671,7 @@ def test_the_agent_podmonitor_never_honours_the_agents_labels() -> None:
             "targetLabel": "head_pod",
         },
         {"action": "labeldrop", "regex": "pod"},
+        {"action": "replace", "targetLabel": "job", "replacement": "ray-scaler-agents"},
     ]
 
 

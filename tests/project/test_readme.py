@@ -14,6 +14,7 @@ from keda_ray_scaler.agent.kube.pod_cache import PodCache
 from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
 from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
 from keda_ray_scaler.agent.kuberay.kuberay_api import ScaledObjectRefusals
+from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 from keda_ray_scaler.sources.metrics import source_metrics
@@ -32,6 +33,7 @@ def families() -> dict[str, set[str]]:
     PodCache(None, KubeSettings(namespace="n", label_selector="x"), registry)  # type: ignore[arg-type]
     KubeRayApplier(None, None, None, None, None, registry, ApplierSettings("c"))  # type: ignore[arg-type]
     ScaledObjectRefusals(registry, cluster="c")
+    RefusalLog(registry, "c")
     scaler_metrics(registry)
     source_metrics(registry)
     out: dict[str, set[str]] = {}

@@ -53,11 +53,12 @@ spec:
       ports:
         - name: agent-metrics
           containerPort: {{ $s.port }}
-      # /healthz: 503 once the last successful poll of Ray is older than
-      # --health-intervals x --interval, at least 30 s (/metrics answers regardless).
+      # /healthz (liveness): 503 once the last successful poll of Ray is older than
+      # --health-intervals x --interval, at least 30 s; /readyz (readiness): that, or the head's
+      # Ray version is not supported (/metrics answers regardless).
       readinessProbe:
         httpGet:
-          path: /healthz
+          path: /readyz
           port: agent-metrics
         periodSeconds: 10
         timeoutSeconds: 5

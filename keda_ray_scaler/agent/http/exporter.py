@@ -2,9 +2,11 @@
 
 :class:`SnapshotCollector` is a ``prometheus_client`` custom collector registered in an injected
 registry. The poll loop hands it a whole :class:`~keda_ray_scaler.schema.ClusterSnapshot`
-(:meth:`SnapshotCollector.publish`); a scrape yields exactly ``encoding.encode(snapshot)`` as
-gauge families, so what the scaler decodes is what the agent encoded, with no second encoding.
-Replacing the sample list is one reference assignment: a scrape never sees half a poll.
+(:meth:`SnapshotCollector.publish`); a scrape yields exactly ``encoding.encode(snapshot)``,
+sealed (:func:`~keda_ray_scaler.schema.digest.seal`: the snapshot's series count and digest), as
+gauge families, so what the scaler decodes is what the agent encoded, with no second encoding, and
+the scaler can tell a series anything else wrote under the agent's labels. Replacing the sample
+list is one reference assignment: a scrape never sees half a poll.
 
 :class:`AgentMetrics` holds the agent's own series: shapes merged by ``--max-shapes`` (counter),
 unmapped and superseded Ray nodes in the last poll (gauges), poll errors and crashes
@@ -30,7 +32,7 @@ from keda_ray_scaler.agent.metric_names import (
     SUPERSEDED_RAY_NODES,
 )
 from keda_ray_scaler.agent.ray.resource_names import StandInLog
-from keda_ray_scaler.schema import encoding
+from keda_ray_scaler.schema import digest, encoding
 
 _HELP = {
     schema.DEMAND_BUNDLES: "Pending bundles per shape and kind (placement groups: groups).",
@@ -49,6 +51,9 @@ _HELP = {
     schema.NODE_IDLE_SECONDS: "How long the pod's Ray node has been idle (0 when busy).",
     schema.SNAPSHOT_TIMESTAMP: "Unix time of the last successful poll of Ray (0: none yet).",
     schema.SNAPSHOT_SUCCESS: "1 when the last poll of Ray succeeded, else 0 (data not fresh).",
+    schema.SNAPSHOT_SERIES: "Series of this snapshot that its digest covers.",
+    schema.SNAPSHOT_DIGEST: "48-bit SHA-256 digest of this snapshot's series (the scaler "
+    "refuses series that do not match it).",
 }
 
 
@@ -80,20 +85,21 @@ class SnapshotCollector(Collector):
 
     def publish(self, snapshot: schema.ClusterSnapshot) -> None:
         """Serve ``snapshot`` from the next scrape on."""
-        self._samples = encoding.encode(snapshot)
+        self._samples = digest.seal(encoding.encode(snapshot))
         if self._names is not None:
             self._names.observe(snapshot.input)
 
     def mark_failed(self) -> None:
-        """Serve the data already published with ``snapshot_success`` 0; encodes nothing.
+        """Serve the data already published with ``snapshot_success`` 0, re-sealed; encodes
+        nothing.
 
         For a poll that crashed: whatever broke it (even in :func:`encoding.encode`) cannot break
         this, and the data keeps its old timestamp, so no reader takes it for fresh.
         """
-        self._samples = [
+        self._samples = digest.seal(
             schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
             for s in self._samples
-        ]
+        )
 
     def collect(self) -> Iterator[Metric]:
         """Called by prometheus_client on every scrape."""

@@ -1,14 +1,21 @@
 """The agent's HTTP port: ``/healthz`` for the kubelet's probes, everything else ``/metrics``.
 
 One threaded WSGI server (``prometheus_client``'s own server class and metrics app, as
-``start_http_server`` builds them) with one route in front: ``GET /healthz`` answers ``200`` or
-``503`` with the one-line reason of :func:`keda_ray_scaler.agent.http.agent_health.check`. Any
-other path
-is the metrics app, as before (``prometheus_client`` serves metrics on every path).
+``start_http_server`` builds them) with two routes in front: ``GET /healthz`` (liveness) and
+``GET /readyz`` (readiness) answer ``200`` or ``503`` with the one-line reason of
+:func:`keda_ray_scaler.agent.http.agent_health.check` (they differ only for a head whose Ray is
+refused: alive, not ready). Any other path is the metrics app, as before (``prometheus_client``
+serves metrics on every path).
+
+Every request is bounded in time: each read and write on its socket by ``read_timeout_s``, the
+whole request by ``request_deadline_s`` (then its socket is shut down). Unbounded, a client that
+sends half a request and goes quiet, or trickles one byte at a time, holds a server thread for
+ever; the kubelet and Prometheus ask a whole request at once and are answered in milliseconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -21,6 +28,12 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from keda_ray_scaler.agent.http.agent_health import HealthCheck
 
 HEALTH_PATH: Final = "/healthz"
+READY_PATH: Final = "/readyz"
+#: Seconds one read or write of a request's socket may wait (the kubelet's probe times out
+#: after 1 s by default, Prometheus after its scrape timeout: 10 s)
+READ_TIMEOUT_S: Final = 10.0
+#: Seconds a whole request may take, however its bytes trickle in
+REQUEST_DEADLINE_S: Final = 30.0
 
 #: WSGI's ``start_response``.
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
@@ -29,7 +42,8 @@ WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 class HealthRoute:
-    """A WSGI app: ``/healthz`` from ``probe``, any other path from ``metrics``."""
+    """A WSGI app: ``/healthz`` and ``/readyz`` from ``probe``, any other path from
+    ``metrics``."""
 
     def __init__(self, metrics: WsgiApp, probe: Callable[[], HealthCheck]) -> None:
         self._metrics = metrics
@@ -37,10 +51,12 @@ class HealthRoute:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """Route one request."""
-        if environ.get("PATH_INFO") != HEALTH_PATH:
+        path = environ.get("PATH_INFO")
+        if path not in (HEALTH_PATH, READY_PATH):
             return self._metrics(environ, start_response)
         verdict = self._probe()
-        status = "200 OK" if verdict.ok else "503 Service Unavailable"
+        good = verdict.ok if path == HEALTH_PATH else verdict.ready
+        status = "200 OK" if good else "503 Service Unavailable"
         body = f"{verdict.health.value}: {verdict.reason}\n".encode()
         headers = [
             ("Content-Type", "text/plain; charset=utf-8"),
@@ -50,29 +66,68 @@ class HealthRoute:
         return [body]
 
 
-class _QuietHandler(WSGIRequestHandler):
-    """No access log line per request (the kubelet probes every few seconds)."""
+class _BoundedServer(ThreadingWSGIServer):
+    """prometheus_client's threaded server, holding the bounds its requests read."""
+
+    read_timeout_s: float = READ_TIMEOUT_S
+    request_deadline_s: float = REQUEST_DEADLINE_S
+
+
+class _BoundedHandler(WSGIRequestHandler):
+    """One request, bounded in time; no access log line (the kubelet probes every few
+    seconds)."""
+
+    server: _BoundedServer
+
+    def setup(self) -> None:
+        """The socket and its files, every read and write on them bounded."""
+        super().setup()
+        self.connection.settimeout(self.server.read_timeout_s)
+
+    def handle(self) -> None:
+        """The request, its socket shut down at the deadline; a timed-out or cut request ends
+        quietly (nothing to answer: the client went quiet)."""
+        cut = threading.Timer(self.server.request_deadline_s, self._cut)
+        cut.daemon = True
+        cut.start()
+        try:
+            super().handle()
+        except OSError:  # TimeoutError on a read, or the socket cut at the deadline
+            self.close_connection = True
+        finally:
+            cut.cancel()
+
+    def _cut(self) -> None:
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
 
-class _Server4(ThreadingWSGIServer):
+class _Server4(_BoundedServer):
     """An IPv4 address (``0.0.0.0``, ``127.0.0.1``)."""
 
     address_family = socket.AF_INET
 
 
-class _Server6(ThreadingWSGIServer):
+class _Server6(_BoundedServer):
     """An IPv6 address (``::``), as ``start_http_server`` picks by the host."""
 
     address_family = socket.AF_INET6
 
 
 def start_metrics_server(
-    host: str, port: int, registry: CollectorRegistry, probe: Callable[[], HealthCheck]
+    host: str,
+    port: int,
+    registry: CollectorRegistry,
+    probe: Callable[[], HealthCheck],
+    *,
+    read_timeout_s: float = READ_TIMEOUT_S,
+    request_deadline_s: float = REQUEST_DEADLINE_S,
 ) -> WSGIServer:
-    """Serve ``/metrics`` and ``/healthz`` on ``host:port`` from a daemon thread.
+    """Serve ``/metrics`` and ``/healthz`` on ``host:port`` from a daemon thread, each request
+    bounded by ``read_timeout_s`` a read and ``request_deadline_s`` in all.
 
     Returns the server (``server_port`` is the bound port, for ``port`` 0); ``shutdown()`` and
     ``server_close()`` stop it. Raises ``OSError`` when the address cannot be bound.
@@ -80,6 +135,9 @@ def start_metrics_server(
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     server_class = _Server6 if family == socket.AF_INET6 else _Server4
     app = HealthRoute(make_wsgi_app(registry), probe)
-    server = make_server(host, port, app, server_class, handler_class=_QuietHandler)
+    server = make_server(host, port, app, server_class, handler_class=_BoundedHandler)
+    assert isinstance(server, _BoundedServer)
+    server.read_timeout_s = read_timeout_s
+    server.request_deadline_s = request_deadline_s
     threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
     return server

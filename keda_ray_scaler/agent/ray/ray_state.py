@@ -12,9 +12,14 @@ The reply's raw state is parsed by :mod:`~keda_ray_scaler.agent.ray.ray_status` 
 
 The agent command's reader first reads the head's Ray version (the internal KV key
 ``CLUSTER_METADATA``) and refuses one outside the supported range
-(:mod:`keda_ray_scaler.gcs.versions`). The messages are Ray 2.60's; every version from 2.10 reads
-the same way (``min_bundles``, the constraints' field before 2.41, is ``resource_requests``'s field
-number), as ``tests/real/ray/test_ray_versions.py`` shows against each.
+(:mod:`keda_ray_scaler.gcs.versions`): the poll fails, reads nothing else, and the version is
+read again at the next poll, so a head restarted on a supported Ray is read again. What Ray sent
+that the agent refuses (:mod:`~keda_ray_scaler.agent.ray.refusals`) is counted and logged once
+by the reader's :class:`~keda_ray_scaler.agent.ray.refusal_log.RefusalLog`.
+
+The messages are Ray 2.60's; every version from 2.10 reads the same way (``min_bundles``, the
+constraints' field before 2.41, is ``resource_requests``'s field number), as
+``tests/real/ray/test_ray_versions.py`` shows against each.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from keda_ray_scaler.agent.interfaces import SpecView, spec_view
 from keda_ray_scaler.agent.ray.node_ages import NodeAges
 from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState, parse_status
+from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.ray.task_load_read import (
     LoadsApi,
@@ -50,6 +56,9 @@ from keda_ray_scaler.model import (
     ClusterSpec,
     WorkerNode,
 )
+
+if TYPE_CHECKING:  # the log brings prometheus_client and structlog: --help reads this module
+    from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 
 #: Seconds between the agent's polls by default (``--interval``): Ray's autoscaler reads the GCS
 #: as often (its ``AUTOSCALER_UPDATE_INTERVAL_S``).
@@ -82,10 +91,14 @@ class RayReader:
     failure is :class:`RayError`, after which the connection is made anew.
 
     With ``on_unsupported``, the first read also reads the head's Ray version
-    (:mod:`keda_ray_scaler.gcs.versions`; one KV call more, until a version is known): a version
-    outside the supported range is passed to ``on_unsupported`` and raised as
-    :class:`UnsupportedRayVersion`, and nothing is read until a supported one is known (a read
-    before the head wrote its version fails).
+    (:mod:`keda_ray_scaler.gcs.versions`; one KV call more, until a version is known, and again
+    after any failed read: a restarted head may run another Ray): a version outside the
+    supported range is passed to ``on_unsupported`` and raised as
+    :class:`UnsupportedRayVersion` at each read, and nothing else is read until a supported one
+    is known (a read before the head wrote its version fails).
+
+    ``refusals`` counts and logs what :meth:`read` left out (:attr:`RayState.refused`, an
+    unsupported version); :meth:`nodes`, the victim protocol's re-check, counts nothing again.
 
     ``demand`` chooses the task demand's source (:class:`DemandRead`); with R1 a failed raylet
     or load read is no failed poll, it is the state's ``fallback``.
@@ -101,8 +114,12 @@ class RayReader:
         on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
         demand: DemandRead = DemandRead.EXACT,
         raylet: RayletRead | None = None,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._gcs = gcs
+        self._refusals = refusals
+        self._version_read = False  # a supported version read since the last failure
+        self._contested: frozenset[str] = frozenset()
         self.demand = demand
         self._raylet: RayletRead = raylet if raylet is not None else HeadRaylet()
         self._on_unsupported = on_unsupported
@@ -116,19 +133,51 @@ class RayReader:
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
+        try:
+            state = await self._read()
+        except UnsupportedRayVersion as exc:
+            self._refuse([Refused(Refusal.UNSUPPORTED_VERSION, exc.version, str(exc))])
+            raise
+        self._refuse(state.refused)
+        return state
+
+    def _refuse(self, refused: tuple[Refused, ...] | list[Refused]) -> None:
+        if refused and self._refusals is not None:
+            self._refusals.observe(refused)
+
+    def contested(self) -> frozenset[str]:
+        """Pods two live nodes named at the last read (RayView): never victims."""
+        return self._contested
+
+    async def _read(self) -> RayState:
         # The pod-IP map is taken before the calls, as the pod cache has it now.
         by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
         try:
             client: GcsApi = self._gcs.get()
-            if self._on_unsupported is not None and self.ray_version is None:
+            if self._on_unsupported is not None and not self._version_read:
                 await self._check_version(client, self._on_unsupported)
             reply = await client.get_cluster_status(timeout_s=self._timeout_s)
             v1 = None
             if not reply.cluster_resource_state.cluster_resource_constraints:
                 v1 = await client.internal_kv_get(V1_REQUEST_KEY, None, timeout_s=self._timeout_s)
+        except UnsupportedRayVersion:  # the connection is sound: the version is asked again
+            raise
         except RayError:
+            self._version_read = False
             self._gcs.reset()
             raise
+        state = await self._parse(client, reply, v1, by_ip)
+        self._contested = state.contested
+        return state
+
+    async def _parse(
+        self,
+        client: GcsApi,
+        reply: GetClusterStatusReply,
+        v1: bytes | None,
+        by_ip: Mapping[str, PodRef] | None,
+    ) -> RayState:
+        """The reply parsed, with R1's task demand read after it unless asked otherwise."""
         seen = self._ages.observe(
             ns.node_id.hex() for ns in reply.cluster_resource_state.node_states
         )
@@ -186,8 +235,9 @@ class RayReader:
             on_unsupported(refused)
             raise refused
         self.ray_version = version
+        self._version_read = True
 
     async def nodes(self) -> tuple[WorkerNode, ...]:
         """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""
-        state = await self.read()
+        state = await self._read()
         return tuple(n for n in state.nodes if n.group)

@@ -11,7 +11,9 @@ strategy only inside a ``details`` string. From the raw state:
   ``details`` (``"<pg_id>:<STRATEGY>|<state>"``);
 - ``cluster_resource_constraints``: ``request_resources()`` when autoscaler v2 is on; with v1
   (no ``RAY_enable_autoscaler_v2`` on the head) Ray writes the request as JSON to the internal
-  KV key ``autoscaler_resource_request`` instead, which we read when the GCS has none;
+  KV key ``autoscaler_resource_request`` instead, which we read when the GCS has none (any
+  task may write that key: a value that is no list of bundles is refused and read as no request,
+  :mod:`~keda_ray_scaler.agent.ray.refusals`);
 - ``node_states``: per node ``instance_id`` (KubeRay: ``RAY_CLOUD_INSTANCE_ID`` = pod name),
   ``ray_node_type_name`` (``RAY_NODE_TYPE_NAME`` = worker group), status, total and available
   resources, ``idle_duration_ms``, ``node_ip_address``.
@@ -20,15 +22,17 @@ strategy only inside a ``details`` string. From the raw state:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
 from keda_ray_scaler.agent.ray.shape_bound import merge_counts
 from keda_ray_scaler.agent.ray.status_nodes import PG_RESOURCE, NodeRead, PodRef, resources_of
 from keda_ray_scaler.agent.ray.task_load import QueuedShape
 from keda_ray_scaler.agent.ray.task_load_read import Fallback
-from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
+    ClusterResourceState,
     GangResourceRequest,
     GetClusterStatusReply,
 )
@@ -68,6 +72,19 @@ class RayState:
     #: node ids the GCS lists alive for a pod that has a newer node (a restarted raylet's
     #: predecessor, :mod:`~keda_ray_scaler.agent.ray.node_ages`): left out of ``nodes``
     superseded: tuple[str, ...] = ()
+    #: values read from Ray and left out (a malformed KV value, a node naming a pod it is not)
+    refused: tuple[Refused, ...] = ()
+    #: pods two live nodes name (a restarted raylet's, or an impostor's): never victims
+    contested: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class V1Requests:
+    """``request_resources()`` as read (v1's KV value, or the GCS's constraints): its bundles, or
+    why the KV value was refused."""
+
+    bundles: tuple[Bundle, ...] = ()
+    refused: Refused | None = None
 
 
 def parse_strategy(details: str) -> Strategy:
@@ -84,24 +101,45 @@ def parse_strategy(details: str) -> Strategy:
         return Strategy.STRICT_SPREAD
 
 
-def parse_v1_requests(raw: bytes | None) -> tuple[Bundle, ...]:
-    """``request_resources()`` as written to the internal KV by autoscaler v1 (JSON list)."""
+def parse_v1_requests(raw: bytes | None) -> V1Requests:
+    """``request_resources()`` as written to the internal KV by autoscaler v1 (a JSON list of
+    ``{resource: amount}`` bundles); never raises.
+
+    Any task may write that key, so a value that is not such a list (not JSON, nested beyond
+    the parser's depth, a bundle with an amount that is no non-negative finite number) is
+    refused whole: no bundles, as if no request were set, and the reason.
+    """
     if not raw:
-        return ()
+        return V1Requests()
     try:
         items = json.loads(raw)
-    except ValueError as exc:
-        raise RayError(f"{V1_REQUEST_KEY.decode()}: not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        return V1Requests(refused=_v1_refused(Refusal.V1_REQUEST_NOT_JSON, raw, str(exc)))
     if not isinstance(items, list):
-        raise RayError(f"{V1_REQUEST_KEY.decode()}: expected a list, got {type(items).__name__}")
+        what = f"expected a list, got {type(items).__name__}"
+        return V1Requests(refused=_v1_refused(Refusal.V1_REQUEST_NOT_BUNDLES, raw, what))
     counts: dict[Resources, int] = {}
     for item in items:
-        if not isinstance(item, dict):
-            raise RayError(f"{V1_REQUEST_KEY.decode()}: bad bundle {item!r}")
+        if not _is_bundle(item):
+            what = f"bad bundle {str(item)[:80]}"
+            return V1Requests(refused=_v1_refused(Refusal.V1_REQUEST_NOT_BUNDLES, raw, what))
         shape = resources_of(item)
         if shape:
             counts[shape] = counts.get(shape, 0) + 1
-    return tuple(Bundle(r, n) for r, n in sorted(counts.items()))
+    return V1Requests(tuple(Bundle(r, n) for r, n in sorted(counts.items())))
+
+
+def _is_bundle(item: object) -> bool:
+    """``{resource: amount}`` with every amount a non-negative finite number (not a bool)."""
+    return isinstance(item, dict) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        for v in item.values()
+    )
+
+
+def _v1_refused(reason: Refusal, raw: bytes, problem: str) -> Refused:
+    value = raw.decode(errors="replace")
+    return Refused(reason, value, f"{V1_REQUEST_KEY.decode()}: {problem}")
 
 
 def parse_status(
@@ -125,7 +163,9 @@ def parse_status(
     group ``""`` (pod = its node id when no name is known) and counted in ``unmapped``. The head
     is never a worker. Dead nodes are left out. A pod that lists two live nodes keeps the one
     ``first_seen`` (node id -> the poll it was first seen in,
-    :mod:`~keda_ray_scaler.agent.ray.node_ages`) saw last; the others are ``superseded``.
+    :mod:`~keda_ray_scaler.agent.ray.node_ages`) saw last; the others are ``superseded``, the
+    pod ``contested``. What breaks a rule of :mod:`~keda_ray_scaler.agent.ray.refusals` is left
+    out and listed in ``refused`` (:class:`~keda_ray_scaler.agent.ray.status_nodes.NodeRead`).
     """
     state = reply.cluster_resource_state
     if tasks is None:
@@ -135,15 +175,11 @@ def parse_status(
     else:
         raw = [(q.as_dict(), q.count) for q in tasks]
     task_pairs, dropped = _task_bundles(raw)
-    constraints = merge_counts(
-        (resources_of(r.request.resources_bundle), r.count)
-        for c in state.cluster_resource_constraints
-        for r in c.resource_requests
-    )
+    v1 = _constraints(state, v1_requests)
     demand = Demand(
         bundles=merge_counts(task_pairs),
         placement_groups=_placement_groups(state.pending_gang_resource_requests),
-        constraints=constraints or parse_v1_requests(v1_requests),
+        constraints=v1.bundles,
     )
     read = NodeRead.of(
         state.node_states,
@@ -162,7 +198,19 @@ def parse_status(
         frozenset(read.starting),
         gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
         superseded=tuple(sorted(n.node_id for n in read.superseded)),
+        refused=(*([v1.refused] if v1.refused else []), *read.refused),
+        contested=frozenset(read.contested),
     )
+
+
+def _constraints(state: ClusterResourceState, v1_requests: bytes | None) -> V1Requests:
+    """``request_resources()``: the GCS's constraints (autoscaler v2), else v1's KV value."""
+    gcs = merge_counts(
+        (resources_of(r.request.resources_bundle), r.count)
+        for c in state.cluster_resource_constraints
+        for r in c.resource_requests
+    )
+    return V1Requests(gcs) if gcs else parse_v1_requests(v1_requests)
 
 
 def _task_bundles(

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.metric_names import NAMES_STOOD_IN
+from keda_ray_scaler.agent.ray.refusal_log import LoggedOnce
 from keda_ray_scaler.model import PlanningInput, Resources
 
 #: Distinct names remembered (by stand-in, at most 217 characters each) so each is logged once.
@@ -59,8 +60,7 @@ class StandInLog:
             [schema.LABEL_CLUSTER],
             registry=registry,
         ).labels(cluster)
-        self._remember = remember
-        self._seen: set[str] = set()
+        self._logged = LoggedOnce(remember)
         self._log = log.bind(cluster=cluster)
 
     def observe(self, inp: PlanningInput) -> int:
@@ -68,11 +68,8 @@ class StandInLog:
         new = 0
         for name in stood_in(inp):
             key = schema.stand_in(name)
-            if key in self._seen:
+            if not self._logged.first(key):
                 continue
-            if len(self._seen) >= self._remember:
-                self._seen.clear()
-            self._seen.add(key)
             new += 1
             self._log.warning(
                 "resource name exported as a stand-in",

@@ -27,7 +27,8 @@ class GroupView:
     - ``victims``: pods published as victims (any group); ``waiting``: this group's published
       victims whose pods still exist, when pods go by deletion cost (a new mark would tie);
     - ``frozen``: the group's scale-down is frozen; ``refusal``: the applier's refusal ("");
-    - ``idle_timeout_s``: the group's idleTimeoutSeconds.
+    - ``idle_timeout_s``: the group's idleTimeoutSeconds;
+    - ``contested``: pods two live Ray nodes name (``RayView.contested``): never taken.
     """
 
     plan: GroupPlan
@@ -38,6 +39,7 @@ class GroupView:
     frozen: bool = False
     refusal: str = ""
     idle_timeout_s: float = 0.0
+    contested: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,8 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
     """The pods of ``view.plan.removable`` the protocol may take now (see the module doc).
 
     Pods above a cap or failing (``plan.over_cap``) are not protected by the idle timeout and
-    may have no Ray node; any other candidate needs an idle Ray node, nothing in use.
+    may have no Ray node; any other candidate needs an idle Ray node, nothing in use. A pod two
+    live Ray nodes name is never taken, over a cap or not: which node is its own is unknown.
     """
     gp = view.plan
     name = gp.name
@@ -75,6 +78,9 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
         timeout_s = 0.0 if pod_name in over_cap else view.idle_timeout_s
         if pod is None:
             verdicts.append(Verdict(name, pod_name, Outcome.POD_GONE, "no active pod"))
+        elif pod_name in view.contested:
+            reason = "two live Ray nodes name the pod"
+            verdicts.append(Verdict(name, pod_name, Outcome.TWO_RAY_NODES, reason))
         elif node is None and pod_name not in over_cap:
             verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
         elif node is not None and (problem := idle_problem(node, timeout_s)):

@@ -13,7 +13,8 @@ number of victims) only after every step below succeeded for it:
 1. **choose**: the planner's ``GroupPlan.removable``, re-checked against a fresh
    :class:`RayView` read (running, idle at least ``idleTimeoutSeconds``, nothing used); pods
    in ``GroupPlan.over_cap`` (above maxReplicas or maxWorkers) are taken at once, the idle
-   timeout aside, and one not yet a Ray node is published without a drain;
+   timeout aside, and one not yet a Ray node is published without a drain; never a pod that
+   two live Ray nodes name;
 2. **mark**: ``controller.kubernetes.io/pod-deletion-cost`` = ``victim_cost`` on victims and
    ``busy_cost`` on busy pods, each with the marker annotation ``owner_annotation`` = the value
    written; a cost the agent does not own (no marker, or marker != cost) is never written;
@@ -65,11 +66,6 @@ from keda_ray_scaler.model import ClusterSpec, WorkerNode
 log = structlog.get_logger(__name__)
 
 
-def _no_limit(group: str) -> int | None:
-    """No back-off: every victim no scale-down takes may be released."""
-    return None
-
-
 class VictimController:
     """Runs the protocol; its :meth:`victims` are what the exporter publishes."""
 
@@ -92,7 +88,7 @@ class VictimController:
         that did not join; None: no limit); bounds the victims released (:func:`to_release`).
         ``ledger``: where the published victims are kept, when others read them too (the
         builder makes it first, for the KubeRay applier); a new one when None."""
-        self._launch_limit = launch_limit or _no_limit
+        self._launch_limit = launch_limit or (lambda group: None)  # no back-off: all released
         self._fence = fence
         self._specs = spec_view(cluster)  # the groups' idle timeouts, read at each step
         self._name = self._specs.spec.name
@@ -202,6 +198,7 @@ class VictimController:
             frozen=name in self._ledger.frozen(),
             refusal=self._applier.refusal(name) if self._applier is not None else "",
             idle_timeout_s=spec.idle_timeout_s if spec else 0.0,
+            contested=self._ray.contested(),  # as the step's nodes() read it
         )
         choice = choose(view, self._settings)
         verdicts = list(choice.verdicts)

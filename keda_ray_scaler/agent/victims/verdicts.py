@@ -15,6 +15,7 @@ class Outcome(enum.StrEnum):
     KUBE_ERROR = "kube_error"  # an API call failed after retries: marks rolled back
     POD_GONE = "pod_gone"  # not an active pod of the group any more
     NO_NODE = "no_node"  # no Ray node for the pod
+    TWO_RAY_NODES = "two_ray_nodes"  # two live Ray nodes name the pod: which is its own is unknown
     NOT_IDLE = "not_idle"  # the re-check found the node busy, draining or idle too briefly
     NOT_OWNED = "not_owned"  # someone else owns the pod's deletion cost
     NOT_CONFIRMED = "not_confirmed"  # marks not seen, or the ranking would take another pod

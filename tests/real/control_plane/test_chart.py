@@ -97,8 +97,16 @@ def test_prometheus_auth_values_become_flags_on_mounted_files(helm: str) -> None
     [
         (["prometheus.url="], "prometheus.url is required"),
         (["prometheus.basicAuth.user=u"], "prometheus.basicAuth.passwordSecretName"),
+        (
+            ["agent.rbac.create=true", "agent.rbac.mode=kuberay"],
+            "agent.rbac.rayClusters is required in kuberay mode",
+        ),
+        (
+            ["agent.rbac.create=true", "agent.rbac.mode=kuberay", "agent.rbac.rayClusters={demo}"],
+            "agent.rbac.rayWorkerGroups is required in kuberay mode",
+        ),
     ],
-    ids=["no-url", "user-without-password"],
+    ids=["no-url", "user-without-password", "kuberay-without-clusters", "kuberay-without-groups"],
 )
 def test_missing_values_fail_naming_the_value(helm: str, sets: list[str], says: str) -> None:
     """A required value left out fails the render with its name."""
@@ -122,6 +130,8 @@ LIMITS: dict[str, int | float] = {
     "maxConcurrentRpcs": 500,
     "maxConcurrentStreams": 64,
     "maxMessageBytes": 4 * 1024 * 1024,
+    "maxStreamsPerConnection": 20,
+    "maxStreamsPerPeer": 40,
 }
 
 
@@ -172,6 +182,8 @@ def test_unset_limits_keep_the_cli_defaults(helm: str) -> None:
         (["agent.image.tag=2"], "image"),
         (["rayWorkerGroupCRD.craete=true"], "craete"),
         (["rayWorkerGroupCRD.create=yes"], "/rayWorkerGroupCRD/create"),
+        (["agent.rbac.admissionPolicy=maybe"], "/agent/rbac/admissionPolicy"),
+        (["grpcReflection=on"], "/grpcReflection"),
         (["image.pullPolicy=Sometimes"], "/image/pullPolicy"),
     ],
     ids=[
@@ -189,6 +201,8 @@ def test_unset_limits_keep_the_cli_defaults(helm: str) -> None:
         "no-agent-image-value",
         "misspelt-crd-key",
         "crd-flag-not-a-boolean",
+        "policy-flag-not-a-boolean",
+        "reflection-not-a-boolean",
         "unknown-pull-policy",
     ],
 )
@@ -201,17 +215,22 @@ def test_bad_limit_values_fail_the_render(helm: str, sets: list[str], says: str)
 
 
 def test_cert_manager_makes_both_secrets_from_one_ca(helm: str) -> None:
-    """Server Secret in the release namespace, KEDA's client Secret in each Ray namespace."""
+    """Server Secret in the release namespace, KEDA's client Secret (CN keda, the name serve's
+    --client-identity serves) in KEDA's namespace only: none in the Ray namespaces."""
     objs = template(helm, *VALUES["cert-manager-self-signed"])
     certs = [o for o in objs if o["kind"] == "Certificate"]
     by_secret = {(c["metadata"]["namespace"], c["spec"]["secretName"]): c for c in certs}
     server = by_secret[(NAMESPACE, "keda-ray-scaler-tls")]
     assert "keda-ray-scaler.keda-ray-scaler.svc.cluster.local" in server["spec"]["dnsNames"]
     assert "*.keda-ray-scaler.keda-ray-scaler.svc.cluster.local" in server["spec"]["dnsNames"]
-    for ns in ("ray", "ray-b"):
-        client = by_secret[(ns, "keda-ray-scaler-client-tls")]
-        assert client["spec"]["usages"][0] == "client auth"
-        assert client["spec"]["issuerRef"] == server["spec"]["issuerRef"]
+    clients = [key for key in by_secret if key[1] == "keda-ray-scaler-client-tls"]
+    assert clients == [("keda", "keda-ray-scaler-client-tls")]
+    client = by_secret[clients[0]]
+    assert client["spec"]["usages"][0] == "client auth"
+    assert client["spec"]["issuerRef"] == server["spec"]["issuerRef"]
+    from keda_ray_scaler.rpc.server_settings import ServerSettings
+
+    assert client["spec"]["commonName"] == ServerSettings().client_identity == "keda"
     ca_issuer = named(tuple(objs), "ClusterIssuer", server["spec"]["issuerRef"]["name"])
     assert (
         ca_issuer["spec"]["ca"]["secretName"]
@@ -224,15 +243,49 @@ def test_cert_manager_makes_both_secrets_from_one_ca(helm: str) -> None:
     }
 
 
-def test_trigger_authentication_validates_against_kedas_crd(helm: str) -> None:
-    """The chart's TriggerAuthentications pass KEDA's CRD schema (../shared/keda/crds)."""
-    objs = template(helm, *VALUES["cert-manager-self-signed"])
-    auths = [o for o in objs if o["kind"] == "TriggerAuthentication"]
-    assert [a["metadata"]["namespace"] for a in auths] == ["ray", "ray-b"]
-    for auth in auths:
-        assert schema_errors(auth, crd_schema("TriggerAuthentication")) == []
-        params = {r["parameter"] for r in auth["spec"]["secretTargetRef"]}
-        assert params == {"caCert", "tlsClientCert", "tlsClientKey"}
+def client_key_holders(objs: list[Obj]) -> list[tuple[str, str, str]]:
+    """``(kind, namespace, name)`` of what makes or reads a client key: a Certificate for client
+    auth (its Secret holds tls.key), a (Cluster)TriggerAuthentication reading ``tls.key``."""
+    out = []
+    for o in objs:
+        spec = o.get("spec") or {}
+        usages = spec.get("usages", []) if o["kind"] == "Certificate" else []
+        keys = [r.get("key") for r in spec.get("secretTargetRef", [])]
+        if "client auth" in usages or "tls.key" in keys:
+            out.append((o["kind"], o["metadata"].get("namespace", "-"), o["metadata"]["name"]))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_no_ray_namespace_holds_a_client_key(helm: str, name: str) -> None:
+    """Whatever the values, the client key is made and read in KEDA's namespace only: one
+    Certificate there and the cluster-scoped ClusterTriggerAuthentication, never a
+    TriggerAuthentication or a client Certificate in a Ray namespace."""
+    objs = template(helm, *VALUES[name])
+    allowed = {
+        ("Certificate", "keda", "keda-ray-scaler-client"),
+        ("ClusterTriggerAuthentication", "-", "keda-ray-scaler-client"),
+    }
+    assert set(client_key_holders(objs)) <= allowed
+    assert "TriggerAuthentication" not in kinds(objs)
+
+
+@pytest.mark.parametrize(
+    ("sets", "says"),
+    [
+        (["tls.clientNamespaces={ray}"], "tls.clientNamespaces was removed"),
+        (["triggerAuthentication.create=true"], "triggerAuthentication was removed"),
+    ],
+    ids=["client-namespaces", "trigger-authentication"],
+)
+def test_the_values_that_copied_the_client_key_fail_naming_what_replaces_them(
+    helm: str, sets: list[str], says: str
+) -> None:
+    """An old values file that copied KEDA's client key into each Ray namespace fails the render
+    naming the replacement (agent.rbac.namespaces, the ClusterTriggerAuthentication)."""
+    with pytest.raises(AssertionError, match=says) as info:
+        template(helm, *sets)
+    assert "clusterTriggerAuthentication" in str(info.value)
 
 
 def test_operator_objects_are_well_formed(helm: str) -> None:
@@ -435,22 +488,77 @@ def rules_of(objs: list[Obj] | tuple[Obj, ...], name: str) -> list[Obj]:
 
 def test_agent_rbac_is_the_shipped_roles_in_both_modes(helm: str) -> None:
     """Deployment mode: manifests/agent's Role; KubeRay mode, narrowed by name: the KubeRay
-    example's Role of exactly what the agent calls; unnarrowed: the same with no resourceNames."""
+    example's Role of exactly what the agent calls (and manifests/kuberay/agent's); without the
+    names the render fails naming the value (no Role for every RayCluster of the namespace)."""
     sa = "keda-ray-scaler-agent"
-    base = ["agent.rbac.create=true", "tls.clientNamespaces={ray}"]
+    base = ["agent.rbac.create=true", "agent.rbac.namespaces={ray}"]
     deployment = template(helm, *base)
     assert rules_of(deployment, sa) == rules_of(render("manifests/agent"), sa)
     narrowed = template(helm, *VALUES["kuberay"])
     assert rules_of(narrowed, sa) == rules_of(render(KUBERAY_EXAMPLE), "ray-demo-agent")
-    wide = rules_of(template(helm, *base, "agent.rbac.mode=kuberay"), sa)
-    assert wide == [
-        {k: v for k, v in r.items() if k != "resourceNames"} for r in rules_of(narrowed, sa)
-    ]
+    assert rules_of(narrowed, sa) == rules_of(render("manifests/kuberay/agent"), sa)
+    kuberay = [*base, "agent.rbac.mode=kuberay"]
+    with pytest.raises(AssertionError, match=r"agent\.rbac\.rayClusters is required in kuberay"):
+        template(helm, *kuberay)
+    with pytest.raises(AssertionError, match=r"agent\.rbac\.rayWorkerGroups is required"):
+        template(helm, *kuberay, "agent.rbac.rayClusters={demo}")
     (account,) = [
         o for o in narrowed if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == sa
     ]
     assert account["metadata"]["namespace"] == "ray"
     assert account["automountServiceAccountToken"] is False
+
+
+def policy_of(objs: list[Obj]) -> Obj:
+    """The release's one ValidatingAdmissionPolicy, checked to have its Deny binding."""
+    (policy,) = [o for o in objs if o["kind"] == "ValidatingAdmissionPolicy"]
+    (binding,) = [o for o in objs if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    name = policy["metadata"]["name"]
+    assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
+    return policy
+
+
+@pytest.mark.parametrize(
+    ("mode", "shipped"),
+    [("deployment", "manifests/agent"), ("kuberay", "manifests/kuberay/agent")],
+)
+def test_agent_rbac_ships_the_admission_policy_for_the_releases_serviceaccounts(
+    helm: str, mode: str, shipped: str
+) -> None:
+    """agent.rbac.create: the mode's admission policy as shipped (same rules, validations and
+    variables), its condition naming the release's agent ServiceAccount in each namespace;
+    Deployment mode narrowed to agent.rbac.rayClusters when set; none with
+    admissionPolicy=false; before Kubernetes 1.30 the render fails naming the value."""
+    sets = [*VALUES["kuberay"]] if mode == "kuberay" else ["agent.rbac.create=true"]
+    sets += ["agent.rbac.namespaces={ray,ray-b}"]
+    policy = policy_of(template(helm, *sets))
+    want = named(render(shipped), "ValidatingAdmissionPolicy", policy["metadata"]["name"])
+    for key in ("failurePolicy", "matchConstraints", "validations", "variables"):
+        assert policy["spec"][key] == want["spec"][key], key
+    (condition,) = policy["spec"]["matchConditions"]
+    users = [f"'system:serviceaccount:{ns}:keda-ray-scaler-agent'" for ns in ("ray", "ray-b")]
+    assert condition["expression"] == f"request.userInfo.username in [{', '.join(users)}]"
+    if mode == "deployment":
+        narrowed = policy_of(template(helm, *sets, "agent.rbac.rayClusters={demo,batch}"))
+        clusters = {v["name"]: v["expression"] for v in narrowed["spec"]["variables"]}
+        assert clusters["clusters"] == "['demo', 'batch']"
+    off = template(helm, *sets, "agent.rbac.admissionPolicy=false")
+    assert not [o for o in off if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    argv = [helm, "template", RELEASE, str(CHART), "--kube-version=v1.29.4"]
+    old = subprocess.run(
+        [*argv, *(a for s in sets for a in ("--set", s))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert old.returncode != 0 and "agent.rbac.admissionPolicy needs Kubernetes" in old.stderr
+
+
+def test_grpc_reflection_is_off_unless_asked(helm: str) -> None:
+    """The chart passes no --reflection by default (KEDA does not use it); grpcReflection turns
+    it on."""
+    assert scaler_args(template(helm)).reflection is False
+    assert scaler_args(template(helm, "grpcReflection=true")).reflection is True
 
 
 def test_the_rayworkergroup_crd_is_manifests_kuberay_crd(helm: str) -> None:
@@ -531,7 +639,7 @@ def test_the_sidecar_snippet_passes_the_api_server_in_both_head_modes(
 ) -> None:
     """With the chart's agent RBAC applied, the snippet in a head Deployment and pod validates."""
     ns = "ray-b"  # not the namespace the helm install test's release owns
-    rbac = template(helm, "agent.rbac.create=true", f"tls.clientNamespaces={{{ns}}}")
+    rbac = template(helm, "agent.rbac.create=true", f"agent.rbac.namespaces={{{ns}}}")
     agent_objs = [o for o in rbac if o["metadata"].get("namespace") == ns]
     assert kinds(agent_objs) == ["Role", "RoleBinding", "ServiceAccount"]
     docs = "\n---\n".join(yaml.safe_dump(o) for o in agent_objs)
@@ -573,7 +681,7 @@ def test_the_rendered_kuberay_sidecar_passes_the_api_server_in_a_raycluster(
     if apiserver.kubectl("get", "crd", "rayclusters.ray.io", check=False).returncode != 0:
         pytest.skip("KubeRay's CRDs are not in the e2e build set")
     ns = "ray-b"
-    sets = [*VALUES["kuberay"], f"tls.clientNamespaces={{{ns}}}"]
+    sets = [*VALUES["kuberay"], f"agent.rbac.namespaces={{{ns}}}"]
     objs = template(helm, *sets)
     rbac = [o for o in objs if o["metadata"].get("namespace") == ns]
     assert kinds(rbac) == ["Role", "RoleBinding", "ServiceAccount"]
@@ -650,9 +758,10 @@ def test_the_charts_serve_args_run_as_a_local_process(helm: str, tmp_path: Path)
 
 @pytest.mark.controlplane
 def test_helm_install_on_the_api_server(apiserver: Any, helm: str) -> None:
-    """`helm upgrade --install` with the e2e values makes the scaler and the Ray namespace's
-    TriggerAuthentication and agent RBAC; with agent.sidecar.configMap, the sidecar's ConfigMap,
-    which the NOTES name with the one image."""
+    """`helm upgrade --install` with the e2e values makes the scaler, KEDA's
+    ClusterTriggerAuthentication (no TriggerAuthentication in the Ray namespace) and the Ray
+    namespace's agent RBAC; with agent.sidecar.configMap, the sidecar's ConfigMap, which the
+    NOTES name with the one image."""
     out = install(
         helm, apiserver.admin_kubeconfig, {**E2E_VALUES, "agent.sidecar.configMap": "true"}
     )
@@ -665,6 +774,8 @@ def test_helm_install_on_the_api_server(apiserver: Any, helm: str) -> None:
     assert yaml.safe_load(sidecar["data"]["head-pod-template.yaml"])["spec"]["containers"]
     dep = apiserver.get_json("deployment", RELEASE, "-n", NAMESPACE)
     assert dep["spec"]["replicas"] == 1
-    auth = apiserver.get_json("triggerauthentication", "keda-ray-scaler-client", "-n", "ray")
+    auth = apiserver.get_json("clustertriggerauthentication", "keda-ray-scaler-client")
     assert auth["spec"]["secretTargetRef"][0]["name"] == "keda-ray-scaler-client-tls"
+    listed = apiserver.get_json("triggerauthentication", "-n", "ray")
+    assert listed["items"] == []
     apiserver.get_json("role", "keda-ray-scaler-agent", "-n", "ray")

@@ -13,6 +13,13 @@
 - **One narrow Role per Ray cluster**: ``kubectl auth can-i`` as each example's ServiceAccount,
   and as the chart's (``agent.rbac`` in either mode), answers yes exactly for what the agent
   calls (``keda_ray_scaler/agent/kube/pod_api.py``, ``kube.py`` and ``kuberay_api.py``).
+- **A stolen agent token**: each agent identity (an example's, the shared kustomization's, the
+  chart's) in a namespace of its own, its requests impersonated (tests/harness/stolen_token.py):
+  with its Role alone the API server admits what a thief tries (a worker template's image, a
+  foreign pod in ``workersToDelete``, any pod's image, labels or annotations, deleting any pod);
+  with its admission policy too, only what the agent itself sends, every other request 403
+  naming the rule. The answers before and after go to ``stolen-token-figures.json`` in pytest's
+  base temporary directory (docs/security.md, "Before and after").
 
 The API server: etcd and kube-apiserver of the e2e build set, with KubeRay's, the RayWorkerGroup
 and KEDA's CRDs (one per module).
@@ -21,16 +28,28 @@ and KEDA's CRDs (one per module).
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import stolen_token
 import yaml
 from chart_render import NO_CRDS_HERE, SIDECAR, VALUES, template
 from chart_render import helm as helm  # the module-scoped fixture, re-exported
 from manifest_render import render
+from stolen_token import (
+    Answer,
+    Thief,
+    deployment_agent_calls,
+    deployment_attacks,
+    deployment_pods,
+    kuberay_agent_patches,
+    kuberay_attacks,
+    raycluster,
+)
 
 pytestmark = pytest.mark.controlplane
 
@@ -315,7 +334,7 @@ def agent_rbac(helm: str, path: str, namespace: str) -> list[Obj]:
     chart (``chart:<mode>``) rendered for ``namespace``."""
     kept = ("ServiceAccount", "Role", "RoleBinding")
     if path.startswith("chart:"):
-        sets = [*CHART_RBAC[path.partition(":")[2]], f"tls.clientNamespaces={{{namespace}}}"]
+        sets = [*CHART_RBAC[path.partition(":")[2]], f"agent.rbac.namespaces={{{namespace}}}"]
         objs = template(helm, *sets)  # the scaler's own ServiceAccount is in its namespace
         return [o for o in objs if o["kind"] in kept and o["metadata"]["namespace"] == namespace]
     return [o for o in shipped(path) if o["kind"] in kept]
@@ -352,3 +371,141 @@ def test_the_clusters_agent_may_do_what_it_calls_and_nothing_else(
         done = cp.kubectl(*args, *([f"--subresource={sub}"] if sub else []), check=False)
         got[(verb, resource, name, sub)] = done.stdout.strip() == "yes"
     assert got == expected
+
+
+# --- a stolen agent token: what RBAC and the admission policies leave it ---------------------
+
+#: The rules of the shipped admission policies, by a part of their message.
+SPEC_RULE = "another field of spec changed"
+RC_METADATA_RULE = "may not change a RayCluster's labels"
+GROUP_RULE = "may change only replicas and scaleStrategy.workersToDelete of a worker group"
+OWN_PODS_RULE = "may name in workersToDelete only pods of RayCluster demo"
+WORKERS_RULE = "may change or delete only the Ray worker pods of its clusters"
+POD_SPEC_RULE = "may not change a pod's spec"
+POD_METADATA_RULE = "may not change a pod's labels"
+MARKS_RULE = "may change only the annotations"
+
+#: An agent identity of each mode: an example's, the shared kustomization's, the chart's.
+KUBERAY_SOURCES = {
+    "example": "manifests/kuberay/example",
+    "shared": "manifests/kuberay/agent",
+    "chart": "chart:kuberay",
+}
+DEPLOYMENT_SOURCES = {
+    "example": "manifests/examples/ray-cluster",
+    "shared": "manifests/agent",
+    "chart": "chart:deployment",
+}
+
+
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Each attack's answer before and after the policies, kept as JSON for the docs' table."""
+    found: dict[str, Any] = {}
+    yield found
+    path = tmp_path_factory.getbasetemp() / "stolen-token-figures.json"
+    path.write_text(json.dumps(found, indent=1))
+
+
+def identity(helm: str, source: str, namespace: str) -> tuple[list[Obj], list[Obj], str]:
+    """The identity's RBAC objects in ``namespace``, its admission policies for it, and its
+    ServiceAccount's name."""
+    if source.startswith("chart:"):
+        mode = source.partition(":")[2]
+        sets = [*CHART_RBAC[mode], f"agent.rbac.namespaces={{{namespace}}}"]
+        if mode == "deployment":
+            sets.append("agent.rbac.rayClusters={demo}")
+        objs = template(helm, *sets)
+        rbac = [o for o in objs if o["metadata"].get("namespace") == namespace]
+        rbac = [o for o in rbac if o["kind"] in stolen_token.NAMESPACED]
+    else:
+        objs = list(render(source))
+        rbac = stolen_token.in_namespace(objs, namespace)
+    policies = stolen_token.policies_for(objs, namespace)
+    (account,) = [o["metadata"]["name"] for o in rbac if o["kind"] == "ServiceAccount"]
+    return rbac, policies, account
+
+
+def tried(attacks: dict[str, Callable[[], Answer]]) -> dict[str, Answer]:
+    """Each attack's answer now."""
+    return {what: attack() for what, attack in attacks.items()}
+
+
+@pytest.mark.parametrize("source", sorted(KUBERAY_SOURCES))
+def test_a_stolen_kuberay_token_changes_only_replicas_and_workers_to_delete_of_its_cluster(
+    cp: Any, helm: str, source: str, figures: dict[str, Any]
+) -> None:
+    """With the identity's Role alone, the token rewrites its RayCluster's templates and names any
+    pod for KubeRay to delete; with its admission policy too, only the agent's own patches
+    (replicas and workersToDelete naming its cluster's pods, then cleared) pass, every other is
+    403 naming the rule, another RayCluster is 403 by RBAC (resourceNames), and the admin is
+    not held."""
+    with stolen_token.namespace(cp, f"thief-kuberay-{source}") as ns:
+        rbac, policies, account = identity(helm, KUBERAY_SOURCES[source], ns)
+        wide = stolen_token.unnamed(rbac, account)
+        stolen_token.apply(cp, [*rbac, *wide, raycluster("demo", ns), raycluster("other", ns)])
+        thief = Thief(cp, ns, account)
+        attacks = kuberay_attacks(thief)
+        before = tried(attacks)
+        unnamed = kuberay_attacks(Thief(cp, ns, f"{account}-unnamed"))["patch another RayCluster"]()
+        with stolen_token.enforced(cp, policies, attacks["change a worker template's image"]) as s:
+            own = kuberay_agent_patches(thief)
+            after = tried(attacks)
+            admin = kuberay_attacks(Thief(cp, ns, ""))["change a worker template's image"]()
+            warnings = stolen_token.type_warnings(cp, policies)
+    figures[f"kuberay-{source}"] = {
+        "enforced after s": round(s, 1),
+        "type-checking warnings": warnings,
+        "the agent's patches": [answer.short() for answer in own],
+        "patch another RayCluster, Role without resourceNames": unnamed.short(),
+        **{what: [before[what].short(), after[what].short()] for what in attacks},
+    }
+    assert all(answer.allowed for answer in own), own
+    assert unnamed.allowed, unnamed  # why agent.rbac.rayClusters is required
+    assert admin.allowed, admin  # the policy holds the agent's account only
+    other = "patch another RayCluster"
+    for answer in (before[other], after[other]):
+        assert answer.forbidden and 'cannot patch resource "rayclusters"' in answer.message, answer
+    assert all(before[what].allowed for what in attacks if what != other), before
+    assert after["change a worker template's image"].denied_by_policy(GROUP_RULE)
+    assert after["name another cluster's pod in workersToDelete"].denied_by_policy(OWN_PODS_RULE)
+    assert after["change the head's ServiceAccount"].denied_by_policy(SPEC_RULE)
+    assert after["label the RayCluster"].denied_by_policy(RC_METADATA_RULE)
+
+
+@pytest.mark.parametrize("source", sorted(DEPLOYMENT_SOURCES))
+def test_a_stolen_deployment_mode_token_writes_only_the_marks_of_its_workers(
+    cp: Any, helm: str, source: str, figures: dict[str, Any]
+) -> None:
+    """With the identity's Role alone, the token changes any pod of the namespace (image,
+    labels, annotations) and deletes any; with its admission policy too, it writes and removes
+    only the agent's two annotations, and deletes, on Ray worker pods only (of cluster demo
+    where the identity names it); everything else is 403 naming the rule."""
+    with stolen_token.namespace(cp, f"thief-deployment-{source}") as ns:
+        rbac, policies, account = identity(helm, DEPLOYMENT_SOURCES[source], ns)
+        stolen_token.apply(cp, [*rbac, *deployment_pods(ns)])
+        thief = Thief(cp, ns, account)
+        attacks = deployment_attacks(thief)
+        before = tried(attacks)
+        with stolen_token.enforced(cp, policies, attacks["change a worker's image"]) as s:
+            own = deployment_agent_calls(thief)
+            after = tried(attacks)
+            warnings = stolen_token.type_warnings(cp, policies)
+    figures[f"deployment-{source}"] = {
+        "enforced after s": round(s, 1),
+        "type-checking warnings": warnings,
+        "the agent's mark, unmark, delete": [answer.short() for answer in own],
+        **{what: [before[what].short(), after[what].short()] for what in attacks},
+    }
+    assert all(answer.allowed for answer in own), own
+    assert all(answer.allowed for answer in before.values()), before
+    assert after["change a worker's image"].denied_by_policy(POD_SPEC_RULE)
+    assert after["write another annotation"].denied_by_policy(MARKS_RULE)
+    assert after["relabel a worker"].denied_by_policy(POD_METADATA_RULE)
+    assert after["mark a pod that is no Ray worker"].denied_by_policy(WORKERS_RULE)
+    assert after["delete a pod that is no Ray worker"].denied_by_policy(WORKERS_RULE)
+    other = after["mark another cluster's worker"]
+    if source == "shared":  # the shared identity serves every Ray cluster of its namespace
+        assert other.allowed, other
+    else:
+        assert other.denied_by_policy(WORKERS_RULE), other

@@ -41,7 +41,7 @@ from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
-from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, digest, encoding
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.source_settings import RetrySettings
 
@@ -61,8 +61,10 @@ def demo(tasks: int, *, when: float = NOW_S) -> ClusterSnapshot:
 
 
 def claiming(snapshot: ClusterSnapshot, **labels: str) -> list[Sample]:
-    """The snapshot's series, each also carrying ``labels`` (a forger's claims)."""
-    return [Sample(s.name, {**s.labels, **labels}, s.value) for s in encoding.encode(snapshot)]
+    """The snapshot's series, sealed as an agent seals them, each also carrying ``labels`` (a
+    forger's claims)."""
+    sealed = digest.seal(encoding.encode(snapshot))
+    return [Sample(s.name, {**s.labels, **labels}, s.value) for s in sealed]
 
 
 def podmonitor_job() -> dict[str, Any]:

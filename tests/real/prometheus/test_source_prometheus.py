@@ -40,7 +40,7 @@ from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
 from keda_ray_scaler.rpc.server import build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
-from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, encoding
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, decoding, digest, encoding
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
@@ -68,20 +68,25 @@ def snapshot(name: str, *, when: float = NOW_S, success: bool = True) -> Cluster
     return ClusterSnapshot(type(SEED_INPUT)(renamed, SEED_INPUT.demand), when, success)
 
 
+def exported(snap: ClusterSnapshot) -> list[Sample]:
+    """The series the agent exports for ``snap``: encoded and sealed."""
+    return digest.seal(encoding.encode(snap))
+
+
 def with_demand_value(name: str, value: float) -> list[Sample]:
     """Cluster ``name``'s series with its demand count replaced by ``value``."""
     return [
         Sample(s.name, s.labels, value) if s.name == schema.DEMAND_BUNDLES else s
-        for s in encoding.encode(snapshot(name))
+        for s in exported(snapshot(name))
     ]
 
 
 def served() -> list[Sample]:
     """Every scenario, one cluster each, served by the main exporter."""
     return [
-        *encoding.encode(snapshot("demo")),
-        *encoding.encode(snapshot("stale", when=1000.0)),
-        *encoding.encode(snapshot("failed", success=False)),
+        *exported(snapshot("demo")),
+        *exported(snapshot("stale", when=1000.0)),
+        *exported(snapshot("failed", success=False)),
         *with_demand_value("nan", math.nan),
         *with_demand_value("absurd", 1e300),
         Sample("ray_scaler_probe", {"cluster": HOSTILE}, 7.0),
@@ -98,7 +103,7 @@ def exporter() -> Iterator[SampleExporter]:
 @pytest.fixture(scope="module")
 def lost_exporter() -> Iterator[SampleExporter]:
     """A second agent, for cluster ``lost``, that a test stops."""
-    with SampleExporter(encoding.encode(snapshot("lost"))) as e:
+    with SampleExporter(exported(snapshot("lost"))) as e:
         yield e
 
 

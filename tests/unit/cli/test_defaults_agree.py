@@ -38,6 +38,10 @@ SERVER_FLAGS = {
     "max_connection_age": "max_connection_age_s",
     "grace": "stop_grace_s",
     "max_health_watches": "max_health_watches",
+    "max_streams_per_connection": "max_streams_per_connection",
+    "max_streams_per_peer": "max_streams_per_peer",
+    "client_identity": "client_identity",
+    "reflection": "reflection",
 }
 #: ``serve`` flag destination -> :class:`TargetSettings` field.
 TARGET_FLAGS = {

@@ -89,8 +89,22 @@ def test_bad_source_flags_name_the_flag(argv: list[str], flag: str, problem: str
         (["--client-ca", "/x"], "--tls-client-ca"),
         (["--port", "70000"], "--port"),
         (["--max-concurrent-rpcs", "0"], "--max-concurrent-rpcs"),
+        (["--max-streams-per-peer", "0"], "--max-streams-per-peer"),
+        (["--max-streams-per-connection", "0"], "--max-streams-per-connection"),
+        (["--client-identity", "keda\n"], "--client-identity"),
+        (["--client-identity", " keda"], "--client-identity"),
     ],
-    ids=["missing-cert-file", "cert-without-key", "ca-without-tls", "port", "rpcs"],
+    ids=[
+        "missing-cert-file",
+        "cert-without-key",
+        "ca-without-tls",
+        "port",
+        "rpcs",
+        "streams-per-peer",
+        "streams-per-connection",
+        "identity-with-newline",
+        "identity-with-space",
+    ],
 )
 def test_bad_server_flags_name_the_flag(argv: list[str], flag: str) -> None:
     """Listening and TLS flags are validated with the flag in the error."""
@@ -180,6 +194,26 @@ def test_plaintext_and_unauthenticated_tls_are_named_by_the_flag_that_closes_the
     assert [flag for flag, _ in server_only] == ["--tls-client-ca"]
     assert "without client authentication" in server_only[0][1]
     assert mutual == []
+
+
+def test_mtls_serving_every_certificate_of_the_ca_is_named_by_the_identity_flag(
+    tmp_path: Path,
+) -> None:
+    """mTLS with --client-identity '': a warning naming --client-identity; the flags pass
+    the identity, the stream bounds and reflection to the settings."""
+    cert, key, ca = (tmp_path / n for n in ("c.pem", "k.pem", "ca.pem"))
+    anyone = ServerSettings(tls=TlsFiles(cert, key, ca), client_identity="")
+    assert [flag for flag, _ in serve.insecure_defaults(anyone)] == ["--client-identity"]
+    settings = serve_flags.server_settings(
+        parse(
+            "--client-identity=keda-operator",
+            "--max-streams-per-peer=7",
+            "--max-streams-per-connection=5",
+            "--reflection",
+        )
+    )
+    assert (settings.client_identity, settings.reflection) == ("keda-operator", True)
+    assert (settings.max_streams_per_peer, settings.max_streams_per_connection) == (7, 5)
 
 
 def test_bad_flag_exits_2_with_one_line() -> None:

@@ -464,28 +464,75 @@ async def test_no_version_yet_is_a_failed_read_not_a_read_of_an_unknown_ray(
     assert reader.ray_version == "2.60.0"
 
 
-async def test_the_agent_exits_2_naming_the_version_and_the_range(
+def http_get(url: str) -> tuple[int, str]:
+    """The status and body of a GET (an error status is an answer too)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return int(answer.status), answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+async def http_until(url: str, status: int, timeout_s: float = 30.0) -> tuple[int, str]:
+    """GET ``url`` until it answers ``status`` (or the time is up); the last answer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            got = await asyncio.to_thread(http_get, url)
+        except OSError:  # not listening yet
+            got = (0, "")
+        if got[0] == status or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(0.2)
+
+
+async def test_an_unsupported_ray_keeps_the_agent_up_unready_and_a_supported_one_is_read(
     served: Served, tmp_path: Path
 ) -> None:
-    """`keda-ray-scaler agent` against a Ray 2.9.3 head: exit 2, one line, nothing exported."""
+    """`keda-ray-scaler agent` against a Ray 2.9.3 head (issue 35: it exited 2, a crash loop
+    under Kubernetes): the agent stays up, alive (/healthz 200) but not ready (/readyz 503),
+    both naming the version and the range; it reads nothing else and exports no fresh data
+    (success 0), and counts the refusal. The head restarted on Ray 2.60: read, ready."""
     served.gcs.status = one_node_status()
     served.gcs.kv.update(metadata_of("2.9.3"))
     spec = tmp_path / "cluster.yaml"
     spec.write_text(
         json.dumps({"cluster": "demo", "workerGroups": [{"name": "cpu", "resources": {"CPU": 10}}]})
     )
+    port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         *("-m", "keda_ray_scaler", "agent", "--cluster-spec", str(spec), "--no-scale-down"),
-        *("--gcs-address", served.address, "--host", "127.0.0.1", "--port", str(free_port())),
-        *("--log-format", "console", "--log-level", "error"),
+        *("--gcs-address", served.address, "--host", "127.0.0.1", "--port", str(port)),
+        *("--interval", "0.2", "--log-format", "console", "--log-level", "error"),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
-    _, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 2
-    assert err.decode().splitlines() == [
-        f"keda-ray-scaler agent: --gcs-address: GCS {served.address}: Ray 2.9.3 is older than "
-        "the oldest supported, 2.10.0 to 2.60.x"
-    ]
-    assert "GetClusterStatus" not in [rpc for rpc, _, _ in served.gcs.calls]
+    base = f"http://127.0.0.1:{port}"
+    refused = (
+        f"GCS {served.address}: Ray 2.9.3 is older than the oldest supported, 2.10.0 to 2.60.x"
+    )
+    try:
+        status, body = await http_until(base + "/readyz", 503)
+        assert status == 503
+        assert body.startswith(f"refused: {refused}: nothing read (refused ")
+        status, body = await asyncio.to_thread(http_get, base + "/healthz")
+        assert (status, body.startswith(f"refused: {refused}")) == (200, True)
+        _, text = await asyncio.to_thread(http_get, base + "/metrics")
+        assert 'ray_scaler_snapshot_success{cluster="demo"} 0.0' in text.splitlines()
+        assert 'reason="unsupported_ray_version"' in text
+        assert "GetClusterStatus" not in [rpc for rpc, _, _ in served.gcs.calls]
+        assert proc.returncode is None
+        served.gcs.kv.update(metadata_of("2.60.0"))  # the head restarted on a supported Ray
+        status, body = await http_until(base + "/readyz", 200)
+        assert (status, body.split(":")[0]) == (200, "fresh")
+        _, text = await asyncio.to_thread(http_get, base + "/metrics")
+        assert 'ray_scaler_snapshot_success{cluster="demo"} 1.0' in text.splitlines()
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert (proc.returncode, err.decode()) == (0, "")

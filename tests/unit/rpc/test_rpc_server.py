@@ -336,13 +336,18 @@ async def test_oversized_request_is_refused(env: Env) -> None:
     assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-async def test_reflection_lists_the_scaler_and_health_services(env: Env) -> None:
-    """Server reflection answers list_services."""
-    stub = reflection_pb2_grpc.ServerReflectionStub(env.channel)
-    request = reflection_pb2.ServerReflectionRequest(list_services="")
+async def test_reflection_lists_the_scaler_and_health_services() -> None:
+    """Server reflection, when asked for (--reflection; off by default), answers
+    list_services."""
+    server = build_server(
+        MemorySource({RAY: snapshot()}), clock=FakeClock(T0), extra=[("reflection", True)]
+    )
     names: list[str] = []
-    async for reply in stub.ServerReflectionInfo(iter([request])):
-        names += [s.name for s in reply.list_services_response.service]
+    async with server, grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        async for reply in stub.ServerReflectionInfo(iter([request])):
+            names += [s.name for s in reply.list_services_response.service]
     assert sorted(names) == sorted(
         [SERVICE_NAME, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"]
     )

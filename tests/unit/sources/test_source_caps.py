@@ -13,7 +13,7 @@ from prometheus_server import SampleExporter
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import Cap, CapExceeded, DemandUnavailable, FetchError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import ClusterSnapshot, Sample, encoding
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, digest, encoding
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
 from keda_ray_scaler.sources.scrape import ScrapeSettings, ScrapeSource
@@ -25,9 +25,10 @@ DEMO = ClusterRef("ray", "demo")
 
 
 def seed() -> list[Sample]:
-    """The seed example's series (20 x {CPU: 5} on a 10-CPU group) of cluster ``demo``."""
+    """The seed example's series (20 x {CPU: 5} on a 10-CPU group) of cluster ``demo``, sealed
+    as the agent exports them."""
     planning = inp(cluster(group("cpu", cpu=10, max=50)), bundles=[(res(cpu=5), 20)])
-    return encoding.encode(ClusterSnapshot(planning, NOW_S, True))
+    return digest.seal(encoding.encode(ClusterSnapshot(planning, NOW_S, True)))
 
 
 def demand(shape: str, kind: str = "task", strategy: str = "") -> Sample:

@@ -85,11 +85,16 @@ def count(metrics: SourceMetrics, name: str, **labels: str) -> float:
 @contextlib.contextmanager
 def http_server(
     answer: Callable[[http.server.BaseHTTPRequestHandler], tuple[int, bytes]],
+    raw: Callable[[http.server.BaseHTTPRequestHandler], None] | None = None,
 ) -> Iterator[str]:
-    """A loopback HTTP server whose GET answer ``answer(handler)`` computes; yields its URL."""
+    """A loopback HTTP server whose GET answer ``answer(handler)`` computes (or ``raw``
+    writes whole); yields its URL."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if raw is not None:
+                raw(self)
+                return
             status, body = answer(self)
             self.send_response(status)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -257,6 +262,40 @@ async def test_server_errors_are_retried_and_not_found_is_not(metrics: SourceMet
     assert len(seen) == 4
 
 
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+async def test_a_redirect_is_refused_never_followed(metrics: SourceMetrics, status: int) -> None:
+    """An agent URL answering a redirect to another server: the fetch is unavailable at once
+    with kind ``redirect`` naming where it pointed, counted like any source error, and the
+    other server is never asked."""
+    asked_elsewhere: list[str] = []
+
+    def elsewhere(h: http.server.BaseHTTPRequestHandler) -> tuple[int, bytes]:
+        asked_elsewhere.append(h.path)
+        return 200, b""
+
+    def redirect(target: str) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
+        def do_get(h: http.server.BaseHTTPRequestHandler) -> None:
+            h.send_response(status)
+            h.send_header("Location", target)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+
+        return do_get
+
+    with (
+        http_server(elsewhere) as target,
+        http_server(lambda h: (200, b""), redirect(target)) as url,
+        pytest.raises(FetchError) as info,
+    ):
+        await source_for(url, metrics, attempts=3).fetch(DEMO)
+    assert asked_elsewhere == []
+    assert info.value.kind == "redirect"
+    assert f"HTTP {status}: redirect to {target} refused" in str(info.value)
+    assert "--agent-url" in str(info.value)
+    assert count(metrics, "requests", source="scrape", outcome="redirect") == 1  # not retried
+    assert count(metrics, "failures", source="scrape", error="redirect") == 1
+
+
 async def test_text_that_does_not_parse_is_bad_data(metrics: SourceMetrics) -> None:
     """An HTML error page in place of metrics is DemandUnavailable, kind bad_data."""
     with (
@@ -382,6 +421,8 @@ async def test_a_missing_token_file_is_an_auth_error_without_retry(
         (HttpStatusError(503, ""), "http", True),
         (HttpStatusError(429, ""), "http", True),
         (HttpStatusError(404, ""), "http", False),
+        (HttpStatusError(302, ""), "redirect", False),
+        (HttpStatusError(308, ""), "redirect", False),
         (HttpStatusError(401, ""), "auth", False),
         (HttpStatusError(403, ""), "auth", False),
         (SchemaError("bad"), "bad_data", False),

@@ -51,7 +51,7 @@ from keda_ray_scaler.model import (
     WorkerNode,
     total_count,
 )
-from keda_ray_scaler.schema import decoding, encoding
+from keda_ray_scaler.schema import decoding, digest, encoding
 
 CPU = WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50, idle_timeout_s=60)
 #: Resource names Ray 2.60 accepts that a label value must survive (the last: 5,000 characters).
@@ -176,10 +176,13 @@ def test_gcs_constraints_win_over_the_v1_kv_request() -> None:
 
 
 @pytest.mark.parametrize("raw", [b"{not json", b'{"CPU": 1}', b"[1]"])
-def test_a_malformed_v1_request_is_a_ray_error(raw: bytes) -> None:
-    """A corrupt KV value fails the poll instead of silently dropping the floor."""
-    with pytest.raises(RayError, match="autoscaler_resource_request"):
-        parse_v1_requests(raw)
+def test_a_malformed_v1_request_is_refused_and_read_as_no_request(raw: bytes) -> None:
+    """A corrupt KV value (any task may write it) is no floor and a refusal naming the key, never
+    a failed poll (issue 35: it failed every poll for as long as the key lived)."""
+    read = parse_v1_requests(raw)
+    assert read.bundles == ()
+    assert read.refused is not None
+    assert read.refused.detail.startswith("autoscaler_resource_request: ")
 
 
 def test_nodes_map_by_instance_id_and_type_name_and_the_head_and_dead_are_left_out() -> None:
@@ -368,14 +371,16 @@ def scrape(registry: CollectorRegistry) -> list[schema.Sample]:
 
 
 def test_the_collector_serves_exactly_the_schema_encoding() -> None:
-    """A scrape yields encoding.encode(snapshot), sample for sample (grouped by family)."""
+    """A scrape yields encoding.encode(snapshot), sealed (its series count and digest), sample
+    for sample (grouped by family)."""
     registry = CollectorRegistry()
     SnapshotCollector(registry).publish(snapshot())
 
     def key(s: schema.Sample) -> tuple[str, list[tuple[str, str]], float]:
         return (s.name, sorted(s.labels.items()), s.value)
 
-    assert sorted(scrape(registry), key=key) == sorted(encoding.encode(snapshot()), key=key)
+    sealed = digest.seal(encoding.encode(snapshot()))
+    assert sorted(scrape(registry), key=key) == sorted(sealed, key=key)
 
 
 def test_the_scraped_text_decodes_back_to_the_snapshot() -> None:

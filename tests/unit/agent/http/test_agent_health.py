@@ -1,13 +1,15 @@
-"""``/healthz``: fails when the last successful poll is older than a few intervals.
+"""``/healthz``: fails when the last successful poll is older than a few intervals; ``/readyz``
+also while the head's Ray version is refused (alive, not ready).
 
 The decision is a table of values; the HTTP answers come from the real server on 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import contextlib
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import pytest
@@ -15,9 +17,17 @@ from fake_clock import FakeClock
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.http.agent_health import Health, HealthProbe, check, max_age_s
+from keda_ray_scaler.agent.http.agent_health import (
+    HeadRefusal,
+    HeadRefused,
+    Health,
+    HealthProbe,
+    check,
+    max_age_s,
+)
 from keda_ray_scaler.agent.http.exporter import SnapshotCollector
 from keda_ray_scaler.agent.http.metrics_server import start_metrics_server
+from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
 
 SPEC = ClusterSpec("demo", (WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50),))
@@ -65,20 +75,32 @@ class FakeLoop:
     snapshot: schema.ClusterSnapshot
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[str, FakeLoop, FakeClock]]:
-    """The agent's HTTP server on 127.0.0.1 (any port) over a fake loop and clock; stopped."""
+@contextlib.contextmanager
+def serve(
+    head: Callable[[FakeClock], HeadRefusal | None],
+) -> Iterator[tuple[str, FakeLoop, FakeClock, HeadRefusal | None]]:
+    """The agent's HTTP server on 127.0.0.1 (any port) over a fake loop and clock, and the
+    head's refusals ``head`` makes on that clock; stopped."""
     registry = CollectorRegistry()
     collector = SnapshotCollector(registry)
     loop = FakeLoop(schema.ClusterSnapshot(PlanningInput(SPEC), 0.0, False))
     collector.publish(loop.snapshot)
     clock = FakeClock(1_000.0)
-    server = start_metrics_server("127.0.0.1", 0, registry, HealthProbe(loop, clock, 30.0))
+    refusal = head(clock)
+    probe = HealthProbe(loop, clock, 30.0, refusal)
+    server = start_metrics_server("127.0.0.1", 0, registry, probe)
     try:
-        yield f"http://127.0.0.1:{server.server_port}", loop, clock
+        yield f"http://127.0.0.1:{server.server_port}", loop, clock, refusal
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, FakeLoop, FakeClock]]:
+    """The server, no version check."""
+    with serve(lambda clock: None) as (url, loop, clock, _):
+        yield url, loop, clock
 
 
 def get(url: str) -> tuple[int, str]:
@@ -136,3 +158,57 @@ def test_metrics_are_still_served_on_the_same_port(
     status, body = get(url + "/metrics")
     assert status == 200
     assert 'ray_scaler_snapshot_success{cluster="demo"} 0.0' in body.splitlines()
+
+
+# --- a head on a Ray the agent refuses: alive, not ready (issue 35) --------------------------
+WHY = "GCS h:6379: Ray 2.9.3 is older than the oldest supported, 2.10.0 to 2.60.x"
+
+
+@pytest.mark.parametrize(
+    ("last", "refused_at", "now", "health", "ok", "ready"),
+    [
+        (None, 1_004.0, 1_005.0, Health.REFUSED, True, False),
+        (None, 1_004.0, 1_100.0, Health.STALE, False, False),  # no poll since: the loop hangs
+        (1_002.0, 1_004.0, 1_020.0, Health.REFUSED, True, False),  # refused after a success
+        (1_010.0, 1_004.0, 1_020.0, Health.FRESH, True, True),  # a success after: recovered
+        (None, None, 1_005.0, Health.STARTING, True, True),
+    ],
+)
+def test_a_recent_refusal_with_no_success_since_is_alive_but_not_ready(
+    last: float | None,
+    refused_at: float | None,
+    now: float,
+    health: Health,
+    ok: bool,
+    ready: bool,
+) -> None:
+    """Started at 1000 with a 30 s bound."""
+    refused = None if refused_at is None else HeadRefused(refused_at, WHY)
+    verdict = check(last, started_s=1_000.0, now_s=now, max_age_s=30.0, refused=refused)
+    assert (verdict.health, verdict.ok, verdict.ready) == (health, ok, ready)
+
+
+@pytest.fixture
+def served_refused() -> Iterator[tuple[str, FakeLoop, FakeClock, HeadRefusal]]:
+    """The server, the reader refusing the head through ``HeadRefusal``."""
+    with serve(HeadRefusal) as (url, loop, clock, head):
+        assert head is not None
+        yield url, loop, clock, head
+
+
+def test_readyz_fails_naming_the_version_while_healthz_passes_and_both_recover(
+    served_refused: tuple[str, FakeLoop, FakeClock, HeadRefusal],
+) -> None:
+    """Refused at each poll: /readyz 503, /healthz 200, one line each; then a supported head."""
+    url, loop, clock, head = served_refused
+    assert get(url + "/readyz")[0] == 200  # starting
+    for t in (1_001.0, 1_040.0, 1_080.0):  # long past the 30 s bound: still refused, not stale
+        clock.t = t
+        head.refuse(UnsupportedRayVersion("2.9.3", WHY))
+        clock.t = t + 0.5
+        line = f"refused: {WHY}: nothing read (refused 0.5 s ago)\n"
+        assert get(url + "/readyz") == (503, line)
+        assert get(url + "/healthz") == (200, line)
+    loop.snapshot = replace(loop.snapshot, snapshot_time_s=1_085.0, success=True)
+    clock.t = 1_086.0
+    assert get(url + "/readyz") == (200, "fresh: last successful poll 1.0 s ago\n")

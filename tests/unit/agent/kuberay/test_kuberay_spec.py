@@ -335,6 +335,31 @@ def test_agent_rbac_covers_kuberay_mode(rendered: list[dict[str, Any]]) -> None:
     assert ("keda-ray-scaler.io", "rayworkergroups", "list") in granted
     assert ("keda-ray-scaler.io", "rayworkergroups/status", "patch") in granted
     assert not any(v in ("delete", "create", "*") for _, _, v in granted)
+    (rc,) = _of(rendered, "RayCluster")
+    names = {r["resources"][0]: r.get("resourceNames") for r in rules}
+    assert names["rayclusters"] == [rc["metadata"]["name"]]  # a stolen token: this cluster only
+    assert names["rayworkergroups/status"] == sorted(
+        g["metadata"]["name"] for g in _of(rendered, "RayWorkerGroup")
+    )
+
+
+def test_the_admission_policy_admits_the_fields_scale_patch_writes(
+    rendered: list[dict[str, Any]],
+) -> None:
+    """The fields the agent's patch writes in a worker group are exactly the policy's
+    agentFields; its other operations are preconditions (the real API server's verdicts:
+    tests/real/control_plane/test_least_privilege.py)."""
+    (policy,) = _of(rendered, "ValidatingAdmissionPolicy")
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    d = decide(state(10), 8, PODS, ["p1", "p2"])
+    ops = scale_patch("42", GroupState("cpu", 1, 10, 0, 50), d)
+    written = sorted(
+        op["path"].rsplit("/", 1)[1]
+        for op in ops
+        if op["path"].startswith("/spec/") and op["op"] != "test"
+    )
+    assert variables["agentFields"] == str(written).replace('"', "'")
+    assert {op["op"] for op in ops if op["path"] == "/metadata/resourceVersion"} == {"replace"}
 
 
 def test_agent_is_a_sidecar_of_the_head_in_kuberay_mode(rendered: list[dict[str, Any]]) -> None:

@@ -1,0 +1,174 @@
+"""The snapshot seal: the agent's series count and digest, and the scaler's check of them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Callable
+
+import pytest
+from full_snapshot import full_snapshot
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.agent.http.exporter import SnapshotCollector
+from keda_ray_scaler.errors import Refusal, UntrustedData
+from keda_ray_scaler.schema import Sample, decoding, digest, encoding
+from keda_ray_scaler.schema.digest import Seal
+
+#: What Prometheus adds to every series of the agent's (never part of the digest).
+SCRAPE_LABELS = {"job": "ray-scaler-agents", "instance": "10.0.0.1:9400", "namespace": "ray"}
+
+
+def sealed() -> list[Sample]:
+    """Every kind of series the agent exports, sealed."""
+    return digest.seal(encoding.encode(full_snapshot()))
+
+
+def seal_of(samples: list[Sample]) -> tuple[float, float]:
+    """The ``(series, digest)`` values the samples carry."""
+    (count,) = [s.value for s in samples if s.name == schema.SNAPSHOT_SERIES]
+    (value,) = [s.value for s in samples if s.name == schema.SNAPSHOT_DIGEST]
+    return count, value
+
+
+def mismatch(samples: list[Sample]) -> str:
+    """The message of the digest_mismatch refusal ``samples`` get."""
+    with pytest.raises(UntrustedData) as info:
+        digest.check("c", samples)
+    assert info.value.reason is Refusal.DIGEST_MISMATCH
+    return str(info.value)
+
+
+def test_a_sealed_snapshot_decodes_to_itself_and_holds() -> None:
+    """seal adds one series count and one digest per cluster; decode checks and drops them."""
+    samples = sealed()
+    body = encoding.encode(full_snapshot())
+    assert samples[: len(body)] == body
+    assert [s.name for s in samples[len(body) :]] == [
+        schema.SNAPSHOT_SERIES,
+        schema.SNAPSHOT_DIGEST,
+    ]
+    assert seal_of(samples)[0] == len(body)
+    assert digest.check("c", samples) is Seal.HELD
+    assert decoding.decode(samples) == {"c": full_snapshot()}
+
+
+def test_the_digest_is_the_documented_one() -> None:
+    """An implementation written from schema/digest.py's text (JSON lines of name, non-empty
+    schema labels sorted, the value's IEEE 754 bits; sorted; SHA-256; 48 bits) agrees."""
+    lines = []
+    for s in encoding.encode(full_snapshot()):
+        labels = [[k, v] for k, v in sorted(s.labels.items()) if v]
+        bits = struct.pack(">d", s.value).hex()
+        lines.append(json.dumps([s.name, labels, bits], separators=(",", ":")))
+    text = "".join(line + "\n" for line in sorted(lines))
+    expected = int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big")
+    assert seal_of(sealed()) == (len(lines), float(expected))
+    assert 0 < expected < 2**48  # exact in a float64 sample
+
+
+def test_what_prometheus_adds_or_drops_leaves_the_seal_intact() -> None:
+    """job, instance, namespace added to every series, empty labels dropped (as Prometheus
+    stores them), -0.0 for 0.0, the agent's own non-snapshot series beside: still held."""
+    scraped = [
+        Sample(
+            s.name,
+            {**{k: v for k, v in s.labels.items() if v}, **SCRAPE_LABELS},
+            -0.0 if s.value == 0.0 else s.value,
+        )
+        for s in sealed()
+    ]
+    scraped.append(Sample(schema.NODES_UNMAPPED, {"cluster": "c", **SCRAPE_LABELS}, 3.0))
+    assert digest.check("c", scraped) is Seal.HELD
+
+
+def test_the_collectors_scrape_text_holds_its_seal() -> None:
+    """Through the /metrics text format (values printed Go-style, labels escaped) the seal
+    still holds, and a failed poll's re-sealed data too."""
+    registry = CollectorRegistry()
+    collector = SnapshotCollector(registry)
+    collector.publish(full_snapshot())
+
+    def scrape() -> list[Sample]:
+        text = generate_latest(registry).decode()
+        families = text_string_to_metric_families(text)
+        return [Sample(s.name, s.labels, s.value) for f in families for s in f.samples]
+
+    assert digest.check("c", scrape()) is Seal.HELD
+    before = seal_of(scrape())
+    collector.mark_failed()
+    assert digest.check("c", scrape()) is Seal.HELD
+    assert seal_of(scrape())[0] == before[0] and seal_of(scrape())[1] != before[1]
+
+
+def test_a_series_added_is_refused() -> None:
+    """One more demand series (the reported attack: CPU=1 x 1,000): refused, never decoded."""
+    forged = Sample(
+        schema.DEMAND_BUNDLES,
+        {"cluster": "c", "kind": "task", "shape": "CPU=1", "strategy": ""},
+        1000.0,
+    )
+    text = mismatch([*sealed(), forged])
+    assert "series where the agent's seal counts" in text and "added or missing" in text
+    with pytest.raises(UntrustedData):
+        decoding.decode([*sealed(), forged])
+
+
+def test_a_series_missing_is_refused() -> None:
+    """A series of the snapshot gone (or hidden): the count differs."""
+    samples = [s for s in sealed() if s.name != schema.NODE_IDLE_SECONDS]
+    assert "added or missing" in mismatch(samples)
+
+
+@pytest.mark.parametrize(
+    "alter",
+    [
+        pytest.param(lambda s: Sample(s.name, s.labels, 1000.0), id="value"),
+        pytest.param(lambda s: Sample(s.name, {**s.labels, "shape": "CPU=1"}, s.value), id="label"),
+        pytest.param(lambda s: Sample(schema.CLUSTER_MAX_WORKERS, s.labels, s.value), id="name"),
+    ],
+)
+def test_a_series_altered_is_refused(alter: Callable[[Sample], Sample]) -> None:
+    """The same number of series, one with another value, label or name (another writer's
+    sample under the agent's labels): the digest differs."""
+    samples = sealed()
+    i = next(i for i, s in enumerate(samples) if s.name == schema.DEMAND_BUNDLES)
+    samples[i] = alter(samples[i])
+    assert "labels or values differ" in mismatch(samples)
+
+
+def test_a_copy_differing_only_outside_the_schema_is_one_series_too_many() -> None:
+    """A forger's exact copy of a series with one label of its own (``pod`` of its job) is a
+    second series with the same digest line: counted, refused."""
+    samples = sealed()
+    demand = next(s for s in samples if s.name == schema.DEMAND_BUNDLES)
+    copy = Sample(demand.name, {**demand.labels, "head_pod": "evil"}, demand.value)
+    assert "added or missing" in mismatch([*samples, copy])
+
+
+def test_a_second_seal_is_refused() -> None:
+    """Two digests (the agent's and a forger's, under other labels): refused, whichever holds."""
+    samples = sealed()
+    forged_seal = [Sample(s.name, {**s.labels, "x": "1"}, s.value) for s in samples[-2:]]
+    assert "2 ray_scaler_snapshot_digest series" in mismatch([*samples, *forged_seal])
+    assert "0 ray_scaler_snapshot_digest series" in mismatch(samples[:-1])  # half a seal
+
+
+def test_series_without_a_seal_are_absent_for_decode_and_refused_when_required() -> None:
+    """An agent older than the seal: decode plans on it (the source decides); require refuses
+    it (no_digest) naming the cluster."""
+    body = encoding.encode(full_snapshot())
+    assert digest.check("c", body) is Seal.ABSENT
+    assert decoding.decode(body) == {"c": full_snapshot()}
+    digest.require(sealed())
+    with pytest.raises(UntrustedData) as info:
+        digest.require(body)
+    assert info.value.reason is Refusal.NO_DIGEST and "'c'" in str(info.value)
+
+
+def test_resealing_replaces_the_old_seal() -> None:
+    """seal(seal(x)) == seal(x): the agent re-seals after changing a value."""
+    assert digest.seal(sealed()) == sealed()
