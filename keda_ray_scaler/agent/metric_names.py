@@ -51,6 +51,9 @@ KUBE_API_ERRORS: Final = "ray_scaler_kube_api_errors_total"
 KUBE_RELISTS: Final = "ray_scaler_kube_relists_total"
 #: gauge {cluster}: 1 when the pod cache is synced
 KUBE_CACHE_SYNCED: Final = "ray_scaler_kube_cache_synced"
+#: counter {cluster, reason}: pods matching the worker selector that the cluster's workload does
+#: not control, left out, each once (pod_owner.py)
+KUBE_PODS_REFUSED: Final = "ray_scaler_kube_pods_refused_total"
 
 # --- KubeRay mode (agent/kuberay/) -----------------------------------------------------------
 #: counter {cluster}: times the RayCluster's worker groups changed while the agent ran

@@ -176,12 +176,17 @@ def _custom_objects(args: argparse.Namespace, api: Any) -> tuple[Any, WatchSetti
 
 
 def _raycluster_watch(
-    args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
+    args: argparse.Namespace,
+    api: Any,
+    spec: ClusterSpec,
+    registry: CollectorRegistry,
+    on_uid: Callable[[str], None] | None,
 ) -> RayClusterWatch:
-    """KubeRay mode's worker groups: the RayCluster watched, from the start-up read on."""
+    """KubeRay mode's worker groups: the RayCluster watched, from the start-up read on; its uid
+    to ``on_uid``."""
     from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
 
-    return RayClusterWatch(*_custom_objects(args, api), spec, registry)
+    return RayClusterWatch(*_custom_objects(args, api), spec, registry, on_uid=on_uid)
 
 
 def _replicas_wake(args: argparse.Namespace, api: Any, tasks: list[asyncio.Task[None]]) -> Any:
@@ -202,10 +207,11 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     tasks: list[asyncio.Task[None]] = []
     registry = CollectorRegistry()
     specs: ClusterSpec | RayClusterWatch = spec
-    if args.raycluster is not None:  # KubeRay mode: the RayCluster read continuously
-        specs = _raycluster_watch(args, api, spec, registry)
-        tasks.append(asyncio.create_task(specs.run()))
     cache = None if args.no_scale_down else _pod_cache(args, api, spec, registry)
+    if args.raycluster is not None:  # KubeRay mode: the RayCluster read continuously
+        on_uid = None if cache is None else cache.expect_owner_uid  # its pods must name it
+        specs = _raycluster_watch(args, api, spec, registry, on_uid)
+        tasks.append(asyncio.create_task(specs.run()))
     applier: ApplierFactory | None = None
     wake: asyncio.Event | None = None
     planned: PlannedTargets | None = None
@@ -251,16 +257,20 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
 def _pod_cache(
     args: argparse.Namespace, api: Any, spec: ClusterSpec, registry: CollectorRegistry
 ) -> PodCache:
-    """The watched cache of this cluster's worker pods (scale-down and joins read it)."""
+    """The watched cache of this cluster's worker pods (scale-down and joins read it): those
+    its RayCluster (KubeRay mode) or a Deployment's ReplicaSet controls."""
     from keda_ray_scaler.agent.kube.kube_settings import KubeSettings, worker_selector
     from keda_ray_scaler.agent.kube.pod_cache import PodCache
+    from keda_ray_scaler.agent.kube.pod_owner import DEPLOYMENT_OWNER, raycluster_owner
 
     selector = args.label_selector or worker_selector(spec.name)
+    kuberay = args.raycluster is not None
     kube = KubeSettings(
         namespace=args.namespace,
         label_selector=selector,
         cluster=spec.name,
         group_label=args.group_label,
+        owner=raycluster_owner(args.raycluster) if kuberay else DEPLOYMENT_OWNER,
     )
     return PodCache(api, kube, registry)
 

@@ -111,8 +111,12 @@ def make_pod(
     ready: bool = True,
     node: str = "node-1",
     owner: str = "ray-cpu-7d9f",
+    owner_kind: str = "ReplicaSet",
 ) -> dict[str, Any]:
-    """A worker pod as the API serves it."""
+    """A worker pod as the API serves it, controlled by ``owner`` of ``owner_kind`` (uid
+    ``uid-<owner>``): a Deployment's ReplicaSet ``<deployment>-<pod-template-hash>`` with that
+    label on the pod, or KubeRay's RayCluster; ``owner=""``: no owner (a pod somebody labelled
+    for the cluster)."""
     conditions = [
         {
             "type": "Ready",
@@ -133,9 +137,10 @@ def make_pod(
                 "ray.io/cluster": "demo",
                 "ray.io/node-type": "worker",
                 "ray.io/group": group,
+                **_owner_labels(owner, owner_kind),
             },
             "annotations": dict(annotations or {}),
-            "ownerReferences": [{"kind": "ReplicaSet", "name": owner, "controller": True}],
+            "ownerReferences": _owner_references(owner, owner_kind),
         },
         "spec": {"nodeName": node if phase != "Pending" else ""},
         "status": {
@@ -144,6 +149,25 @@ def make_pod(
             "containerStatuses": [{"name": "ray", "restartCount": 0}],
         },
     }
+
+
+#: the apiVersion of each kind of owner a worker pod has
+OWNER_API_VERSIONS = {"ReplicaSet": "apps/v1", "RayCluster": "ray.io/v1"}
+
+
+def _owner_references(owner: str, kind: str) -> list[dict[str, Any]]:
+    if not owner:
+        return []
+    api_version = OWNER_API_VERSIONS.get(kind, "v1")
+    ref = {"apiVersion": api_version, "kind": kind, "name": owner, "uid": f"uid-{owner}"}
+    return [{**ref, "controller": True, "blockOwnerDeletion": True}]
+
+
+def _owner_labels(owner: str, kind: str) -> dict[str, str]:
+    """The Deployment controller's ``pod-template-hash``: the ReplicaSet's name ends with it."""
+    if kind != "ReplicaSet" or "-" not in owner:
+        return {}
+    return {"pod-template-hash": owner.rsplit("-", 1)[1]}
 
 
 def calls(emulator: kmock.KubernetesEmulator) -> list[tuple[str, str]]:

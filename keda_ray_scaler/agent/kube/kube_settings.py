@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from keda_ray_scaler.agent.kube.pod_owner import DEPLOYMENT_OWNER, WorkerOwner
+
 if TYPE_CHECKING:
     from kubernetes import client as k8s
 
@@ -38,6 +40,9 @@ class KubeSettings:
     - ``label_selector``: selects the worker pods of ONE Ray cluster
       (KubeRay's: :func:`worker_selector`).
     - ``group_label``: the pod label naming its worker group (KubeRay's: :data:`GROUP_LABEL`).
+    - ``owner``: what must control a pod the selector matches for it to be a worker
+      (:mod:`~keda_ray_scaler.agent.kube.pod_owner`): a Deployment's ReplicaSet by default,
+      the RayCluster in KubeRay mode; the others are left out, counted and logged.
     - ``retry_attempts``: attempts per API call (1 = no retry); bounded so a broken API server
       stalls one protocol step, not the agent.
     - ``retry_initial_s`` / ``retry_max_s``: exponential backoff with jitter between attempts.
@@ -50,6 +55,7 @@ class KubeSettings:
     label_selector: str
     cluster: str = ""
     group_label: str = GROUP_LABEL
+    owner: WorkerOwner = DEPLOYMENT_OWNER
     retry_attempts: int = 5
     retry_initial_s: float = 0.5
     retry_max_s: float = 10.0

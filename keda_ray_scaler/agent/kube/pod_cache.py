@@ -3,6 +3,9 @@
 - The cache holds the worker pods of one Ray cluster (a label selector), filled by list and
   kept by watch, with a ``synced`` flag: False until the first list succeeds and again while a
   relist runs (after 410 Gone or any watch failure). Callers never act on an unsynced cache.
+- A pod the selector matches is a worker only when the cluster's workload controls it
+  (:mod:`~keda_ray_scaler.agent.kube.pod_owner`: labels are anybody's to set); the others are
+  kept aside, counted and logged once, and screened again when the owner's uid becomes known.
 - The loop is :class:`~keda_ray_scaler.agent.kube.list_watch.ListWatch` (the custom objects' too:
   relist at once on 410, back off on any other failure); this module adds *what* is listed
   (:class:`WorkerPods`) and what the cache does with each step (:class:`PodCache` is the loop's
@@ -33,7 +36,9 @@ from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
 from keda_ray_scaler.agent.kube.list_watch import ListArgs, ListWatch
 from keda_ray_scaler.agent.kube.pod_api import Decide, PodApi, response_json
 from keda_ray_scaler.agent.kube.pod_info import pod_info
+from keda_ray_scaler.agent.kube.pod_owner import PodController, controller_of
 from keda_ray_scaler.agent.kube.pod_store import PodStore
+from keda_ray_scaler.agent.kube.worker_screen import WorkerScreen
 from keda_ray_scaler.agent.metric_names import KUBE_CACHE_SYNCED, KUBE_RELISTS
 from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.clock import Sleep
@@ -94,6 +99,9 @@ class PodCache(PodStore):
         self._loop = ListWatch(self._listing, self, settings, sleep=sleep)
         self._synced = False
         self._log = log.bind(cluster=settings.cluster, namespace=settings.namespace)
+        self._screen = WorkerScreen(settings.owner, registry, cluster=settings.cluster)
+        #: every pod the selector matches, workers or not, with its controller
+        self._matched: dict[str, tuple[PodInfo, PodController | None]] = {}
         self._relists = Counter(
             KUBE_RELISTS,
             "Pod cache relists after watch expiry or failure.",
@@ -145,24 +153,46 @@ class PodCache(PodStore):
         return await self._calls.call("list", self._listing.list_blocking)
 
     def listed(self, items: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the cache with a whole list and mark it synced."""
-        pods = {}
+        """Replace the cache with a whole list (its workers) and mark it synced."""
+        matched = {}
         for raw in items:
             info = pod_info(raw, self._settings.group_label)
-            pods[info.name] = info
-        self._pods = pods
+            matched[info.name] = (info, controller_of(raw))
+        self._matched = matched
+        self._screen.keep_only(info.uid for info, _ in matched.values())
+        self._pods = self._workers()
         self._set_synced(True)
         self._notify()
-        self._log.info("pod cache synced", pods=len(pods))
+        self._log.info(
+            "pod cache synced", pods=len(self._pods), refused=len(matched) - len(self._pods)
+        )
 
     def changed(self, kind: str, obj: Mapping[str, Any]) -> None:
-        """One watch event into the cache."""
+        """One watch event into the cache (a pod that is no worker kept aside)."""
         info = pod_info(obj, self._settings.group_label)
+        self._pods.pop(info.name, None)
         if kind == "DELETED":
-            self._pods.pop(info.name, None)
+            self._matched.pop(info.name, None)
+            self._screen.keep_only(i.uid for i, _ in self._matched.values())
         else:
-            self._pods[info.name] = info
+            controller = controller_of(obj)
+            self._matched[info.name] = (info, controller)
+            if self._screen.admits(info, controller):
+                self._pods[info.name] = info
         self._notify()
+
+    def expect_owner_uid(self, uid: str) -> None:
+        """The uid of the owner the pods must name (KubeRay mode: the RayCluster's, from its
+        watch); a change screens every pod again."""
+        if self._screen.expect_uid(uid):
+            self._pods = self._workers()
+            self._notify()
+            self._log.info("worker owner known", owner=str(self._screen.owner), uid=uid)
+
+    def _workers(self) -> dict[str, PodInfo]:
+        """The matched pods the owner rule admits."""
+        admits = self._screen.admits
+        return {name: info for name, (info, c) in self._matched.items() if admits(info, c)}
 
     def list_failed(self, exc: KubernetesError) -> None:
         """The list gave up (PodApi counted and logged each attempt): the cache stays unsynced."""

@@ -7,8 +7,9 @@ Each round (:meth:`KubeRayApplier.apply`, every poll interval):
    :mod:`~keda_ray_scaler.agent.kuberay.scaledobject`);
 2. filter: a RayCluster with ``enableInTreeAutoscaling: true`` is refused (a ``Ready=False``
    condition with reason ``InTreeAutoscaling``, an error log line naming the fix, no patch, and
-   :meth:`refusal` makes the victim protocol drain nothing); a group the RayCluster lacks, an
-   unsynced pod cache and an unset ``spec.replicas`` are held too
+   :meth:`refusal` makes the victim protocol drain nothing); a RayWorkerGroup naming a group an
+   older one holds (:mod:`~keda_ray_scaler.agent.kuberay.group_claims`), a group the RayCluster
+   lacks, an unsynced pod cache and an unset ``spec.replicas`` are held too
    (:func:`~keda_ray_scaler.agent.kuberay.group_round.screen`);
 3. decide, pure: the agent's own plan leads the HPA's ``spec.replicas`` where the ScaledObjects
    allow it (:func:`~keda_ray_scaler.agent.kuberay.group_round.lead_for`), and
@@ -17,14 +18,12 @@ Each round (:meth:`KubeRayApplier.apply`, every poll interval):
 4. act: a change is ONE JSON patch carrying the RayCluster's ``resourceVersion`` and the
    group's name at its index as preconditions; a 409/422 re-reads the RayCluster and decides
    again on the fresh read, the current pods and the current victims (at most
-   ``conflict_attempts`` times); then ``status.replicas`` (the group's active pods),
-   ``status.selector`` and the conditions are written through the status subresource when they
-   changed, so ``kubectl get rayworkergroups`` and the HPA read the truth; ``BoundsMatch`` says
-   whether the ScaledObjects naming the RayWorkerGroup have the group's
-   ``minReplicas``/``maxReplicas`` (:mod:`~keda_ray_scaler.agent.kuberay.rwg_status`).
+   ``conflict_attempts`` times); then the RayWorkerGroup's status (the group's active pods, its
+   selector, the ``Ready``, ``BoundsMatch`` and ``BackedOff`` conditions) is written when it
+   changed (:mod:`~keda_ray_scaler.agent.kuberay.rwg_status`).
 
-Each group's round ends in a typed
-:class:`~keda_ray_scaler.agent.kuberay.group_round.GroupVerdict`, counted by its action's value.
+Each group's round ends in a typed :class:`~keda_ray_scaler.agent.kuberay.group_round.GroupVerdict`,
+counted by its action's value.
 
 RBAC: ``rayclusters`` get/list/watch/patch; ``rayworkergroups`` get/list/watch and their
 ``status`` patch; ``scaledobjects`` get/list (the bounds check, and the scale-up lead's bounds
@@ -40,6 +39,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter
 
 from keda_ray_scaler.agent.kube.pod_store import PodStore
+from keda_ray_scaler.agent.kuberay.group_claims import GroupClaims
 from keda_ray_scaler.agent.kuberay.group_round import (
     RECONCILED,
     ApplierSettings,
@@ -107,6 +107,7 @@ class KubeRayApplier:
         self._planned = planned
         self._refused = ""
         self._status = StatusWriter(api, clock, cluster=settings.cluster)
+        self._claims = GroupClaims(cluster=settings.cluster)
         self._log = log.bind(cluster=settings.cluster)
         self._register_metrics(registry)
 
@@ -157,6 +158,7 @@ class KubeRayApplier:
             self._log.warning("kuberay round failed", error=str(exc))
             return ()
         self._note_refusal(rc)
+        self._claims.read(groups)
         verdicts: list[GroupVerdict] = []
         for rwg in groups:
             try:
@@ -199,18 +201,20 @@ class KubeRayApplier:
         return verdict, rc
 
     def _read(self, rwg: Mapping[str, Any], rc: Mapping[str, Any]) -> GroupRead:
-        """Gather: the RayWorkerGroup, its group in the RayCluster, its pods, the cache's sync
-        (``spec.replicas`` is an integer by the CRD's schema)."""
+        """Gather: the RayWorkerGroup, its group in the RayCluster, its pods, the cache's sync,
+        its claim (``spec.replicas`` is an integer by the CRD's schema)."""
         spec = rwg.get("spec") or {}
         group = str(spec.get("groupName") or "")
         replicas = spec.get("replicas")
+        name = str((rwg.get("metadata") or {}).get("name") or "")
         return GroupRead(
             group=group,
-            name=str((rwg.get("metadata") or {}).get("name") or ""),
+            name=name,
             replicas=None if replicas is None else int(replicas),
             pods=tuple(self._group_pods(group)),
             state=group_state(rc, group),
             synced=self._synced(),
+            claimed_by=self._claims.holder_of(name),
         )
 
     def _lead(self, read: GroupRead, desired: int, scaled: Sequence[ScaledObject]) -> Lead:
@@ -237,7 +241,7 @@ class KubeRayApplier:
         conditions."""
         status = GroupStatus(len(read.pods), selector_of(self._settings.cluster, read.group))
         status.condition("Ready", ready.ok, ready.reason, verdict.reason)
-        if read.state is not None:
+        if read.state is not None and not read.claimed_by:  # a refused claim's bounds lead nothing
             self._status.bounds(status, read.name, read.state, scaled)
         if self._backoff is not None:
             message = self._backoff(read.group)

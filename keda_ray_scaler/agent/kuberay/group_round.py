@@ -52,6 +52,7 @@ class Undecided(enum.StrEnum):
     NOT_SYNCED = "not_synced"  # the pod cache is not synced
     UNSET = "unset"  # the RayWorkerGroup's spec.replicas is unset
     KUBE_ERROR = "kube_error"  # a Kubernetes call failed
+    CLAIMED = "claimed"  # an older RayWorkerGroup holds the group (group_claims.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ class GroupRead:
     pods: tuple[str, ...]  # the group's active pods
     state: GroupState | None  # the RayCluster's group; None when it has none
     synced: bool  # the pod cache is synced
+    claimed_by: str = ""  # the RayWorkerGroup holding the group when not this one
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +107,17 @@ class Held:
 
 
 def screen(read: GroupRead, refused: str, cluster: str) -> Held | int:
-    """The filter: a :class:`Held` group (refused, missing, unsynced, unset, in this order),
-    or the replicas the HPA asks of a group to scale. Pure."""
+    """The filter: a :class:`Held` group (refused, claimed by another RayWorkerGroup, missing,
+    unsynced, unset, in this order), or the replicas the HPA asks of a group to scale. Pure."""
     group = read.group
     if refused:
         return Held(
             GroupVerdict(group, Undecided.REFUSED, refused), Ready(False, "InTreeAutoscaling")
         )
+    if read.claimed_by:
+        claimed = f"group {group} is claimed by RayWorkerGroup {read.claimed_by} (the oldest)"
+        verdict = GroupVerdict(group, Undecided.CLAIMED, claimed)
+        return Held(verdict, Ready(False, "GroupClaimedByAnother"))
     if read.state is None:
         missing = f"RayCluster {cluster} has no group {group}"
         return Held(GroupVerdict(group, Undecided.NO_GROUP, missing), Ready(False, "GroupNotFound"))

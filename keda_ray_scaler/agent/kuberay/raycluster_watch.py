@@ -12,6 +12,9 @@ the next poll plans with (:class:`RayClusterWatch` is the loop's
 - Each version of the object is read with
 :func:`~keda_ray_scaler.agent.kuberay.raycluster.cluster_spec`;
   a changed spec is logged (``worker groups changed``, with what changed) and counted.
+- Each version's uid goes to ``on_uid`` (the pod cache's
+  :meth:`~keda_ray_scaler.agent.kube.pod_cache.PodCache.expect_owner_uid`: a worker pod must
+  name this RayCluster, not one deleted and created again under its name).
 - Safety: ``fresh`` is False while the RayCluster is deleted, invalid (the last good spec is
   kept, the error logged), or unreadable (a failed watch until a relist succeeds; a plain 410
   relists without that). The loop then plans nothing and exports ``success=0``: missing or
@@ -22,7 +25,7 @@ RBAC: ``rayclusters`` ``list`` and ``watch`` (already granted for the applier).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -89,8 +92,10 @@ class RayClusterWatch:
         registry: CollectorRegistry,
         *,
         wait: tenacity.wait.wait_base | None = None,
+        on_uid: Callable[[str], None] | None = None,
     ) -> None:
         self._settings = settings
+        self._on_uid = on_uid
         self._spec = initial
         self._fresh = True  # the caller read ``initial`` just now
         self._watch = ObjectWatch(
@@ -168,7 +173,11 @@ class RayClusterWatch:
         return bool((obj.get("metadata") or {}).get("name") == self._settings.name)
 
     def _take(self, raw: Mapping[str, Any]) -> None:
-        """One version of the RayCluster: its worker groups, or the last good ones kept."""
+        """One version of the RayCluster: its worker groups, or the last good ones kept; its
+        uid to ``on_uid``."""
+        uid = str((raw.get("metadata") or {}).get("uid") or "")
+        if uid and self._on_uid is not None:
+            self._on_uid(uid)
         try:
             spec = cluster_spec(raw)
         except (ConfigError, ValueError, TypeError) as exc:

@@ -51,6 +51,18 @@ def test_a_group_to_scale_passes_the_filter_with_the_hpas_replicas() -> None:
             ),
         ),
         (
+            {"claimed_by": "ray-demo-cpu-old", "state": None, "synced": False},
+            "",
+            Held(
+                GroupVerdict(
+                    "cpu",
+                    Undecided.CLAIMED,
+                    "group cpu is claimed by RayWorkerGroup ray-demo-cpu-old (the oldest)",
+                ),
+                Ready(False, "GroupClaimedByAnother"),
+            ),
+        ),
+        (
             {"state": None, "synced": False},
             "",
             Held(
@@ -87,6 +99,7 @@ def test_verdict_labels_are_the_strings_the_decisions_counter_always_had() -> No
         "not_synced",
         "unset",
         "kube_error",
+        "claimed",
     ]
     assert GroupVerdict("cpu", Action.SCALE_UP, "").action == "scale_up"
 
