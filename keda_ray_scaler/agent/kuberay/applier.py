@@ -197,7 +197,11 @@ class KubeRayApplier:
             ready = RECONCILED
         status = self._conditions(read, verdict, ready, scaled)
         if self._synced():
-            await self._status.write(rwg, status)
+            try:
+                await self._status.write(rwg, status)
+            except KubernetesError:
+                if not isinstance(screened, Held):  # held: stands (a status the Role may not write)
+                    raise
         return verdict, rc
 
     def _read(self, rwg: Mapping[str, Any], rc: Mapping[str, Any]) -> GroupRead:

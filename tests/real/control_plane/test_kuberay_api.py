@@ -4,32 +4,45 @@ No operator runs here: the tests read what the applier wrote to the RayCluster a
 RayWorkerGroup (status subresource, /scale) and race it with edits of their own. Pods come from
 a hand-filled pod store (tests/harness/filled_pods.py), victims from a dict: exactly the inputs
 the agent gives it.
+
+The trust tests (issue 35, point 6) run the agent as ``agent --raycluster=demo`` builds it, as
+the example's ServiceAccount (``manifests/kuberay/example/agent-rbac.yaml``): its pod cache lists
+and watches real Pod objects. No kubelet and no scheduler run here, so those pods stay Pending
+(active, as KubeRay counts them); the workers carry the RayCluster's controlling
+``ownerReference`` as KubeRay writes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tenacity
+import yaml
 from control_plane import ControlPlane, build_binaries
 from fake_clock import FakeClock
 from filled_pods import Pods
 from kuberay_examples import example
+from kubernetes import client, config
 from prometheus_client import CollectorRegistry
-from real_kuberay import RC, RWG, api_server, custom_api
+from real_kuberay import EXAMPLE, RC, RWG, api_server, custom_api
 
 from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors
 from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
 from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
+from keda_ray_scaler.agent.kuberay.raycluster_scale import Action
 from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.kuberay.scaledobject import PAUSED
+from keda_ray_scaler.agent.metric_names import KUBE_PODS_REFUSED, KUBERAY_DECISIONS
+from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.decisions import GroupPlan, Plan
 from keda_ray_scaler.model import ClusterSpec, PlanningInput
 
@@ -73,6 +86,7 @@ class Env:
         """The applier on ``api`` (the real client, or a wrapper of it)."""
         settings = KubeRaySettings(namespace=self.ns, raycluster="demo")
         self.backoff: dict[str, str] = {}
+        self.registry = CollectorRegistry()  # the applier's metrics
         return KubeRayApplier(
             KubeRayApi(
                 api, settings, KubeApiErrors(CollectorRegistry()), wait=tenacity.wait_none()
@@ -81,33 +95,51 @@ class Env:
             lambda: True,
             lambda: dict(self.victims),
             FakeClock(1_790_000_000.0, advance_on_sleep=False),
-            CollectorRegistry(),
+            self.registry,
             ApplierSettings(cluster="demo"),
             backoff=lambda group: self.backoff.get(group, ""),
             planned=planned,
         )
 
-    def scale(self, replicas: int) -> None:
-        """What KEDA's HPA does: write spec.replicas through /scale."""
+    def scale(self, replicas: int, rwg: str = "ray-demo-cpu") -> None:
+        """What KEDA's HPA does: write spec.replicas of ``rwg`` through /scale."""
         body = {"spec": {"replicas": replicas}}
-        self.api.patch_namespaced_custom_object_scale(
-            *RWG[:2], self.ns, RWG[2], "ray-demo-cpu", body
-        )
+        self.api.patch_namespaced_custom_object_scale(*RWG[:2], self.ns, RWG[2], rwg, body)
 
     def group(self) -> dict[str, Any]:
         """The cpu group of the RayCluster as stored."""
         rc = self.api.get_namespaced_custom_object(*RC[:2], self.ns, RC[2], "demo")
         return dict(rc["spec"]["workerGroupSpecs"][0])
 
-    def rwg(self) -> dict[str, Any]:
-        """The RayWorkerGroup as stored."""
-        return dict(
-            self.api.get_namespaced_custom_object(*RWG[:2], self.ns, RWG[2], "ray-demo-cpu")
-        )
+    def rwg(self, name: str = "ray-demo-cpu") -> dict[str, Any]:
+        """The RayWorkerGroup ``name`` as stored."""
+        return dict(self.api.get_namespaced_custom_object(*RWG[:2], self.ns, RWG[2], name))
 
     def apply(self) -> Any:
         """One applier round."""
         return asyncio.run(self.applier.apply())
+
+
+def agent_kubeconfig(cp: ControlPlane, namespace: str) -> Path:
+    """The example agent's identity in ``namespace`` (``agent-rbac.yaml``: its RayCluster demo by
+    name, the status of ray-demo-cpu and ray-demo-gpu only), and a kubeconfig with its token."""
+    rbac = list(yaml.safe_load_all((EXAMPLE / "agent-rbac.yaml").read_text()))
+    for doc in rbac:
+        doc["metadata"]["namespace"] = namespace
+        for subject in doc.get("subjects", []):
+            subject["namespace"] = namespace
+    cp.apply_docs(rbac)
+    return cp.token_kubeconfig(namespace, "ray-demo-agent")
+
+
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """What the trust tests saw, kept as JSON (``kuberay-trust-figures.json`` in pytest's base
+    temporary directory) for docs/security.md."""
+    found: dict[str, Any] = {}
+    yield found
+    path = tmp_path_factory.getbasetemp() / "kuberay-trust-figures.json"
+    path.write_text(json.dumps(found, indent=1))
 
 
 def test_status_and_scale_subresource_read_the_truth(cp: ControlPlane) -> None:
@@ -430,22 +462,12 @@ def test_the_example_agents_role_watches_its_raycluster_and_follows_an_edit(
     """The agent's RayCluster watch as the example's ServiceAccount (a Role of its RayCluster's
     name only): a list and watch by name are allowed, a lowered maxReplicas is seen, and the
     RayCluster deleted leaves the last groups, not fresh."""
-    import yaml
-    from kubernetes import client, config
-    from real_kuberay import EXAMPLE
-
     from keda_ray_scaler.agent.kube.object_watch import WatchSettings
     from keda_ray_scaler.agent.kuberay.raycluster import cluster_spec
     from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
 
     env = Env(cp, 0)
-    rbac = list(yaml.safe_load_all((EXAMPLE / "agent-rbac.yaml").read_text()))
-    for doc in rbac:
-        doc["metadata"]["namespace"] = env.ns
-        for subject in doc.get("subjects", []):
-            subject["namespace"] = env.ns
-    cp.apply_docs(rbac)
-    kubeconfig = cp.token_kubeconfig(env.ns, "ray-demo-agent")
+    kubeconfig = agent_kubeconfig(cp, env.ns)
     custom = client.CustomObjectsApi(config.new_client_from_config(str(kubeconfig)))
     initial = cluster_spec(custom.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo"))
     settings = WatchSettings(env.ns, "demo", retry_attempts=2, retry_max_s=0.1)
@@ -483,3 +505,220 @@ def test_the_example_agents_role_watches_its_raycluster_and_follows_an_edit(
             await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(follow())
+
+
+#: a uid no object has: a reference to RayCluster demo that is not the RayCluster demo
+FOREIGN_UID = "0badc0de-0000-4000-8000-000000000000"
+#: the cpu group's workers in the trust test, named as KubeRay names them
+WORKERS = ("demo-cpu-worker-aaaaa", "demo-cpu-worker-bbbbb")
+
+
+def labelled_pod(name: str, owner_uid: str | None) -> dict[str, Any]:
+    """A pod labelled as KubeRay labels the cpu group's workers, controlled by RayCluster demo of
+    ``owner_uid`` (None: no ``ownerReference``)."""
+    labels = {"ray.io/cluster": "demo", "ray.io/node-type": "worker", "ray.io/group": "cpu"}
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if owner_uid is not None:
+        ref = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "demo", "uid": owner_uid}
+        meta["ownerReferences"] = [{**ref, "controller": True, "blockOwnerDeletion": True}]
+    container = {"name": "ray-worker", "image": "rayproject/ray:2.60.0-py311"}
+    spec = {"automountServiceAccountToken": False, "containers": [container]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def with_workers(cp: ControlPlane) -> tuple[Env, client.CoreV1Api]:
+    """An :class:`Env` at 2 replicas with its two workers as Pods of the API server (no kubelet
+    runs them: Pending), controlled by the RayCluster as KubeRay makes them; an admin client."""
+    env = Env(cp, 2)
+    # no controller-manager makes it here, and the ServiceAccount admission looks it up
+    cp.kubectl("create", "serviceaccount", "default", f"--namespace={env.ns}")
+    core = client.CoreV1Api(config.new_client_from_config(str(cp.admin_kubeconfig)))
+    uid = env.api.get_namespaced_custom_object(*RC[:2], env.ns, RC[2], "demo")["metadata"]["uid"]
+    for name in WORKERS:
+        core.create_namespaced_pod(env.ns, labelled_pod(name, uid))
+    return env, core
+
+
+def samples(registry: CollectorRegistry, name: str, key: str) -> dict[str, float]:
+    """The samples of ``name`` by the value of their label ``key``."""
+    return {
+        s.labels[key]: s.value
+        for family in registry.collect()
+        for s in family.samples
+        if s.name == name
+    }
+
+
+async def settle(predicate: Callable[[], bool], timeout_s: float = 20.0) -> bool:
+    """Wait until ``predicate()`` holds (the watches' threads make it so), at most ``timeout_s``;
+    whether it holds."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:  # noqa: ASYNC110  # threads set it
+        await asyncio.sleep(0.05)
+    return predicate()
+
+
+class NoJoins:
+    """The join tracker as the applier reads it: no group backed off."""
+
+    def backoff_message(self, group: str) -> str:
+        """No failed launches."""
+        return ""
+
+
+def agent_round(
+    cp: ControlPlane, env: Env, core: client.CoreV1Api, impostors: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The agent as ``agent --raycluster=demo`` builds it (keda_ray_scaler/cli/agent.py: the pod
+    cache with the owner rule, the RayCluster watch telling it the uid, the applier), as the
+    example's ServiceAccount: the cache and the watch running, ``impostors`` created (by
+    ``core``) once the cache holds the workers, then one applier round. What it saw."""
+    from keda_ray_scaler.cli import build_parser
+    from keda_ray_scaler.cli.agent import (
+        _kuberay_applier,
+        _pod_cache,
+        _raycluster_watch,
+        kube_api,
+        load_raycluster_spec,
+    )
+
+    kubeconfig = agent_kubeconfig(cp, env.ns)
+    argv = ["agent", f"--namespace={env.ns}", "--raycluster=demo", f"--kubeconfig={kubeconfig}"]
+    args = build_parser().parse_args(argv)
+    api = kube_api(args.kubeconfig, None)
+    spec = load_raycluster_spec(api, env.ns, "demo")
+    registry = CollectorRegistry()
+    cache = _pod_cache(args, api, spec, registry)
+    watch = _raycluster_watch(args, api, spec, registry, cache.expect_owner_uid)  # as _main
+    applier = _kuberay_applier(args, api, cache, SystemClock(), registry, None)(dict, NoJoins())
+
+    def refused() -> dict[str, float]:
+        return samples(registry, KUBE_PODS_REFUSED, "reason")
+
+    async def run() -> dict[str, Any]:
+        tasks = [asyncio.create_task(cache.run()), asyncio.create_task(watch.run())]
+        try:
+            listed = await settle(lambda: cache.synced and len(cache.pods()) >= len(WORKERS))
+            for pod in impostors:
+                await asyncio.to_thread(core.create_namespaced_pod, env.ns, pod)
+            # each impostor refused once the uid is known, or (before the fix) never: 20 s
+            await settle(lambda: sum(refused().values()) >= len(impostors))
+            verdicts = await applier.apply()
+        finally:
+            cache.stop()
+            watch.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return {
+            "listed": listed,
+            "cached pods": sorted(p.name for p in cache.pods()),
+            "refused": refused(),
+            "verdicts": [(v.action.value, v.replicas, list(v.named), v.reason) for v in verdicts],
+        }
+
+    return asyncio.run(run())
+
+
+def test_pods_labelled_for_the_group_by_somebody_else_are_no_workers_and_stall_nothing(
+    cp: ControlPlane, figures: dict[str, Any]
+) -> None:
+    """Beside the group's two workers (replicas 2, the HPA asks 4), a bare pod with their labels
+    and one naming RayCluster demo with another uid: the agent's cache lists the two workers,
+    counts each impostor once by its reason, and the round raises the group to 4 as it does
+    without them (before the owner rule: four pods above replicas 2, ``wait_operator``)."""
+    impostors = [
+        labelled_pod("demo-cpu-worker-imp01", None),
+        labelled_pod("demo-cpu-worker-imp02", FOREIGN_UID),
+    ]
+    rounds: dict[str, dict[str, Any]] = {}
+    for case, pods in (("with impostors", impostors), ("without", [])):
+        env, core = with_workers(cp)
+        env.scale(4)
+        rounds[case] = agent_round(cp, env, core, pods)
+        group = env.group()
+        rounds[case]["group"] = (group["replicas"], group["scaleStrategy"]["workersToDelete"])
+        rounds[case]["status.replicas"] = env.rwg()["status"]["replicas"]
+    figures["impostor pods"] = rounds
+    seen, clean = rounds["with impostors"], rounds["without"]
+    assert seen["listed"] and clean["listed"], rounds
+    assert seen["cached pods"] == clean["cached pods"] == list(WORKERS), rounds
+    assert seen["refused"] == {"no_controller": 1.0, "wrong_uid": 1.0}, rounds
+    assert clean["refused"] == {}, rounds
+    assert seen["verdicts"] == clean["verdicts"], rounds
+    assert seen["verdicts"] == [("scale_up", 4, [], "replicas 2 -> 4 (desired 4)")], rounds
+    assert seen["group"] == clean["group"] == (4, []), rounds
+    assert seen["status.replicas"] == clean["status.replicas"] == 2, rounds
+
+
+def claim(env: Env, name: str, hpa: int) -> None:
+    """A RayWorkerGroup ``name`` naming the cpu group of RayCluster demo, its HPA at ``hpa``."""
+    body = {
+        "apiVersion": "keda-ray-scaler.io/v1alpha1",
+        "kind": "RayWorkerGroup",
+        "metadata": {"name": name},
+        "spec": {"rayCluster": "demo", "groupName": "cpu"},
+    }
+    env.api.create_namespaced_custom_object(*RWG[:2], env.ns, RWG[2], body)
+    env.scale(hpa, name)
+
+
+def test_a_younger_rayworkergroup_naming_the_same_group_is_refused(
+    cp: ControlPlane, figures: dict[str, Any]
+) -> None:
+    """ray-demo-cpu holds group cpu (its HPA at 3); ray-demo-gpu, created a second later, names
+    cpu too (its HPA at 6). As the example agent: the group goes to 3, the younger's Ready is
+    False ``GroupClaimedByAnother`` naming the holder, ``claimed`` counted each round (before
+    the claims: both applied, 6). A third claim, evil-cpu (HPA 50), whose status the agent's
+    Role does not let it write, moves nothing either. Once the holder is deleted the next
+    oldest, ray-demo-gpu, holds the group."""
+    env = Env(cp, 2)
+    agent = client.CustomObjectsApi(
+        config.new_client_from_config(str(agent_kubeconfig(cp, env.ns)))
+    )
+    env.scale(3)
+    time.sleep(1.1)  # creationTimestamp is in seconds: each later claim is strictly younger
+    claim(env, "ray-demo-gpu", 6)  # a name whose status the Role lets the agent write
+    env.applier = env.make_applier(agent)
+
+    def rounds(count: int) -> list[list[tuple[str, int]]]:
+        return [[(v.action.value, v.replicas) for v in env.apply()] for _ in range(count)]
+
+    def ready(name: str) -> tuple[str, str, str]:
+        (c,) = [c for c in env.rwg(name)["status"]["conditions"] if c["type"] == "Ready"]
+        return c["status"], c["reason"], c["message"]
+
+    two = rounds(2)  # in the list's order: ray-demo-cpu, ray-demo-gpu
+    labels = {"cluster": "demo", "group": "cpu", "action": "claimed"}
+    both = ("ray-demo-cpu", "ray-demo-gpu")
+    seen: dict[str, Any] = {
+        "created": [env.rwg(n)["metadata"]["creationTimestamp"] for n in both],
+        "rounds": two,
+        "replicas": env.group()["replicas"],
+        "ready": {n: ready(n) for n in both},
+        "claimed": env.registry.get_sample_value(KUBERAY_DECISIONS, labels),
+    }
+    time.sleep(1.1)
+    claim(env, "evil-cpu", 50)  # listed first; no status of it in the Role's resourceNames
+    verdicts = env.apply()
+    third = [(v.action.value, v.replicas) for v in verdicts]
+    evil = {"round": third, "why": verdicts[0].reason, "status": env.rwg("evil-cpu").get("status")}
+    seen["evil-cpu"] = evil
+    seen["replicas with evil-cpu"] = env.group()["replicas"]
+    env.api.delete_namespaced_custom_object(*RWG[:2], env.ns, RWG[2], "ray-demo-cpu")
+    (after,) = rounds(1)
+    seen |= {"holder deleted": after, "replicas after": env.group()["replicas"]}
+    seen["ready after"] = ready("ray-demo-gpu")
+    figures["two claims"] = seen
+    assert seen["created"][0] < seen["created"][1], seen
+    assert two == [[("scale_up", 3), ("claimed", 0)], [("none", 3), ("claimed", 0)]], seen
+    assert seen["replicas"] == 3, seen
+    message = "group cpu is claimed by RayWorkerGroup ray-demo-cpu (the oldest)"
+    assert seen["ready"]["ray-demo-gpu"] == ("False", "GroupClaimedByAnother", message), seen
+    assert seen["ready"]["ray-demo-cpu"][:2] == ("True", "Reconciled"), seen
+    assert seen["claimed"] == 2.0, seen
+    assert third[0][0] not in set(Action), seen  # evil-cpu: no scale decision
+    assert (third[1:], seen["replicas with evil-cpu"]) == ([("none", 3), ("claimed", 0)], 3), seen
+    assert after[0][0] not in set(Action), seen
+    assert (after[1:], seen["replicas after"]) == ([("scale_up", 6)], 6), seen
+    assert seen["ready after"][:2] == ("True", "Reconciled"), seen
