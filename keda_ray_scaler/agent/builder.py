@@ -86,9 +86,10 @@ def pod_entries(pods: PodSource) -> list[PodEntry] | None:
     ]
 
 
-def pod_ips(pods: PodSource) -> dict[str, PodRef]:
-    """Active pods by IP: the reader's fallback for Ray nodes that carry no pod name."""
-    return {p.pod_ip: PodRef(p.name, p.group) for p in pods.pods() if p.pod_ip and p.active}
+def pod_ips(pods: PodSource) -> tuple[PodRef, ...]:
+    """The active pods that have IPs, each with all of them: the reader's IP rule (a node names
+    a pod only from one of its IPs) and its fallback for Ray nodes that carry no pod name."""
+    return tuple(PodRef(p.name, p.group, p.pod_ips) for p in pods.pods() if p.pod_ips and p.active)
 
 
 def _scale_down(
@@ -143,7 +144,7 @@ def build_agent(
         gcs,
         specs,
         timeout_s=settings.ray_timeout_s,
-        pods_by_ip=partial(pod_ips, source) if source is not None else None,
+        pods=partial(pod_ips, source) if source is not None else None,
         on_unsupported=on_unsupported,
         demand=settings.demand_read,
         refusals=RefusalLog(registry, specs.spec.name),

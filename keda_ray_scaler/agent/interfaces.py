@@ -71,8 +71,9 @@ class RayView(Protocol):
     - raises :class:`keda_ray_scaler.errors.RayError` when Ray cannot be reached; the caller
       then acts on nothing.
 
-    ``contested()``: the pods two or more live Ray nodes named at the last ``nodes()`` (a
-    restarted raylet's old node, or a raylet claiming the pod's name): never victims.
+    ``contested()``: the pods two or more live Ray nodes named at the last ``nodes()``, or whose
+    live node is superseded (a restarted raylet's old node, or a raylet claiming the pod's
+    name): never victims.
     """
 
     async def nodes(self) -> tuple[WorkerNode, ...]: ...

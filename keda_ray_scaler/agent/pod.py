@@ -28,7 +28,7 @@ class PodInfo:
     created_s: float | None = None
     deleting: bool = False  # metadata.deletionTimestamp is set
     owner: str = ""  # the controlling owner, "ReplicaSet/<name>"
-    pod_ip: str = ""  # status.podIP: maps a Ray node that carries no pod name
+    pod_ips: tuple[str, ...] = ()  # status.podIPs (podIP without it): the Ray nodes' IP rule
     resource_version: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable

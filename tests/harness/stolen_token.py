@@ -227,7 +227,9 @@ def kuberay_attacks(thief: Thief) -> dict[str, Callable[[], Answer]]:
     """What a thief tries with a KubeRay-mode token (each a dry run)."""
     cpu = "/spec/workerGroupSpecs/0"
     head_account = "/spec/headGroupSpec/template/spec/serviceAccountName"
-    foreign = {"workersToDelete": ["other-cpu-worker-abcde"]}
+    foreign = {"workersToDelete": ["other-cpu-worker-bcdfg"]}
+    # a pod of cluster demo-cpu-worker (its group x): a prefix match would take it for demo's
+    collision = {"workersToDelete": ["demo-cpu-worker-x-worker-bcdfg"]}
     attacks = {
         "patch another RayCluster": ("other", _op("replace", f"{cpu}/replicas", 5)),
         "change a worker template's image": (
@@ -237,6 +239,10 @@ def kuberay_attacks(thief: Thief) -> dict[str, Callable[[], Answer]]:
         "name another cluster's pod in workersToDelete": (
             "demo",
             _op("add", f"{cpu}/scaleStrategy", foreign),
+        ),
+        "name a pod of cluster demo-cpu-worker in workersToDelete": (
+            "demo",
+            _op("add", f"{cpu}/scaleStrategy", collision),
         ),
         "change the head's ServiceAccount": ("demo", _op("replace", head_account, "default")),
         "label the RayCluster": ("demo", _op("add", "/metadata/labels", {"x": "y"})),
@@ -258,7 +264,8 @@ def kuberay_agent_patches(thief: Thief) -> list[Answer]:
         scale_patch,
     )
 
-    pods = tuple(f"demo-cpu-worker-{s}" for s in ("aaaaa", "bbbbb", "ccccc"))
+    # the API server's 5 characters (bcdfghjklmnpqrstvwxz2456789: no vowel) after the prefix
+    pods = tuple(f"demo-cpu-worker-{s}" for s in ("bbbbb", "ccccc", "ddddd"))
     answers = []
     for step in ("down", "clear"):
         rc = thief.cp.get_json("raycluster", "demo", f"--namespace={thief.namespace}")

@@ -395,6 +395,58 @@ def test_shipped_policies_validate_as_the_charts(mode: str, paths: tuple[str, ..
     assert shared == example
 
 
+#: The characters the API server appends to a generateName (apimachinery's util/rand alphanums,
+#: 5 of them: storage/names.SimpleNameGenerator).
+GENERATED = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def kuberay_worker_prefix(cluster: str, group: str) -> str:
+    """The generateName KubeRay 1.5.1 gives a worker pod (utils.PodName)."""
+    return f"{cluster}-{group}"[:50].lower() + "-worker-"
+
+
+def own_pods_rule_admits(cluster: str, group: str, name: str) -> bool:
+    """The chart's workersToDelete rule's verdict on one name, its parts read off its text: the
+    suffix regex (CEL ``matches`` is RE2's unanchored search) and the prefix the rest must equal
+    (the real API server evaluates the rule itself: test_least_privilege.py)."""
+    rules = yaml.safe_load(
+        (ROOT / "charts/keda-ray-scaler/files/raycluster-validations.yaml").read_text()
+    )
+    (rule,) = [r["expression"] for r in rules if "workersToDelete.all(p," in r["expression"]]
+    suffix = re.search(r"p\.matches\('([^']+)'\)", rule)
+    assert suffix is not None, rule
+    compared = "&& p.substring(0, p.size() - 5) == ((object.metadata.name + '-' + g.groupName)"
+    assert compared in " ".join(rule.split()), rule
+    assert ".substring(0, 50)" in rule and ".lowerAscii() + '-worker-'))" in rule, rule
+    return bool(re.search(suffix[1], name)) and name[:-5] == kuberay_worker_prefix(cluster, group)
+
+
+def test_workers_to_delete_names_only_the_clusters_own_pods() -> None:
+    """A name is the cluster's worker only as KubeRay's prefix and exactly the 5 characters the
+    API server appends: a pod of cluster demo-cpu-worker (group x) is not cluster demo's (group
+    cpu), which a prefix match would admit; nor a suffix too long, too short or not generated."""
+    genuine = [GENERATED[i : i + 5] for i in range(0, len(GENERATED) - 4)]
+    for suffix in genuine:
+        assert own_pods_rule_admits("demo", "cpu", f"demo-cpu-worker-{suffix}"), suffix
+    long_cluster = "c" * 45
+    long_name = kuberay_worker_prefix(long_cluster, "Group") + "xz279"
+    assert own_pods_rule_admits(long_cluster, "Group", long_name)
+    assert not own_pods_rule_admits(long_cluster, "Group", f"{long_cluster}-group-worker-xz279")
+    collision = "demo-cpu-worker-x-worker-bcdfg"
+    assert own_pods_rule_admits("demo-cpu-worker", "x", collision)
+    assert not own_pods_rule_admits("demo", "cpu", collision)
+    for name in (
+        "demo-cpu-worker-abcde",  # vowels: never generated
+        "demo-cpu-worker-BCDFG",
+        "demo-cpu-worker-bcdf",
+        "demo-cpu-worker-bcdfgh",
+        "other-cpu-worker-bcdfg",
+        "demo-gpu-worker-bcdfg",
+        "bcdfg",
+    ):
+        assert not own_pods_rule_admits("demo", "cpu", name), name
+
+
 def test_the_pod_policy_lets_the_agent_write_exactly_its_marks() -> None:
     """The annotations the pod policy allows are those the agent writes (cost and marker)."""
     from keda_ray_scaler.agent.pod import DELETION_COST

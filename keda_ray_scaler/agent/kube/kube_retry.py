@@ -9,13 +9,17 @@ is one behaviour, :meth:`KubeCalls.run`:
   exponential backoff and jitter (tenacity; tests pass ``wait_none()``);
 - count every failed attempt in ``ray_scaler_kube_api_errors_total{cluster,operation,code}``
   (:class:`KubeApiErrors`: one per registry, shared by every caller) and log each retry;
-- log the last failure once and raise it as :class:`~keda_ray_scaler.errors.KubernetesError`
-  (``raise ... from``, so a caller can read the status of the cause).
+- raise the last failure as :class:`~keda_ray_scaler.errors.KubernetesError` (``raise ...
+  from``, so a caller can read the status of the cause), logged at error level once per
+  operation, object and status until that call succeeds again (:class:`LoggedFailures`): a call
+  refused by design every round (a status write the Role does not name) logs once, not every
+  round.
 
 What differs is an argument: a patch with a precondition (``preconditions=True``) is not retried
 on 409/422, since the object changed and the caller reads and decides again, and raises
-:class:`~keda_ray_scaler.errors.PreconditionFailed`, which the caller logs. The list-and-watch
-loops use :data:`KUBE_ERRORS`, :func:`status_of` and :func:`with_retries` directly.
+:class:`~keda_ray_scaler.errors.PreconditionFailed`, neither counted here nor logged: an answer,
+which the caller counts and logs. The list-and-watch loops use :data:`KUBE_ERRORS`,
+:func:`status_of` and :func:`with_retries` directly.
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ def is_precondition(exc: BaseException) -> bool:
 def retryable_keeping_preconditions(exc: BaseException) -> bool:
     """:func:`is_retryable`, but a precondition failure is not transient: decide again."""
     return not is_precondition(exc) and is_retryable(exc)
+
+
+def _never(exc: BaseException) -> bool:
+    """No failure is an answer (a call without preconditions)."""
+    return False
 
 
 def status_of(exc: BaseException) -> str:
@@ -139,6 +148,30 @@ class KubeApiErrors:
         self._counter.labels(cluster, operation, status_of(exc)).inc()
 
 
+class LoggedFailures:
+    """The final failures already logged, by call (operation and object): each status once
+    until that call succeeds again. At most ``limit`` calls are held, the one failed longest ago
+    forgotten first (its next failure is logged again)."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._statuses: dict[tuple[str, str], set[str]] = {}
+
+    def first(self, call: tuple[str, str], status: str) -> bool:
+        """Whether ``call`` failing with ``status`` is new since its last success (log it)."""
+        seen = self._statuses.pop(call, set())
+        new = status not in seen
+        seen.add(status)
+        self._statuses[call] = seen  # the latest failure last
+        while len(self._statuses) > self._limit:
+            del self._statuses[next(iter(self._statuses))]
+        return new
+
+    def succeeded(self, call: tuple[str, str]) -> None:
+        """``call`` succeeded: its next failure is logged."""
+        self._statuses.pop(call, None)
+
+
 class KubeCalls:
     """One cluster's calls in one namespace, each run by :meth:`run` (the module's one
     behaviour); ``attempts`` and ``wait`` space the retries of one call."""
@@ -157,33 +190,49 @@ class KubeCalls:
         self._cluster = cluster
         self._attempts = attempts
         self._wait = wait
+        self._logged = LoggedFailures()
 
     async def run(
-        self, operation: str, attempt: Callable[[], Awaitable[T]], *, preconditions: bool = False
+        self,
+        operation: str,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        preconditions: bool = False,
+        target: str = "",
     ) -> T:
         """``attempt()``'s result, retried while transient; every failed attempt counted, each
-        retry logged; the last failure logged once and raised as KubernetesError, or (with
-        ``preconditions``) a 409/422 raised at once as PreconditionFailed."""
+        retry logged; the last failure raised as KubernetesError, logged once per ``target``
+        (the object) and status until the call succeeds again; or (with ``preconditions``) a
+        409/422 raised at once as PreconditionFailed, neither counted nor logged."""
+        answer = is_precondition if preconditions else _never
         try:
-            return await with_retries(
+            result = await with_retries(
                 attempt,
                 attempts=self._attempts,
                 wait=self._wait,
                 retryable=retryable_keeping_preconditions if preconditions else is_retryable,
-                on_error=functools.partial(self.count, operation),
+                on_error=lambda exc: None if answer(exc) else self.count(operation, exc),
                 before_sleep=functools.partial(self._log_retry, operation),
             )
         except KUBE_ERRORS as exc:
-            if preconditions and is_precondition(exc):  # an answer, not a failure
+            if answer(exc):  # an answer, not a failure: the caller counts and logs it
                 raise PreconditionFailed(str(kube_error(operation, exc))) from exc
-            self._log.error(
-                "kubernetes call failed", operation=operation, status=status_of(exc), error=str(exc)
-            )
+            self._log_failure(operation, target, exc)
             raise kube_error(operation, exc) from exc
+        self._logged.succeeded((operation, target))
+        return result
 
     def count(self, operation: str, exc: BaseException) -> None:
         """One failed attempt of ``operation`` (also for failures outside :meth:`run`)."""
         self.errors.count(self._cluster, operation, exc)
+
+    def _log_failure(self, operation: str, target: str, exc: BaseException) -> None:
+        status = status_of(exc)
+        fields = {"operation": operation, "target": target, "status": status, "error": str(exc)}
+        if self._logged.first((operation, target), status):
+            self._log.error("kubernetes call failed", **fields)
+        else:  # logged since the call last succeeded
+            self._log.debug("kubernetes call failed again", **fields)
 
     def _log_retry(self, operation: str, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None

@@ -4,8 +4,9 @@
   ``metadata.resourceVersion`` as a precondition, so a pod changed since it was read answers
   409 Conflict; the change is then re-decided on a fresh read (see :meth:`PodApi.update`).
 - Every API call runs through :class:`~keda_ray_scaler.agent.kube.kube_retry.KubeCalls`: retried
-  on 409, 429, 5xx and connection errors, every failed attempt counted, the last failure logged
-  once and raised as :class:`~keda_ray_scaler.errors.KubernetesError`.
+  on 409, 429, 5xx and connection errors, every failed attempt counted, the last failure raised
+  as :class:`~keda_ray_scaler.errors.KubernetesError` and logged once per pod and status until
+  that call succeeds again.
 - A drained victim the scale-down will never take (``choose.to_release``) is deleted by name
   with its uid as a precondition (:meth:`PodApi.delete`), Deployment mode only.
 - The ``kubernetes`` client is synchronous: every call runs in ``asyncio.to_thread``.
@@ -82,7 +83,7 @@ class PodApi:
     async def get(self, name: str) -> PodInfo | None:
         """A fresh read of one pod from the API server (not the cache); None when gone."""
         try:
-            raw = await self.call("get", lambda: self._get_blocking(name))
+            raw = await self.call("get", lambda: self._get_blocking(name), target=name)
         except KubernetesError as exc:
             if isinstance(exc.__cause__, k8s.ApiException) and exc.__cause__.status == 404:
                 return None
@@ -142,7 +143,7 @@ class PodApi:
             raw = await asyncio.to_thread(self._patch_blocking, name, body)
             return pod_info(raw, self._settings.group_label)
 
-        return await self._calls.run("update", attempt)
+        return await self._calls.run("update", attempt, target=name)
 
     async def delete(self, name: str, uid: str) -> bool:
         """Delete the pod ``name`` if it is still the pod ``uid`` (a precondition): True when
@@ -158,7 +159,7 @@ class PodApi:
             return True
 
         self._log.info("deleting pod", pod=name, uid=uid)
-        return await self._calls.run("delete", attempt)
+        return await self._calls.run("delete", attempt, target=name)
 
     def _delete_blocking(self, name: str, uid: str) -> None:
         self._api.delete_namespaced_pod(
@@ -170,13 +171,14 @@ class PodApi:
         )
 
     # --- retries -----------------------------------------------------------------------------
-    async def call(self, operation: str, blocking: Callable[[], T]) -> T:
-        """``blocking()`` in a thread, retried, counted and logged."""
+    async def call(self, operation: str, blocking: Callable[[], T], *, target: str = "") -> T:
+        """``blocking()`` in a thread, retried, counted and logged (once per ``target``, the
+        object, until it succeeds again)."""
 
         async def attempt() -> T:
             return await asyncio.to_thread(blocking)
 
-        return await self._calls.run(operation, attempt)
+        return await self._calls.run(operation, attempt, target=target)
 
     def count_error(self, operation: str, exc: BaseException) -> None:
         """One failed call of ``operation`` outside :meth:`call` (the pod watch), by status."""

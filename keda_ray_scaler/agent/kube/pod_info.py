@@ -1,6 +1,5 @@
-"""A worker pod as the agent reads it: :class:`~keda_ray_scaler.agent.victims.ranking.PodInfo` from
-the
-JSON the API server serves (pure: no client, no clock)."""
+"""A worker pod as the agent reads it: :class:`~keda_ray_scaler.agent.pod.PodInfo` from the JSON
+the API server serves (pure: no client, no clock)."""
 
 from __future__ import annotations
 
@@ -88,12 +87,26 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
         created_s=_parse_time(meta.get("creationTimestamp")),
         deleting=bool(meta.get("deletionTimestamp")),
         owner=owner,
-        pod_ip=str(status.get("podIP") or ""),
+        pod_ips=pod_ips(status),
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations=dict(meta.get("annotations") or {}),
         unschedulable=unschedulable,
         container_failure=container_failure(status),
     )
+
+
+def pod_ips(status: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every address of ``status.podIPs`` (a dual-stack pod has two, either first), else
+    ``status.podIP``; none while the pod has no IP."""
+    listed = tuple(
+        str(entry.get("ip"))
+        for entry in status.get("podIPs") or ()
+        if isinstance(entry, Mapping) and entry.get("ip")
+    )
+    if listed:
+        return listed
+    single = str(status.get("podIP") or "")
+    return (single,) if single else ()
 
 
 def container_failure(status: Mapping[str, Any]) -> str:

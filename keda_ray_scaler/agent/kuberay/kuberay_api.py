@@ -5,10 +5,12 @@ Custom objects travel as JSON dicts (never the client's models). Every call runs
 (429, 5xx, transport; 409 on reads and status writes) retried with bounded exponential backoff,
 every failed attempt counted (``ray_scaler_kube_api_errors_total``, operations
 ``get_raycluster``, ``list_rayworkergroups``, ``patch_raycluster``,
-``patch_rayworkergroup_status``), the last one logged and raised as
-:class:`~keda_ray_scaler.errors.KubernetesError`; a RayCluster patch whose precondition fails
-(409 resourceVersion, 422 failed ``test`` op) is raised at once as
-:class:`~keda_ray_scaler.errors.PreconditionFailed`, so the caller re-reads and decides again.
+``patch_rayworkergroup_status``), the last one raised as
+:class:`~keda_ray_scaler.errors.KubernetesError` and logged once until the call (a status write:
+per RayWorkerGroup) succeeds again; a RayCluster patch whose precondition fails (409
+resourceVersion, 422 failed ``test`` op) is raised at once as
+:class:`~keda_ray_scaler.errors.PreconditionFailed`, not counted there (the applier counts
+conflicts), so the caller re-reads and decides again.
 The client is synchronous: every call runs in ``asyncio.to_thread``.
 """
 
@@ -214,15 +216,21 @@ class KubeRayApi:
                 group, version, s.namespace, plural, name, {"status": dict(status)},
                 _content_type=_MERGE_PATCH, _request_timeout=s.request_timeout_s,
             ),
+            target=name,
         )  # fmt: skip
 
     async def _call(
-        self, operation: str, blocking: Callable[[], object], *, preconditions: bool = False
+        self,
+        operation: str,
+        blocking: Callable[[], object],
+        *,
+        preconditions: bool = False,
+        target: str = "",
     ) -> dict[str, Any]:
         async def attempt() -> dict[str, Any]:
             return _obj(await asyncio.to_thread(blocking))
 
-        return await self._calls.run(operation, attempt, preconditions=preconditions)
+        return await self._calls.run(operation, attempt, preconditions=preconditions, target=target)
 
 
 def _obj(value: object) -> dict[str, Any]:

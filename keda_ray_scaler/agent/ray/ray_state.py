@@ -11,11 +11,15 @@ fail the poll keeps S's sum and says why (``RayState.fallback``).
 The reply's raw state is parsed by :mod:`~keda_ray_scaler.agent.ray.ray_status` (pure).
 
 The agent command's reader first reads the head's Ray version (the internal KV key
-``CLUSTER_METADATA``) and refuses one outside the supported range
-(:mod:`keda_ray_scaler.gcs.versions`): the poll fails, reads nothing else, and the version is
-read again at the next poll, so a head restarted on a supported Ray is read again. What Ray sent
-that the agent refuses (:mod:`~keda_ray_scaler.agent.ray.refusals`) is counted and logged once
-by the reader's :class:`~keda_ray_scaler.agent.ray.refusal_log.RefusalLog`.
+``CLUSTER_METADATA``) and refuses one outside the supported range, or a value that is no
+metadata (:mod:`keda_ray_scaler.gcs.versions`; any task may write the key): the poll fails, reads
+nothing else, and the version is read again at the next poll, so a head restarted on a
+supported Ray is read again. A supported version, once read, holds for that head: the GCS's
+session (``cluster_session_name``, new at each start of a GCS) names it, so neither a failed
+call nor a task rewriting the key later makes the agent read it again; a reply of another
+session (a restarted head, which may run another Ray) has the version read before it is parsed.
+What Ray sent that the agent refuses (:mod:`~keda_ray_scaler.agent.ray.refusals`) is counted and
+logged once by the reader's :class:`~keda_ray_scaler.agent.ray.refusal_log.RefusalLog`.
 
 The messages are Ray 2.60's; every version from 2.10 reads the same way (``min_bundles``, the
 constraints' field before 2.41, is ``resource_requests``'s field number), as
@@ -24,7 +28,7 @@ constraints' field before 2.41, is ``resource_requests``'s field number), as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Final, Protocol
@@ -48,6 +52,7 @@ from keda_ray_scaler.gcs.raylet import HeadRaylet
 from keda_ray_scaler.gcs.versions import (
     CLUSTER_METADATA_KEY,
     CLUSTER_NAMESPACE,
+    MalformedClusterMetadata,
     UnsupportedRayVersion,
     parse_cluster_metadata,
     unsupported,
@@ -92,10 +97,12 @@ class RayReader:
 
     With ``on_unsupported``, the first read also reads the head's Ray version
     (:mod:`keda_ray_scaler.gcs.versions`; one KV call more, until a version is known, and again
-    after any failed read: a restarted head may run another Ray): a version outside the
-    supported range is passed to ``on_unsupported`` and raised as
+    when a status reply names another GCS session: a restarted head may run another Ray): a
+    version outside the supported range, or metadata that names none
+    (:class:`MalformedClusterMetadata`), is passed to ``on_unsupported`` and raised as
     :class:`UnsupportedRayVersion` at each read, and nothing else is read until a supported one
-    is known (a read before the head wrote its version fails).
+    is known (a read before the head wrote its version fails). A supported version is kept
+    across failed reads and later writes of the key: only a new session reads it again.
 
     ``refusals`` counts and logs what :meth:`read` left out (:attr:`RayState.refused`, an
     unsupported version); :meth:`nodes`, the victim protocol's re-check, counts nothing again.
@@ -110,7 +117,7 @@ class RayReader:
         cluster: ClusterSpec | SpecView,
         *,
         timeout_s: float = GCS_TIMEOUT_S,
-        pods_by_ip: Callable[[], Mapping[str, PodRef]] | None = None,
+        pods: Callable[[], Iterable[PodRef]] | None = None,
         on_unsupported: Callable[[UnsupportedRayVersion], None] | None = None,
         demand: DemandRead = DemandRead.EXACT,
         raylet: RayletRead | None = None,
@@ -118,7 +125,8 @@ class RayReader:
     ) -> None:
         self._gcs = gcs
         self._refusals = refusals
-        self._version_read = False  # a supported version read since the last failure
+        self._version_read = False  # a supported version read for the head served now
+        self._session: str | None = None  # that head's GCS session, once a status named it
         self._contested: frozenset[str] = frozenset()
         self.demand = demand
         self._raylet: RayletRead = raylet if raylet is not None else HeadRaylet()
@@ -127,8 +135,8 @@ class RayReader:
         self.ray_version: str | None = None
         self._specs = spec_view(cluster)  # read at each parse: the groups as they are now
         self._timeout_s = timeout_s
-        # Returns the current pod IP -> PodRef map (from the pod cache) for the IP fallback.
-        self._pods_by_ip = pods_by_ip
+        # Returns the active pods with their IPs (from the pod cache): the IP rule and fallback.
+        self._pods = pods
         self._ages = NodeAges()  # which of a pod's live nodes is its own (a restarted raylet's)
 
     async def read(self) -> RayState:
@@ -136,7 +144,9 @@ class RayReader:
         try:
             state = await self._read()
         except UnsupportedRayVersion as exc:
-            self._refuse([Refused(Refusal.UNSUPPORTED_VERSION, exc.version, str(exc))])
+            malformed = isinstance(exc, MalformedClusterMetadata)
+            reason = Refusal.MALFORMED_METADATA if malformed else Refusal.UNSUPPORTED_VERSION
+            self._refuse([Refused(reason, exc.version, str(exc))])
             raise
         self._refuse(state.refused)
         return state
@@ -146,27 +156,29 @@ class RayReader:
             self._refusals.observe(refused)
 
     def contested(self) -> frozenset[str]:
-        """Pods two live nodes named at the last read (RayView): never victims."""
+        """Pods two live nodes named at the last read, or one from another IP, or whose live
+        node is superseded (RayView): never victims."""
         return self._contested
 
     async def _read(self) -> RayState:
-        # The pod-IP map is taken before the calls, as the pod cache has it now.
-        by_ip = self._pods_by_ip() if self._pods_by_ip is not None else None
+        # The pods' IPs are taken before the calls, as the pod cache has them now.
+        pods = tuple(self._pods()) if self._pods is not None else None
         try:
             client: GcsApi = self._gcs.get()
             if self._on_unsupported is not None and not self._version_read:
                 await self._check_version(client, self._on_unsupported)
             reply = await client.get_cluster_status(timeout_s=self._timeout_s)
+            if self._on_unsupported is not None:
+                await self._same_head(client, reply, self._on_unsupported)
             v1 = None
             if not reply.cluster_resource_state.cluster_resource_constraints:
                 v1 = await client.internal_kv_get(V1_REQUEST_KEY, None, timeout_s=self._timeout_s)
         except UnsupportedRayVersion:  # the connection is sound: the version is asked again
             raise
-        except RayError:
-            self._version_read = False
+        except RayError:  # the version read holds: a new session, not a failure, reads it again
             self._gcs.reset()
             raise
-        state = await self._parse(client, reply, v1, by_ip)
+        state = await self._parse(client, reply, v1, pods)
         self._contested = state.contested
         return state
 
@@ -175,7 +187,7 @@ class RayReader:
         client: GcsApi,
         reply: GetClusterStatusReply,
         v1: bytes | None,
-        by_ip: Mapping[str, PodRef] | None,
+        pods: tuple[PodRef, ...] | None,
     ) -> RayState:
         """The reply parsed, with R1's task demand read after it unless asked otherwise."""
         seen = self._ages.observe(
@@ -187,7 +199,7 @@ class RayReader:
                 reply,
                 self._specs.spec,
                 v1_requests=v1,
-                pods_by_ip=by_ip,
+                pods=pods,
                 first_seen=seen,
                 stale=stale,
             )
@@ -199,7 +211,7 @@ class RayReader:
             reply,
             self._specs.spec,
             v1_requests=v1,
-            pods_by_ip=by_ip,
+            pods=pods,
             tasks=tasks.queued,
             first_seen=seen,
             stale=stale,
@@ -228,14 +240,36 @@ class RayReader:
                 f"GCS {self._gcs.address}: no Ray version yet ({CLUSTER_METADATA_KEY.decode()} "
                 "not written): nothing is read from a Ray of unknown version"
             )
-        version = parse_cluster_metadata(raw)
-        problem = unsupported(version)
-        if problem is not None:
-            refused = UnsupportedRayVersion(version, f"GCS {self._gcs.address}: {problem}")
-            on_unsupported(refused)
-            raise refused
-        self.ray_version = version
-        self._version_read = True
+        where = f"GCS {self._gcs.address}"
+        try:
+            version = parse_cluster_metadata(raw)
+        except MalformedClusterMetadata as exc:
+            refused: UnsupportedRayVersion = MalformedClusterMetadata(
+                exc.version, f"{where}: {exc}"
+            )
+        else:
+            problem = unsupported(version)
+            if problem is None:
+                self.ray_version = version
+                self._version_read = True
+                return
+            refused = UnsupportedRayVersion(version, f"{where}: {problem}")
+        on_unsupported(refused)
+        raise refused
+
+    async def _same_head(
+        self,
+        client: GcsApi,
+        reply: GetClusterStatusReply,
+        on_unsupported: Callable[[UnsupportedRayVersion], None],
+    ) -> None:
+        """The version read holds for ``reply``'s GCS session; another session (a restarted
+        head) has its version read (and maybe refused) before the reply is parsed."""
+        session = reply.cluster_resource_state.cluster_session_name
+        if self._session is not None and session != self._session:
+            self._version_read, self._session = False, None
+            await self._check_version(client, on_unsupported)
+        self._session = session
 
     async def nodes(self) -> tuple[WorkerNode, ...]:
         """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
 from keda_ray_scaler.agent.ray.shape_bound import merge_counts
-from keda_ray_scaler.agent.ray.status_nodes import PG_RESOURCE, NodeRead, PodRef, resources_of
+from keda_ray_scaler.agent.ray.status_nodes import (
+    PG_RESOURCE,
+    NodeRead,
+    PodIps,
+    PodRef,
+    resources_of,
+)
 from keda_ray_scaler.agent.ray.task_load import QueuedShape
 from keda_ray_scaler.agent.ray.task_load_read import Fallback
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
@@ -147,7 +153,7 @@ def parse_status(
     cluster: ClusterSpec,
     *,
     v1_requests: bytes | None = None,
-    pods_by_ip: Mapping[str, PodRef] | None = None,
+    pods: Iterable[PodRef] | None = None,
     tasks: Iterable[QueuedShape] | None = None,
     first_seen: Mapping[str, int] | None = None,
     stale: frozenset[str] = frozenset(),
@@ -158,14 +164,16 @@ def parse_status(
     ``pending_resource_requests`` (rule R1's, :mod:`~keda_ray_scaler.agent.ray.task_load`).
 
     Node mapping, as KubeRay sets it up: ``instance_id`` is the pod name and
-    ``ray_node_type_name`` the worker group; a node lacking either is looked up by its IP in
-    ``pods_by_ip`` (the pod IPs Kubernetes reports). A node still without both is exported with
+    ``ray_node_type_name`` the worker group; a node lacking either is looked up by its IP among
+    ``pods`` (the active pods and their IPs, as Kubernetes reports them; a node names a pod
+    whose IPs are known only from one of them). A node still without both is exported with
     group ``""`` (pod = its node id when no name is known) and counted in ``unmapped``. The head
     is never a worker. Dead nodes are left out. A pod that lists two live nodes keeps the one
     ``first_seen`` (node id -> the poll it was first seen in,
     :mod:`~keda_ray_scaler.agent.ray.node_ages`) saw last; the others are ``superseded``, the
-    pod ``contested``. What breaks a rule of :mod:`~keda_ray_scaler.agent.ray.refusals` is left
-    out and listed in ``refused`` (:class:`~keda_ray_scaler.agent.ray.status_nodes.NodeRead`).
+    pod ``contested`` (so is a pod whose live node is superseded by a dead one). What breaks a
+    rule of :mod:`~keda_ray_scaler.agent.ray.refusals` is left out and listed in ``refused``
+    (:class:`~keda_ray_scaler.agent.ray.status_nodes.NodeRead`).
     """
     state = reply.cluster_resource_state
     if tasks is None:
@@ -183,7 +191,7 @@ def parse_status(
     )
     read = NodeRead.of(
         state.node_states,
-        pods_by_ip or {},
+        PodIps.of(pods or ()),
         {g.name for g in cluster.worker_groups},
         first_seen or {},
         stale,

@@ -11,13 +11,14 @@ that reads it (``ray_scaler_agent_ray_input_refused_total{cluster, reason}``, th
 
 The rules (pure): a pod name is a Kubernetes DNS-1123 subdomain (at most 253 characters, the
 scaler's ``--max-name-chars`` default, so a name that passes never refuses the cluster there); a
-node id is 1 to :data:`MAX_NODE_ID_BYTES` bytes (Ray's are 28); a node names a pod whose IP the
-agent knows only from that IP (:func:`same_ip`).
+node id is 1 to :data:`MAX_NODE_ID_BYTES` bytes (Ray's are 28); a node names a pod whose IPs the
+agent knows only from one of them (:func:`same_ip`).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -45,8 +46,13 @@ class Refusal(enum.StrEnum):
     NODE_ID_INVALID = "node_id_invalid"
     #: two live nodes name one pod: the pod is never a victim while they do
     TWO_LIVE_NODES = "two_live_nodes"
+    #: a pod's one live node was superseded (a newer node of it came, and died): the pod is
+    #: never a victim while Ray lists that node alive
+    SUPERSEDED_NODE_ALIVE = "superseded_node_alive"
     #: the head's Ray version is outside the supported range: nothing read from it
     UNSUPPORTED_VERSION = "unsupported_ray_version"
+    #: the head's ``CLUSTER_METADATA`` is no JSON object with a ``ray_version``: as unsupported
+    MALFORMED_METADATA = "malformed_cluster_metadata"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +74,15 @@ def node_id_ok(node_id: bytes) -> bool:
     return 0 < len(node_id) <= MAX_NODE_ID_BYTES
 
 
+@functools.lru_cache(maxsize=4096)  # pure; the same few addresses recur at every poll
+def ip_key(address: str) -> str:
+    """``address`` in one spelling (``fd00:0::1`` as ``fd00::1``); what is no address, as it is."""
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return address
+
+
 def same_ip(a: str, b: str) -> bool:
     """Whether two addresses are one (``fd00::1`` is ``fd00:0::1``); an empty one is none."""
-    if not a or not b:
-        return False
-    try:
-        return ipaddress.ip_address(a) == ipaddress.ip_address(b)
-    except ValueError:
-        return a == b
+    return bool(a) and bool(b) and ip_key(a) == ip_key(b)

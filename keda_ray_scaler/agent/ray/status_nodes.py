@@ -2,19 +2,27 @@
 :func:`~keda_ray_scaler.agent.ray.ray_status.parse_status`).
 
 KubeRay sets ``instance_id`` to the pod name and ``ray_node_type_name`` to the worker group; a
-node lacking either is looked up by its IP among the pods Kubernetes reports (:class:`PodRef`).
-Dead nodes count only by their pod name; a pod that lists two live nodes keeps its newest
+node lacking either is looked up by its IP among the pods Kubernetes reports (:class:`PodIps`:
+every address of ``status.podIPs``, so a dual-stack pod matches by either). Dead nodes count
+only by their pod name; a pod that lists two live nodes keeps its newest
 (:mod:`~keda_ray_scaler.agent.ray.node_ages`), the others are superseded, and the pod is
-contested: never a victim while they are listed.
+contested: never a victim while they are listed. So is a pod whose one live node is superseded
+(a newer node of it listed dead, or superseded at an earlier poll): it may be the pod's own
+node, and a pod with a live node must never pass for one without (a pod with no node is
+removed without a drain).
 
 Any process that reaches the GCS can start a raylet under any instance id, so a name is taken
 only when it may be a pod's (:func:`~keda_ray_scaler.agent.ray.refusals.is_pod_name`) and, when
-the pod's IP is known, only from that IP: a node breaking either rule maps to no pod (group
-``""``, pod = its node id), alive or dead, and is refused (counted). A pod a live node names
-from another IP is contested too: were that node the pod's own (a raylet whose IP is not its
-pod's), the pod would look absent from Ray, and an absent pod may be removed without a drain.
-Where the pod's IP is not known (no pod source, the demo's raylets on 127.0.0.1, a pod not yet
-given an IP) the name is taken as before. A node whose id is empty or too long is left out.
+the pod's IPs are known, only from one of them: a node breaking either rule maps to no pod
+(group ``""``, pod = its node id), alive or dead, and is refused (counted). A pod a live node
+names from another IP is contested too: were that node the pod's own (a raylet whose IP is not
+its pod's), the pod would look absent from Ray, and an absent pod may be removed without a
+drain. Pods that share an IP (``hostNetwork`` workers on one Kubernetes node) cannot be told
+apart by it: a node at that IP may name any of them, and maps to that pod only while it is the
+only live node naming it (a second live node, or a superseded live one, contests the pod); a
+node with no name maps to no pod at a shared IP. Where the pod's IP is not known (no pod
+source, the demo's raylets on 127.0.0.1, a pod not yet given an IP) the name is taken as before.
+A node whose id is empty or too long is left out.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from dataclasses import dataclass, field
 from keda_ray_scaler.agent.ray.refusals import (
     Refusal,
     Refused,
+    ip_key,
     is_pod_name,
     node_id_ok,
     same_ip,
@@ -65,10 +74,43 @@ def is_internal_resource(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PodRef:
-    """A pod as Kubernetes knows it: used to map Ray nodes by IP when they carry no name."""
+    """An active pod as Kubernetes knows it: its name, group and IPs (``status.podIPs``)."""
 
     pod: str
     group: str
+    ips: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodIps:
+    """The active pods' IPs both ways: each pod by its name, and the pods at each address."""
+
+    by_name: Mapping[str, PodRef]
+    by_ip: Mapping[str, tuple[PodRef, ...]]  # keyed by ip_key: one spelling per address
+
+    @classmethod
+    def of(cls, pods: Iterable[PodRef]) -> PodIps:
+        """The index of ``pods`` (every IP of each; pods sharing an IP all listed at it)."""
+        by_ip: dict[str, list[PodRef]] = {}
+        by_name: dict[str, PodRef] = {}
+        for ref in pods:
+            by_name[ref.pod] = ref
+            for key in dict.fromkeys(ip_key(ip) for ip in ref.ips if ip):
+                by_ip.setdefault(key, []).append(ref)
+        return cls(by_name, {key: tuple(refs) for key, refs in by_ip.items()})
+
+    def ips_of(self, pod: str) -> tuple[str, ...]:
+        """The IPs of ``pod``; none when the pod or its IP is not known."""
+        ref = self.by_name.get(pod)
+        return tuple(ip for ip in ref.ips if ip) if ref is not None else ()
+
+    def at(self, ip: str, name: str) -> PodRef | None:
+        """The pod ``name`` if it is at ``ip``; with no name, the one pod at ``ip`` (None when
+        none is, or when pods share it)."""
+        refs = self.by_ip.get(ip_key(ip), ()) if ip else ()
+        if name:
+            return next((ref for ref in refs if ref.pod == name), None)
+        return refs[0] if len(refs) == 1 else None
 
 
 def resources_of(entries: Mapping[str, float]) -> Resources:
@@ -89,8 +131,9 @@ class NodeRead:
     starting: set[str] = field(default_factory=set)
     #: live nodes of a pod that lists a newer one (its restarted raylet's)
     superseded: list[WorkerNode] = field(default_factory=list)
-    #: pods two or more live nodes name, or one from another IP (an impostor, or a raylet
-    #: whose IP is not its pod's): never victims, whichever node is the pod's own
+    #: pods two or more live nodes name, one from another IP (an impostor, or a raylet whose
+    #: IP is not its pod's), or with a live node superseded: never victims, whichever node is
+    #: the pod's own
     contested: set[str] = field(default_factory=set)
     #: what was left out, and why
     refused: list[Refused] = field(default_factory=list)
@@ -100,7 +143,7 @@ class NodeRead:
     def of(
         cls,
         states: Iterable[NodeState],
-        by_ip: Mapping[str, PodRef],
+        pods: PodIps,
         known: set[str],
         first_seen: Mapping[str, int],
         stale: frozenset[str] = frozenset(),
@@ -108,7 +151,6 @@ class NodeRead:
         """Every live worker node of ``states``, at most one per pod (its newest, module
         :mod:`~keda_ray_scaler.agent.ray.node_ages`); dead ones only by their pod name."""
         read = cls()
-        ip_of = {ref.pod: ip for ip, ref in by_ip.items()}
         dead_ids: dict[str, list[str]] = {}
         for ns in states:
             if HEAD_RESOURCE in ns.total_resources and ns.status != _DEAD:
@@ -116,19 +158,19 @@ class NodeRead:
             if not node_id_ok(ns.node_id):
                 read.refused.append(Refused(Refusal.NODE_ID_INVALID, ns.node_id[:128].hex()))
                 continue
-            name = read.claimed(ns, ip_of)
+            name = read.claimed(ns, pods)
             if ns.status == _DEAD:
                 if name:  # never by IP: a new pod may have the dead one's address
                     read.dead.add(name)
                     dead_ids.setdefault(name, []).append(ns.node_id.hex())
             else:
-                if name is None and ns.instance_id in ip_of:  # a pod's name from another IP
+                if name is None and pods.ips_of(ns.instance_id):  # a pod's name, another IP
                     read.contested.add(ns.instance_id)
-                read.add(ns, name, by_ip, known)
+                read.add(ns, name, pods, known)
         read.keep_newest(first_seen, dead_ids, stale)
         return read
 
-    def claimed(self, ns: NodeState, ip_of: Mapping[str, str]) -> str | None:
+    def claimed(self, ns: NodeState, pods: PodIps) -> str | None:
         """The pod ``ns`` names ("" when none), or None when its name is refused."""
         name = ns.instance_id
         if not name:
@@ -136,9 +178,10 @@ class NodeRead:
         if not is_pod_name(name):
             self.refused.append(Refused(Refusal.POD_NAME_INVALID, name, f"node {ns.node_id.hex()}"))
             return None
-        ip = ip_of.get(name)
-        if ip is not None and not same_ip(ip, ns.node_ip_address):
-            detail = f"node {ns.node_id.hex()} at {ns.node_ip_address[:64]!r}; the pod is at {ip}"
+        ips = pods.ips_of(name)
+        if ips and not any(same_ip(ip, ns.node_ip_address) for ip in ips):
+            at = ", ".join(ips)
+            detail = f"node {ns.node_id.hex()} at {ns.node_ip_address[:64]!r}; the pod is at {at}"
             self.refused.append(Refused(Refusal.NODE_IP_MISMATCH, name, detail))
             return None
         return name
@@ -151,7 +194,8 @@ class NodeRead:
     ) -> None:
         """Of each pod's live nodes, keep the one first seen last, unless a node of the pod
         seen later is dead (its restarted raylet's node, drained or gone: the pod has no live
-        node then) or the node was superseded before (``stale``); the others are superseded."""
+        node then) or the node was superseded before (``stale``); the others are superseded,
+        and their pods contested (:meth:`contest_superseded`)."""
         newest: dict[str, WorkerNode] = {}
         per_pod = Counter(n.pod for n in self.nodes if n.group)
         for pod in sorted(p for p, count in per_pod.items() if count > 1):
@@ -177,15 +221,23 @@ class NodeRead:
         self.starting = {
             p for p in self.starting if p in newest and newest[p].node_id in self._starting_nodes
         }
+        self.contest_superseded()
 
-    def add(
-        self, ns: NodeState, name: str | None, by_ip: Mapping[str, PodRef], known: set[str]
-    ) -> None:
+    def contest_superseded(self) -> None:
+        """A pod with a live node superseded is contested, counted when nothing else contests it
+        (its newer node dead: a restarted raylet's drained node, or an impostor's that stopped;
+        only the pod's own node would then be left, and the pod must not look absent)."""
+        for pod in sorted({n.pod for n in self.superseded if n.group} - self.contested):
+            self.contested.add(pod)
+            detail = "a live node of the pod superseded by a newer one, now dead or gone"
+            self.refused.append(Refused(Refusal.SUPERSEDED_NODE_ALIVE, pod, detail))
+
+    def add(self, ns: NodeState, name: str | None, pods: PodIps, known: set[str]) -> None:
         """One live worker node naming pod ``name`` ("": none, None: a name refused)."""
         node_id = ns.node_id.hex()
         pod, group = name or "", ns.ray_node_type_name
-        ref = by_ip.get(ns.node_ip_address)
-        if ref is not None and name is not None and pod in ("", ref.pod):
+        ref = pods.at(ns.node_ip_address, pod)
+        if ref is not None and name is not None:
             pod = ref.pod
             group = group or ref.group
         if name is None or not pod or not group or group not in known:

@@ -1,8 +1,7 @@
 """Choose: which of a group's removable pods the victim protocol may take now; pure.
 
 Step one of three (``choose`` here, then ``confirm`` and ``apply`` in ``victims/controller.py``):
-plain
-values in (the group's plan, its active pods, a fresh read of Ray's nodes, the published
+plain values in (the group's plan, its active pods, a fresh read of Ray's nodes, the published
 victims), the pods to take and a typed :class:`~keda_ray_scaler.agent.victims.verdicts.Verdict` for
 each pod not taken out. No I/O, no clock: testable without an API emulator.
 """
@@ -28,7 +27,8 @@ class GroupView:
       victims whose pods still exist, when pods go by deletion cost (a new mark would tie);
     - ``frozen``: the group's scale-down is frozen; ``refusal``: the applier's refusal ("");
     - ``idle_timeout_s``: the group's idleTimeoutSeconds;
-    - ``contested``: pods two live Ray nodes name (``RayView.contested``): never taken.
+    - ``contested``: pods two live Ray nodes name, or whose live node is superseded
+      (``RayView.contested``): never taken, even where the plan lists them failing.
     """
 
     plan: GroupPlan
@@ -54,8 +54,10 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
     """The pods of ``view.plan.removable`` the protocol may take now (see the module doc).
 
     Pods above a cap or failing (``plan.over_cap``) are not protected by the idle timeout and
-    may have no Ray node; any other candidate needs an idle Ray node, nothing in use. A pod two
-    live Ray nodes name is never taken, over a cap or not: which node is its own is unknown.
+    may have no Ray node; any other candidate needs an idle Ray node, nothing in use. A
+    contested pod (two live Ray nodes name it, or its live node is superseded) is never taken,
+    over a cap or not: which node is its own is unknown, and a pod with a live node must never
+    go as one without.
     """
     gp = view.plan
     name = gp.name

@@ -469,6 +469,9 @@ def test_a_stolen_kuberay_token_changes_only_replicas_and_workers_to_delete_of_i
     assert all(before[what].allowed for what in attacks if what != other), before
     assert after["change a worker template's image"].denied_by_policy(GROUP_RULE)
     assert after["name another cluster's pod in workersToDelete"].denied_by_policy(OWN_PODS_RULE)
+    assert after["name a pod of cluster demo-cpu-worker in workersToDelete"].denied_by_policy(
+        OWN_PODS_RULE
+    )
     assert after["change the head's ServiceAccount"].denied_by_policy(SPEC_RULE)
     assert after["label the RayCluster"].denied_by_policy(RC_METADATA_RULE)
 

@@ -120,7 +120,7 @@ async def test_a_node_without_kuberay_variables_maps_by_pod_ip(
 ) -> None:
     """The IP fallback: a node with no instance id or type name maps through the pod IP."""
     ip = cluster.workers[UNLABELLED].ip
-    reader = RayReader(gcs, SPEC, pods_by_ip=lambda: {ip: PodRef(UNLABELLED, "cpu")})
+    reader = RayReader(gcs, SPEC, pods=lambda: [PodRef(UNLABELLED, "cpu", (ip,))])
     state = await read_until(reader, lambda s: len(s.nodes) == 3)
     assert sorted(n.pod for n in state.nodes) == ["ray-cpu-a", "ray-cpu-b", "ray-cpu-c"]
     assert {n.group for n in state.nodes} == {"cpu"}

@@ -158,13 +158,13 @@ async def test_a_raylet_claiming_a_busy_workers_name_from_another_address_is_no_
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     own_id = cluster.node_id(BUSY)
-    ips = {w.ip: PodRef(w.pod, w.group) for w in cluster.workers.values()}
+    pod_refs = [PodRef(w.pod, w.group, (w.ip,)) for w in cluster.workers.values()]
     blocker = blocker_class().options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(own_id, soft=False)
     )
     held = blocker.remote()
     assert ray.get(held.node.remote()) == own_id
-    reader = RayReader(gcs, SPEC, pods_by_ip=lambda: ips)
+    reader = RayReader(gcs, SPEC, pods=lambda: pod_refs)
     blind = RayReader(gcs, SPEC)  # no pod source: no pod IP known
     for r in (reader, blind):  # both see ray-cpu-a's own node first, busy
         await read_until(r, lambda s: any(n.available.get("CPU") == 0 for n in s.nodes))

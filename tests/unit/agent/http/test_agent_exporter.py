@@ -212,9 +212,7 @@ def test_unmappable_nodes_are_exported_with_no_group_and_counted() -> None:
         node_state(b"y", pod="other-pod", group="tpu"),
         node_state(b"z", ip="10.0.0.7"),
     ]
-    state = parse_status(
-        reply(nodes=nodes), SPEC, pods_by_ip={"10.0.0.7": PodRef("ray-gpu-z", "gpu")}
-    )
+    state = parse_status(reply(nodes=nodes), SPEC, pods=[PodRef("ray-gpu-z", "gpu", ("10.0.0.7",))])
     assert sorted((n.pod, n.group) for n in state.nodes) == [
         ((b"x" + b"\0" * 27).hex(), ""),
         ("other-pod", ""),

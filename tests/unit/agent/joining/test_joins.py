@@ -183,7 +183,7 @@ def test_dead_ray_nodes_name_their_pod_only_by_instance_id_and_only_without_a_li
     )
     from keda_ray_scaler.agent.ray.status_nodes import PodRef
 
-    got = parse_status(state, SPEC, pods_by_ip={"10.0.0.4": PodRef("w-new", "cpu")})
+    got = parse_status(state, SPEC, pods=[PodRef("w-new", "cpu", ("10.0.0.4",))])
     assert got.dead == frozenset({"w-a"})
 
 

@@ -376,7 +376,7 @@ def test_pod_info_reads_what_the_ranking_needs() -> None:
         created_s=1795341540.0,
         deleting=False,
         owner="ReplicaSet/ray-cpu-7d9f",
-        pod_ip="10.1.2.3",
+        pod_ips=("10.1.2.3",),
         resource_version="7",
         annotations={"k": "v"},
     )

@@ -11,7 +11,7 @@ from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors, KubeCalls
+from keda_ray_scaler.agent.kube.kube_retry import KubeApiErrors, KubeCalls, LoggedFailures
 from keda_ray_scaler.agent.kube.kube_settings import KubeSettings
 from keda_ray_scaler.agent.kube.pod_cache import PodCache
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
@@ -104,13 +104,15 @@ async def test_a_transport_error_counts_as_code_0() -> None:
 async def test_a_refused_precondition_is_raised_at_once_for_the_caller_to_decide_again(
     status: int,
 ) -> None:
-    """With ``preconditions``, a 409/422 is not retried, is counted, and is not an error line."""
+    """With ``preconditions``, a 409/422 is an answer: not retried, not counted as an API error
+    (the applier counts conflicts), not logged; a transient failure before it is counted."""
     registry = CollectorRegistry()
-    attempt = Failing(api_error(status, "the object has been modified"))
+    attempt = Failing(api_error(503), api_error(status, "the object has been modified"))
     with capture_logs() as logs, pytest.raises(PreconditionFailed):
         await calls(registry).run("patch", attempt, preconditions=True)
-    assert (attempt.calls, errors(registry, "patch", str(status))) == (1, 1.0)
-    assert [e for e in logs if e["log_level"] == "error"] == []
+    assert attempt.calls == 2
+    assert (errors(registry, "patch", "503"), errors(registry, "patch", str(status))) == (1, None)
+    assert [e["event"] for e in logs] == ["kubernetes call failed, retrying"]
 
 
 async def test_without_preconditions_a_409_is_retried() -> None:
@@ -134,6 +136,7 @@ class CustomObjects:
 
     get_namespaced_custom_object = _fail
     patch_namespaced_custom_object = _fail
+    patch_namespaced_custom_object_status = _fail
 
 
 def kuberay_api(error: BaseException, registry: CollectorRegistry) -> tuple[KubeRayApi, Any]:
@@ -159,10 +162,82 @@ async def test_kuberay_calls_are_retried_counted_and_logged_as_the_pod_calls() -
     assert [e["event"] for e in logs if e["log_level"] == "error"] == ["kubernetes call failed"]
 
 
-async def test_a_kuberay_patch_refused_by_its_precondition_is_counted_once() -> None:
-    """A RayCluster patch answered 422 (a failed ``test`` op): PreconditionFailed at once."""
+async def test_a_kuberay_patch_refused_by_its_precondition_is_not_an_api_error() -> None:
+    """A RayCluster patch answered 422 (a failed ``test`` op): PreconditionFailed at once, not
+    in ray_scaler_kube_api_errors_total (ray_scaler_kuberay_conflicts_total counts it)."""
     registry = CollectorRegistry()
     api, client = kuberay_api(api_error(422), registry)
-    with pytest.raises(PreconditionFailed, match="patch_raycluster failed: 422"):
+    with (
+        capture_logs() as logs,
+        pytest.raises(PreconditionFailed, match="patch_raycluster failed: 422"),
+    ):
         await api.patch_raycluster([])
-    assert (client.calls, errors(registry, "patch_raycluster", "422")) == (1, 1.0)
+    assert (client.calls, errors(registry, "patch_raycluster", "422")) == (1, None)
+    assert logs == []
+
+
+def error_lines(logs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The error lines logged: (target, status) of each."""
+    return [(e["target"], e["status"]) for e in logs if e["log_level"] == "error"]
+
+
+async def test_a_call_refused_every_round_logs_once_until_it_succeeds_again() -> None:
+    """A status write refused 403 (a RayWorkerGroup the Role does not name) five rounds: five
+    attempts counted, one error line; after a success, the next refusal is logged again."""
+    registry = CollectorRegistry()
+    wrapper = calls(registry)
+    with capture_logs() as logs:
+        for _ in range(5):
+            with pytest.raises(KubernetesError):
+                await wrapper.run("status", Failing(api_error(403)), target="held")
+        assert await wrapper.run("status", Failing(), target="held") == "ok"
+        with pytest.raises(KubernetesError):
+            await wrapper.run("status", Failing(api_error(403)), target="held")
+    assert errors(registry, "status", "403") == 6.0
+    assert error_lines(logs) == [("held", "403"), ("held", "403")]
+    assert [e["event"] for e in logs if e["log_level"] == "debug"] == [
+        "kubernetes call failed again"
+    ] * 4
+
+
+async def test_the_log_once_is_per_object_and_status() -> None:
+    """Another object's success does not re-arm one still failing; a new status (500 after
+    403) is logged once too."""
+    registry = CollectorRegistry()
+    wrapper = calls(registry, attempts=1)
+    with capture_logs() as logs:
+        for error in (api_error(403), api_error(403), api_error(500), api_error(500)):
+            with pytest.raises(KubernetesError):
+                await wrapper.run("status", Failing(error), target="held")
+            assert await wrapper.run("status", Failing(), target="other") == "ok"
+        with pytest.raises(KubernetesError):
+            await wrapper.run("status", Failing(api_error(403)), target="other")
+    assert error_lines(logs) == [("held", "403"), ("held", "500"), ("other", "403")]
+
+
+def test_the_memory_of_logged_failures_is_bounded() -> None:
+    """Past ``limit`` calls, the one failed longest ago is forgotten (logged again)."""
+    logged = LoggedFailures(limit=2)
+    assert [logged.first(("status", n), "403") for n in ("a", "b", "a", "c")] == [
+        True,
+        True,
+        False,
+        True,
+    ]
+    assert (logged.first(("status", "a"), "403"), logged.first(("status", "b"), "403")) == (
+        False,
+        True,
+    )
+
+
+async def test_a_kuberay_status_write_refused_by_rbac_logs_once() -> None:
+    """KubeRay mode's status write of one RayWorkerGroup refused 403 round after round: each
+    refusal counted, one error line naming the RayWorkerGroup."""
+    registry = CollectorRegistry()
+    api, client = kuberay_api(api_error(403, "cannot patch resource"), registry)
+    with capture_logs() as logs:
+        for _ in range(3):
+            with pytest.raises(KubernetesError, match="patch_rayworkergroup_status failed: 403"):
+                await api.patch_status("cpu-held", {"replicas": 1})
+    assert (client.calls, errors(registry, "patch_rayworkergroup_status", "403")) == (3, 3.0)
+    assert error_lines(logs) == [("cpu-held", "403")]

@@ -4,55 +4,22 @@ is left out and counted; the rest of the poll goes on; one bad node never refuse
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import pytest
 from prometheus_client import CollectorRegistry
+from ray_input_fakes import SEED, SPEC, FakeGcs, hexid, node, reader_of, refused_total, status
 from structlog.testing import capture_logs
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
-from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, parse_status, parse_v1_requests
+from keda_ray_scaler.agent.ray.ray_status import parse_status, parse_v1_requests
 from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused, is_pod_name, same_ip
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
-from keda_ray_scaler.gcs.client import GcsConnection
-from keda_ray_scaler.model import Bundle, ClusterSpec, PlanningInput, Resources, WorkerGroup
+from keda_ray_scaler.model import Bundle, PlanningInput, Resources
 from keda_ray_scaler.schema import encoding
 from keda_ray_scaler.sources.series_caps import DataCaps, check_caps
 
-SPEC = ClusterSpec("demo", (WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50),))
-SEED = Bundle(Resources.of(CPU=5), 20)
 A_IP, IMPOSTOR_IP = "10.0.0.1", "10.0.0.66"
-
-
-def node(
-    nid: bytes, pod: str, ip: str, *, free: int = 10, status: int = pb.RUNNING
-) -> pb.NodeState:
-    """A worker node of group cpu with 10 CPUs, ``free`` of them available."""
-    return pb.NodeState(
-        node_id=nid.ljust(28, b"\0"),
-        instance_id=pod,
-        ray_node_type_name="cpu",
-        status=status,
-        total_resources={"CPU": 10},
-        available_resources={"CPU": free},
-        idle_duration_ms=0 if free < 10 else 120_000,
-        node_ip_address=ip,
-    )
-
-
-def hexid(nid: bytes) -> str:
-    return nid.ljust(28, b"\0").hex()
-
-
-def status(*nodes: pb.NodeState) -> pb.GetClusterStatusReply:
-    """A reply with the seed's 20 pending {CPU: 5} tasks and ``nodes``."""
-    state = pb.ClusterResourceState(node_states=list(nodes))
-    rc = state.pending_resource_requests.add(count=20)
-    rc.request.resources_bundle["CPU"] = 5.0
-    return pb.GetClusterStatusReply(cluster_resource_state=state)
 
 
 # --- the KV key request_resources() writes ---------------------------------------------------
@@ -102,36 +69,6 @@ def test_a_good_request_still_reads_as_the_floor() -> None:
     read = parse_v1_requests(b'[{"GPU": 1}, {"GPU": 1}, {"CPU": 3.5}]')
     assert read.bundles == (Bundle(Resources.of(CPU=3.5), 1), Bundle(Resources.of(GPU=1), 2))
     assert read.refused is None
-
-
-class FakeGcs:
-    """The two GCS calls of a poll (``DemandRead.GCS``), answering what the test set."""
-
-    def __init__(self, reply: pb.GetClusterStatusReply, kv: bytes | None) -> None:
-        self.reply, self.kv = reply, kv
-
-    async def get_cluster_status(self, timeout_s: float) -> pb.GetClusterStatusReply:
-        return self.reply
-
-    async def internal_kv_get(
-        self, key: bytes, namespace: bytes | None, timeout_s: float
-    ) -> bytes | None:
-        assert (key, namespace) == (V1_REQUEST_KEY, None)
-        return self.kv
-
-    async def close(self, grace_s: float | None = None) -> None:
-        return None
-
-
-def reader_of(gcs: FakeGcs, registry: CollectorRegistry, **kw: Any) -> RayReader:
-    connection = GcsConnection("fake:0", factory=lambda _: cast(Any, gcs))
-    refusals = RefusalLog(registry, "demo")
-    return RayReader(connection, SPEC, demand=DemandRead.GCS, refusals=refusals, **kw)
-
-
-def refused_total(registry: CollectorRegistry, reason: Refusal) -> float | None:
-    labels = {"cluster": "demo", "reason": reason.value}
-    return registry.get_sample_value("ray_scaler_agent_ray_input_refused_total", labels)
 
 
 async def test_each_poll_counts_the_poisoned_value_and_logs_it_once() -> None:
@@ -211,7 +148,7 @@ def test_a_node_id_empty_or_too_long_is_left_out_whole() -> None:
 
 # --- a node names a pod only from the pod's IP -----------------------------------------------
 
-PODS = {A_IP: PodRef("w-a", "cpu")}
+PODS = [PodRef("w-a", "cpu", (A_IP,))]
 SEEN = {hexid(b"r"): 1, hexid(b"f"): 2}  # the impostor joined after w-a's own node
 
 
@@ -220,7 +157,7 @@ def test_a_raylet_naming_a_busy_pod_from_another_ip_maps_to_no_pod() -> None:
     the victim protocol drained it and named w-a). Now w-a keeps its own busy node."""
     own = node(b"r", "w-a", A_IP, free=0)
     impostor = node(b"f", "w-a", IMPOSTOR_IP)
-    state = parse_status(status(own, impostor), SPEC, pods_by_ip=PODS, first_seen=SEEN)
+    state = parse_status(status(own, impostor), SPEC, pods=PODS, first_seen=SEEN)
     mine = {n.pod: n for n in state.nodes if n.group}
     assert (mine["w-a"].node_id, mine["w-a"].available) == (hexid(b"r"), Resources())
     assert [(n.pod, n.group) for n in state.nodes if not n.group] == [(hexid(b"f"), "")]
@@ -231,7 +168,7 @@ def test_a_raylet_naming_a_busy_pod_from_another_ip_maps_to_no_pod() -> None:
 def test_a_pod_named_only_from_another_ip_is_absent_from_ray_but_contested() -> None:
     """Its own raylet may report another IP (a misconfigured --node-ip-address): the node maps to
     no pod, and the pod, absent from Ray, is contested, so it is never removed as not joined."""
-    state = parse_status(status(node(b"r", "w-a", "10.9.9.9", free=0)), SPEC, pods_by_ip=PODS)
+    state = parse_status(status(node(b"r", "w-a", "10.9.9.9", free=0)), SPEC, pods=PODS)
     assert [n.group for n in state.nodes] == [""]
     assert state.contested == frozenset({"w-a"})
 
@@ -240,7 +177,7 @@ def test_a_dead_impostor_never_makes_a_busy_pod_look_gone() -> None:
     """A DEAD node naming w-a from another IP is not w-a's: w-a keeps its live node."""
     own = node(b"r", "w-a", A_IP, free=0)
     dead = node(b"f", "w-a", IMPOSTOR_IP, status=pb.DEAD)
-    state = parse_status(status(own, dead), SPEC, pods_by_ip=PODS, first_seen=SEEN)
+    state = parse_status(status(own, dead), SPEC, pods=PODS, first_seen=SEEN)
     assert [n.node_id for n in state.nodes] == [hexid(b"r")]
     assert state.dead == frozenset()
 
@@ -261,7 +198,7 @@ def test_the_ip_fallback_still_maps_a_node_without_a_name() -> None:
     """A node with no instance id maps to the pod at its IP, as before."""
     nameless = node(b"n", "", A_IP)
     nameless.ray_node_type_name = ""
-    state = parse_status(status(nameless), SPEC, pods_by_ip=PODS)
+    state = parse_status(status(nameless), SPEC, pods=PODS)
     assert [(n.pod, n.group) for n in state.nodes] == [("w-a", "cpu")]
     assert (state.unmapped, state.refused) == (0, ())
 
