@@ -328,7 +328,7 @@ def _records(pattern: bool) -> bytes:
                 name=f"ray-{c}-g{g}",
                 namespace="ray",
                 scalerMetadata={
-                    "scalerAddress": "keda-ray-scaler.keda-ray-scaler.svc:9090",
+                    "scalerAddress": "keda-ray-scaler.keda.svc:9090",
                     "rayCluster": f"ray-{c}",
                     "workerGroup": f"g{g}",
                 },

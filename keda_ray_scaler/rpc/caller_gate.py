@@ -3,8 +3,8 @@
 :class:`CallerGate` is a grpc.aio server interceptor on the main port (the plaintext probe port
 serves health ``Check`` only and has none). Before any handler runs:
 
-- **Identity.** Under mTLS the CA proves a client certificate genuine, not whose it is: the
-  chart's CA is a ClusterIssuer, so whoever may create a cert-manager Certificate holds one. Only
+- **Identity.** Under mTLS the CA proves a client certificate genuine, not whose it is: the CA
+  may sign other clients (the scaler's own server certificate, another team's). Only
   a certificate naming ``identity`` (its common name or a subject alternative name, as grpc's
   auth context gives them for a verified peer: ``x509_common_name``,
   ``x509_subject_alternative_name``) is served; any other is PERMISSION_DENIED, counted in

@@ -91,9 +91,32 @@ def helm() -> str:
     return found
 
 
-def template(helm: str, *sets: str, release: str = RELEASE) -> list[Obj]:
-    """``helm template`` with ``--set`` values; the rendered objects."""
-    out = run_helm(helm, "template", release, str(CHART), *sets)
+#: KEDA's namespace, the chart's default ``clusterTriggerAuthentication.kedaNamespace``.
+KEDA_NAMESPACE = "keda"
+
+
+def release_namespace(sets: tuple[str, ...]) -> str:
+    """Where a release with ``sets`` is installed: KEDA's namespace when the chart makes its own
+    CA (cert-manager on, no issuerRef: its namespaced Issuer must be usable from KEDA's namespace
+    only, so the render refuses any other), else the bed's namespace."""
+    generated_ca = "certManager.enabled=true" in sets and not any("issuerRef" in s for s in sets)
+    if not generated_ca:
+        return NAMESPACE
+    named = [
+        s.split("=", 1)[1]
+        for s in sets
+        if s.startswith("clusterTriggerAuthentication.kedaNamespace=")
+    ]
+    return named[-1] if named else KEDA_NAMESPACE
+
+
+def template(
+    helm: str, *sets: str, release: str = RELEASE, namespace: str | None = None
+) -> list[Obj]:
+    """``helm template`` with ``--set`` values into ``namespace`` (default: where the README
+    installs such a release, :func:`release_namespace`); the rendered objects."""
+    ns = namespace or release_namespace(sets)
+    out = run_helm(helm, "template", release, str(CHART), *sets, "-n", ns)
     return [d for d in yaml.safe_load_all(out) if d]
 
 
@@ -101,7 +124,9 @@ def run_helm(helm: str, command: str, *args: str) -> str:
     argv = [helm, command, *args]
     if command == "template":
         argv = [a for s in args for a in (("--set", s) if "=" in s else (s,))]
-        argv = [helm, command, *argv, "-n", NAMESPACE, f"--kube-version={KUBE_VERSION}"]
+        if "-n" not in argv:
+            argv = [*argv, "-n", NAMESPACE]
+        argv = [helm, command, *argv, f"--kube-version={KUBE_VERSION}"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise AssertionError(f"helm {command} failed: {done.stderr.strip()}")

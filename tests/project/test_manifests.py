@@ -457,7 +457,16 @@ def test_the_pod_policy_lets_the_agent_write_exactly_its_marks() -> None:
     assert variables["marks"] == "[" + ", ".join(f"'{m}'" for m in sorted(marks)) + "]"
 
 
-@pytest.mark.parametrize("path", ["manifests/base", EXAMPLE, "manifests/kuberay/example"])
+def test_the_scaler_is_shipped_into_kedas_namespace_without_owning_it() -> None:
+    """manifests/base puts the scaler in KEDA's namespace (where the client CA and KEDA's
+    certificate live, out of every tenant's reach) and ships no Namespace: deleting the
+    kustomization must not delete KEDA's."""
+    objs = render("manifests/base")
+    assert of_kind(objs, "Namespace") == []
+    assert {o["metadata"]["namespace"] for o in objs} == {"keda"}
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, "manifests/kuberay/example"])
 def test_shipped_namespaces_enforce_pod_security_restricted(path: str) -> None:
     """Each Namespace shipped enforces (and warns and audits) Pod Security "restricted": its
     pods comply (test_least_privilege.py has the API server check each), nothing less

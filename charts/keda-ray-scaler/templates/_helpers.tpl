@@ -39,7 +39,7 @@ kind: {{ .Values.certManager.issuerRef.kind }}
 group: {{ .Values.certManager.issuerRef.group }}
 {{- else -}}
 name: {{ include "krs.fullname" . }}-ca
-kind: ClusterIssuer
+kind: Issuer
 group: cert-manager.io
 {{- end -}}
 {{- end -}}

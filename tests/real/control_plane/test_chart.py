@@ -28,7 +28,7 @@ from chart_install import (
     install,
     local_serve_args,
 )
-from chart_render import NO_CRDS_HERE, SIDECAR, VALUES, Obj, run_helm, template
+from chart_render import KEDA_NAMESPACE, NO_CRDS_HERE, SIDECAR, VALUES, Obj, run_helm, template
 from chart_render import helm as helm  # the module-scoped fixture, used by name
 from manifest_render import EXAMPLE, ROOT, cli_args, crd_schema, named, render, schema_errors
 
@@ -43,7 +43,7 @@ def test_helm_lint_strict(helm: str) -> None:
     """``helm lint --strict`` passes with the defaults and with every feature on."""
     run_helm(helm, "lint", "--strict", str(CHART), f"--kube-version={KUBE_VERSION}")
     everything = [s for sets in VALUES.values() for s in sets if "issuerRef" not in s]
-    run_helm(helm, "lint", "--strict", str(CHART), "--set", ",".join(everything))
+    run_helm(helm, "lint", "--strict", str(CHART), "--set", ",".join(everything), "-n", "keda")
 
 
 def test_defaults_render_what_manifests_base_holds(helm: str) -> None:
@@ -215,32 +215,66 @@ def test_bad_limit_values_fail_the_render(helm: str, sets: list[str], says: str)
 
 
 def test_cert_manager_makes_both_secrets_from_one_ca(helm: str) -> None:
-    """Server Secret in the release namespace, KEDA's client Secret (CN keda, the name serve's
-    --client-identity serves) in KEDA's namespace only: none in the Ray namespaces."""
+    """Generated CA: installed in KEDA's namespace, both certificates signed by a namespaced CA
+    Issuer there (no ClusterIssuer a Certificate in another namespace could name): the server
+    Secret and KEDA's client Secret (CN keda, the name serve's --client-identity serves) in KEDA's
+    namespace only, none in the Ray namespaces."""
     objs = template(helm, *VALUES["cert-manager-self-signed"])
+    assert "ClusterIssuer" not in kinds(objs)
     certs = [o for o in objs if o["kind"] == "Certificate"]
     by_secret = {(c["metadata"]["namespace"], c["spec"]["secretName"]): c for c in certs}
-    server = by_secret[(NAMESPACE, "keda-ray-scaler-tls")]
-    assert "keda-ray-scaler.keda-ray-scaler.svc.cluster.local" in server["spec"]["dnsNames"]
-    assert "*.keda-ray-scaler.keda-ray-scaler.svc.cluster.local" in server["spec"]["dnsNames"]
+    assert {ns for ns, _ in by_secret} == {KEDA_NAMESPACE}
+    server = by_secret[(KEDA_NAMESPACE, "keda-ray-scaler-tls")]
+    assert "keda-ray-scaler.keda.svc.cluster.local" in server["spec"]["dnsNames"]
+    assert "*.keda-ray-scaler.keda.svc.cluster.local" in server["spec"]["dnsNames"]
     clients = [key for key in by_secret if key[1] == "keda-ray-scaler-client-tls"]
-    assert clients == [("keda", "keda-ray-scaler-client-tls")]
+    assert clients == [(KEDA_NAMESPACE, "keda-ray-scaler-client-tls")]
     client = by_secret[clients[0]]
     assert client["spec"]["usages"][0] == "client auth"
     assert client["spec"]["issuerRef"] == server["spec"]["issuerRef"]
+    assert server["spec"]["issuerRef"]["kind"] == "Issuer"
     from keda_ray_scaler.rpc.server_settings import ServerSettings
 
     assert client["spec"]["commonName"] == ServerSettings().client_identity == "keda"
-    ca_issuer = named(tuple(objs), "ClusterIssuer", server["spec"]["issuerRef"]["name"])
-    assert (
-        ca_issuer["spec"]["ca"]["secretName"]
-        == by_secret[("cert-manager", "keda-ray-scaler-ca")]["spec"]["secretName"]
-    )
+    issuers = [o for o in objs if o["kind"] == "Issuer"]
+    assert {o["metadata"]["namespace"] for o in issuers} == {KEDA_NAMESPACE}
+    ca_issuer = named(tuple(issuers), "Issuer", server["spec"]["issuerRef"]["name"])
+    ca_cert = by_secret[(KEDA_NAMESPACE, "keda-ray-scaler-ca")]
+    assert ca_issuer["spec"]["ca"]["secretName"] == ca_cert["spec"]["secretName"]
+    assert ca_cert["spec"]["issuerRef"]["kind"] == "Issuer"
     existing = template(helm, *VALUES["cert-manager-existing-issuer"])
     assert "ClusterIssuer" not in kinds(existing)
+    assert "Issuer" not in kinds(existing)
     assert {c["spec"]["issuerRef"]["name"] for c in existing if c["kind"] == "Certificate"} == {
         "corp-ca"
     }
+
+
+@pytest.mark.parametrize(
+    ("sets", "namespace", "says"),
+    [
+        (["certManager.enabled=true"], "keda-ray-scaler", "needs the release in KEDA's namespace"),
+        (
+            ["certManager.enabled=true", "clusterTriggerAuthentication.kedaNamespace=ops"],
+            "keda",
+            'release namespace "keda" differs',
+        ),
+        (
+            ["certManager.enabled=true", "certManager.caNamespace=cert-manager"],
+            "keda",
+            "certManager.caNamespace was removed",
+        ),
+    ],
+    ids=["other-namespace", "keda-elsewhere", "old-ca-namespace"],
+)
+def test_the_generated_ca_outside_kedas_namespace_fails_the_render(
+    helm: str, sets: list[str], namespace: str, says: str
+) -> None:
+    """The chart's own CA signs KEDA's identity, so it is only made where only KEDA's namespace
+    can use it: a release elsewhere (or the removed caNamespace) fails naming what to do."""
+    with pytest.raises(AssertionError, match=says) as info:
+        template(helm, *sets, namespace=namespace)
+    assert "issuerRef" in str(info.value) or "caNamespace" in str(info.value)
 
 
 def client_key_holders(objs: list[Obj]) -> list[tuple[str, str, str]]:
@@ -607,7 +641,7 @@ def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             if (Path(bin_dir) / crds).exists():
                 cp.kubectl("apply", "--server-side", "-f", str((Path(bin_dir) / crds).resolve()))
         cp.wait_crds_established()
-        for ns in (NAMESPACE, "ray", "ray-b", "cert-manager"):
+        for ns in (NAMESPACE, "ray", "ray-b", KEDA_NAMESPACE):
             cp.kubectl("create", "namespace", ns)
         yield cp
     finally:

@@ -14,6 +14,7 @@ import pytest
 from fake_clock import FakeClock
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from kube_emulator import until
 from rpc_builders import T0, cluster_ref, meta, snapshot
 from tls_certs import Certs, Pem, make_certs
 
@@ -114,8 +115,8 @@ async def test_kedas_certificate_is_served(server: ScalerServer, certs: Certs) -
 async def test_a_certificate_from_the_ca_naming_someone_else_is_permission_denied(
     server: ScalerServer, certs: Certs
 ) -> None:
-    """A client certificate the same CA signed, CN team-a (as any namespace admin can have the
-    chart's ClusterIssuer sign): every call, streams and health included, is PERMISSION_DENIED
+    """A client certificate the same CA signed, CN team-a (as whoever may use the CA's issuer
+    can have it signed): every call, streams and health included, is PERMISSION_DENIED
     naming both names and the flag, each counted."""
     async with channel(server.port, certs, certs.impostor) as ch:
         stub = pb_grpc.ExternalScalerStub(ch)
@@ -239,8 +240,9 @@ async def test_streams_beyond_the_bounds_are_refused_while_kedas_stream_still_op
         held.pop(0).cancel()
         reopened = await _open_within(a, STEP_S)
         reopened.cancel()
-        for call in held:
-            call.cancel()
+    # the flood's connections closed with their streams still open (never cancelled): the
+    # server ends each stream's handler, and every slot of the address is free again
+    await until(lambda: server.gate.quota.open_streams(LOOPBACK_PEER) == (0, 0), STEP_S)
     assert (over_connection.code(), over_peer.code()) == (grpc.StatusCode.RESOURCE_EXHAUSTED,) * 2
     assert over_connection.details() == (
         "at most 2 streams at once on one connection (--max-streams-per-connection)"
@@ -250,6 +252,10 @@ async def test_streams_beyond_the_bounds_are_refused_while_kedas_stream_still_op
     )
     assert counted(server, "limit_refusals", limit="streams_per_connection") == 1
     assert counted(server, "limit_refusals", limit="streams_per_peer") == 1
+
+
+#: A peer string of the flood's address (the port is not part of the address's count).
+LOOPBACK_PEER = "ipv4:127.0.0.1:1"
 
 
 async def _open_within(stub: pb_grpc.ExternalScalerStub, seconds: float) -> Any:
