@@ -16,7 +16,10 @@
 #                  containerd and runc are the real node's runtime (tests/harness/real_node.py); its kubelet
 #                  is in the controlplane binary.
 #
-# Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e).
+# Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e); KRS_KUBERAY_VERSION (default
+# v1.5.1) the KubeRay operator's version: v1.7.0 passes the KubeRay tests too, but the Go module
+# proxy here serves its .info and .mod and refuses its .zip (403), so a clean machine cannot
+# build it; the default stays the newest version a clean machine gets.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=e2e/versions.env
@@ -108,10 +111,11 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
 }
 
-# kuberay: the KubeRay operator (github.com/ray-project/kuberay/ray-operator, pinned here) for the
-# KubeRay-mode test (tests/real/control_plane/test_real_kuberay.py), kuberay-crds/ its CRDs. `go install pkg@version`
+# kuberay: the KubeRay operator (github.com/ray-project/kuberay/ray-operator, v1.5.1 unless
+# KRS_KUBERAY_VERSION names another, e.g. v1.7.0) for the KubeRay-mode tests
+# (tests/real/control_plane/test_real_kuberay.py), kuberay-crds/ its CRDs. `go install pkg@version`
 # needs the proxy's version list (refused here), so build in a writable copy of the module.
-KUBERAY_VERSION=v1.5.1
+KUBERAY_VERSION="${KRS_KUBERAY_VERSION:-v1.5.1}"
 build_kuberay() {
   local src="$root/src/kuberay-${KUBERAY_VERSION}"
   if [[ ! -d "$src" ]]; then

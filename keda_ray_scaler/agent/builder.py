@@ -156,7 +156,7 @@ def build_agent(
         AgentLoop,
         specs,
         wrap_reader(reader) if wrap_reader is not None else reader,
-        SnapshotCollector(registry, StandInLog(registry, specs.spec.name)),
+        SnapshotCollector(registry, StandInLog(registry, specs.spec.name), settings.seal_key),
         AgentMetrics(registry, specs.spec.name),
         clock,
         settings.loop,

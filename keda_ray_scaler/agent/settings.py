@@ -27,3 +27,5 @@ class AgentSettings:
     ray_timeout_s: float = GCS_TIMEOUT_S
     #: the task demand's source: rule R1 (the head raylet read after the snapshot) or the GCS's sum
     demand_read: DemandRead = DemandRead.EXACT
+    #: the cluster's seal key (``--seal-key-file``): the digest keyed with it; None: unkeyed
+    seal_key: bytes | None = field(default=None, repr=False)

@@ -24,10 +24,14 @@ from keda_ray_scaler.errors import ConfigError
 
 EXIT_BAD_INPUT = 2
 
-_COMMANDS = ("plan", "agent", "serve", "status", "demo")
+_COMMANDS = ("plan", "agent", "serve", "status", "seal-key", "demo")
 
 #: The module of a command's ``add_parser``, where it is not the command's own module.
-_FLAGS_MODULE: Final[Mapping[str, str]] = {"agent": "agent_flags", "serve": "serve_flags"}
+_FLAGS_MODULE: Final[Mapping[str, str]] = {
+    "agent": "agent_flags",
+    "serve": "serve_flags",
+    "seal-key": "seal_key",
+}
 
 #: Each command's one-line help: the only home of it, read by the command's own parser too.
 SUMMARY: Final[Mapping[str, str]] = {
@@ -35,6 +39,7 @@ SUMMARY: Final[Mapping[str, str]] = {
     "agent": "export a Ray cluster's demand and nodes; drain and mark idle pods",
     "serve": "run the KEDA external scaler (gRPC)",
     "status": "ask a running scaler for each worker group's target, as KEDA does",
+    "seal-key": "derive a Ray cluster's seal key from the scaler's master key (or make one)",
     "demo": "run the local demo: real Ray, agent and scaler; simulated Kubernetes and KEDA",
 }
 
@@ -57,7 +62,8 @@ def _flags(name: str) -> _Flags:
 
 def _command(name: str) -> _Command:
     """The module that runs command ``name``."""
-    return cast(_Command, importlib.import_module(f"keda_ray_scaler.cli.{name}"))
+    module = name.replace("-", "_")
+    return cast(_Command, importlib.import_module(f"keda_ray_scaler.cli.{module}"))
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ from keda_ray_scaler.agent.ray.ray_state import GCS_TIMEOUT_S, POLL_INTERVAL_S, 
 from keda_ray_scaler.agent.ray.shape_bound import DEFAULT_MAX_SHAPES
 from keda_ray_scaler.agent.victims.marks import VictimSettings
 from keda_ray_scaler.cli import add_command, add_logging_flags
+from keda_ray_scaler.cli.seal_key import key_file
 from keda_ray_scaler.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -100,6 +101,13 @@ def _ray_flags(p: argparse.ArgumentParser) -> None:
 def _metrics_flags(p: argparse.ArgumentParser) -> None:
     """Where /metrics and /healthz are served."""
     g = p.add_argument_group("metrics and health")
+    g.add_argument(
+        "--seal-key-file",
+        type=Path,
+        help="this cluster's seal key (hex; `keda-ray-scaler seal-key` derives it from the "
+        "scaler's master key): the snapshot digest is keyed, so only this agent can seal its "
+        "series (serve --seal-master-key-file); unset: unkeyed",
+    )
     g.add_argument("--host", default="0.0.0.0", help="/metrics and /healthz bind address (all)")
     g.add_argument("--port", type=int, default=8080, help="/metrics and /healthz port (8080)")
     g.add_argument(
@@ -246,7 +254,14 @@ def agent_settings(args: argparse.Namespace) -> AgentSettings:
         joins=join_settings(args),
         ray_timeout_s=args.ray_timeout,
         demand_read=DemandRead(args.demand_read),
+        seal_key=seal_key(args.seal_key_file),
     )
+
+
+def seal_key(path: Path | None) -> bytes | None:
+    """The key of ``--seal-key-file`` (None without one); raises :class:`ConfigError` naming the
+    flag and the file when it cannot be read or holds no key (the key itself never printed)."""
+    return None if path is None else key_file(path, "--seal-key-file", WHERE)
 
 
 def validate(args: argparse.Namespace) -> None:
@@ -263,6 +278,7 @@ def validate(args: argparse.Namespace) -> None:
         f"must be >= --backoff-initial, got {args.backoff_max:g}",
     )
     join_settings(args)
+    seal_key(args.seal_key_file)
     _check(args.max_shapes >= 3, "--max-shapes", f"must be >= 3, got {args.max_shapes}")
     _check(0 <= args.port <= 65535, "--port", f"must be 0..65535, got {args.port}")
     _check(

@@ -23,6 +23,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.cli import configure_logging_from
+from keda_ray_scaler.cli.seal_key import key_file
 from keda_ray_scaler.cli.serve_flags import (
     WHERE,
     check,
@@ -209,7 +210,12 @@ def build_source(args: argparse.Namespace, registry: CollectorRegistry) -> Sourc
         check_no_credentials("--prometheus-url", args.prometheus_url)
         check(not args.agent_url, "--agent-url", "only with --source scrape")
         try:
-            origin = OriginSettings(args.prometheus_job, args.accept_agents_without_digest)
+            master = args.seal_master_key_file
+            origin = OriginSettings(
+                args.prometheus_job,
+                args.accept_agents_without_digest,
+                key_file(master, "--seal-master-key-file", WHERE) if master else None,
+            )
             settings = PrometheusSettings(
                 url=args.prometheus_url, http=http, retry=retry, caps=caps, origin=origin
             )
@@ -218,6 +224,7 @@ def build_source(args: argparse.Namespace, registry: CollectorRegistry) -> Sourc
         return PrometheusSource(settings, metrics=metrics)
     check(bool(args.agent_url), "--agent-url", "at least one required with --source scrape")
     check(not args.prometheus_url, "--prometheus-url", "only with --source prometheus")
+    check(not args.seal_master_key_file, "--seal-master-key-file", "only with --source prometheus")
     targets = parse_agent_urls(args.agent_url)
     scrape = ScrapeSettings(targets=targets, http=http, retry=retry, caps=caps)
     return ScrapeSource(scrape, metrics=metrics)

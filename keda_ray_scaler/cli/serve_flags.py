@@ -85,6 +85,13 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
         "it) instead of answering UNAVAILABLE (source prometheus)",
     )
     g.add_argument(
+        "--seal-master-key-file",
+        type=Path,
+        help="master key (hex) from which each Ray cluster's seal key is derived (`seal-key`): "
+        "a cluster's series count only when sealed with its own key, so no other writer can "
+        "seal a forgery (source prometheus); unset: unkeyed seals",
+    )
+    g.add_argument(
         "--agent-url",
         action="append",
         default=[],

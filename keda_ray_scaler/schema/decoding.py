@@ -8,7 +8,7 @@ agent's seal raise :class:`~keda_ray_scaler.errors.UntrustedData` (:mod:`.digest
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import SchemaError, ShapeError
@@ -51,12 +51,22 @@ def group_by_cluster(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
     return out
 
 
-def decode(samples: Iterable[Sample]) -> dict[str, ClusterSnapshot]:
-    """Every cluster found in ``samples``; raises :class:`SchemaError` on the first bad one."""
-    return {c: decode_cluster(c, s) for c, s in sorted(group_by_cluster(samples).items())}
+#: A cluster's seal key by its name (``None``: the seal is checked unkeyed).
+SealKeys = Callable[[str], bytes | None]
 
 
-def decode_cluster(cluster: str, samples: Iterable[Sample]) -> ClusterSnapshot:
+def decode(samples: Iterable[Sample], keys: SealKeys | None = None) -> dict[str, ClusterSnapshot]:
+    """Every cluster found in ``samples``; raises :class:`SchemaError` on the first bad one.
+    With ``keys``, each cluster's seal is checked under its key."""
+    return {
+        c: decode_cluster(c, s, keys(c) if keys else None)
+        for c, s in sorted(group_by_cluster(samples).items())
+    }
+
+
+def decode_cluster(
+    cluster: str, samples: Iterable[Sample], key: bytes | None = None
+) -> ClusterSnapshot:
     """One cluster's snapshot from its samples; the inverse of ``encoding.encode``.
 
     Nodes whose group is not a known worker group (unmapped Ray nodes) are left out: they cannot
@@ -68,7 +78,7 @@ def decode_cluster(cluster: str, samples: Iterable[Sample]) -> ClusterSnapshot:
     own = [s for s in samples if s.labels.get(schema.LABEL_CLUSTER) == cluster]
     for s in own:
         _check_value(s)
-    digest.check(cluster, own)  # a sealed snapshot must match its seal before anything decodes
+    digest.check(cluster, own, key)  # a sealed snapshot must match its seal before any decoding
     by_name: dict[str, list[Sample]] = {}
     for s in own:
         by_name.setdefault(s.name, []).append(s)

@@ -20,17 +20,22 @@ big-endian unsigned integer (below 2**48, so exact in a sample's float64). Cost:
 labels' size plus a sort, once per poll on the agent and once per fetch on the scaler (after the
 ``--max-series`` cap): 50,000 series take about 0.2 s.
 
-What it cannot do: it holds no secret. Whoever can read the agent's series can compute the digest
-of a forgery; a target that honours labels and re-serves the agent's whole current snapshot,
-altered, under its labels and with its own digest, reads as one consistent snapshot until the
-agent's next scrape. Only ``honor_labels: false`` on every job but federation keeps that writer
-out (docs/security.md).
+Unkeyed, it holds no secret: whoever can read the agent's series can compute the digest of a
+forgery, so a target that honours labels and re-serves the agent's whole snapshot, altered, under
+its labels and with its own digest, reads as one consistent snapshot. Keyed (version 2), the
+digest is HMAC-SHA256 under the cluster's own key instead of SHA-256 (same lines, same 6 bytes):
+the key is :func:`cluster_key` of a master key only the scaler holds, the namespace and the
+cluster, so the scaler derives every cluster's key itself and an agent holds only its own. A
+forger without that key cannot seal a forgery, whatever Prometheus lets it write: the scaler
+refuses it (``digest_mismatch``). What a key cannot stop: a writer under the agent's labels still
+makes the cluster UNAVAILABLE (two snapshots mixed), which keeps its replicas.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import hmac
 import json
 import struct
 from collections.abc import Iterable, Sequence
@@ -44,6 +49,42 @@ from keda_ray_scaler.schema import Sample
 SEAL_NAMES: Final = frozenset({schema.SNAPSHOT_SERIES, schema.SNAPSHOT_DIGEST})
 #: Bytes of the SHA-256 kept: 48 bits, exact in a float64.
 DIGEST_BYTES: Final = 6
+#: What a cluster's key is derived for (version 1 of the derivation).
+KEY_CONTEXT: Final = b"keda-ray-scaler snapshot seal v1"
+#: Bytes of a master key at least (256 bits).
+MIN_MASTER_KEY_BYTES: Final = 32
+
+
+def cluster_key(master: bytes, namespace: str, cluster: str) -> bytes:
+    """The seal key of Ray cluster ``namespace/cluster``: HMAC-SHA256 of the master key over
+    :data:`KEY_CONTEXT`, the namespace and the cluster, each ended by a NUL byte (neither may
+    hold one: both are RFC 1123 names). 32 bytes; :func:`key_text` is how the agent is given it."""
+    if len(master) < MIN_MASTER_KEY_BYTES:
+        raise ValueError(
+            f"a master key has at least {MIN_MASTER_KEY_BYTES} bytes, got {len(master)}"
+        )
+    message = b"".join(part + b"\0" for part in (KEY_CONTEXT, namespace.encode(), cluster.encode()))
+    return hmac.new(master, message, hashlib.sha256).digest()
+
+
+def key_text(key: bytes) -> str:
+    """A key as the agent's key file holds it: lowercase hex."""
+    return key.hex()
+
+
+def parse_key_text(text: str) -> bytes:
+    """The key of a key file (hex, surrounding whitespace ignored); ``ValueError`` saying what is
+    wrong otherwise (a key is never logged)."""
+    stripped = text.strip()
+    try:
+        key = bytes.fromhex(stripped)
+    except ValueError:
+        raise ValueError("a key file holds the key as hex digits only") from None
+    if len(key) < MIN_MASTER_KEY_BYTES:
+        raise ValueError(
+            f"a key has at least {MIN_MASTER_KEY_BYTES} bytes (64 hex digits), got {len(key)}"
+        )
+    return key
 
 
 class Seal(enum.Enum):
@@ -61,18 +102,20 @@ def _line(s: Sample) -> str:
     return json.dumps([s.name, labels, bits], ensure_ascii=True, separators=(",", ":"))
 
 
-def digest(samples: Iterable[Sample]) -> tuple[int, int]:
-    """``(series, digest)`` of the snapshot series in ``samples`` (any other name is left out)."""
+def digest(samples: Iterable[Sample], key: bytes | None = None) -> tuple[int, int]:
+    """``(series, digest)`` of the snapshot series in ``samples`` (any other name is left out);
+    keyed with ``key`` (HMAC-SHA256) when given."""
     lines = sorted(_line(s) for s in samples if s.name in schema.SNAPSHOT_NAMES)
-    h = hashlib.sha256()
+    h = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
     for line in lines:
         h.update(line.encode("ascii"))
         h.update(b"\n")
     return len(lines), int.from_bytes(h.digest()[:DIGEST_BYTES], "big")
 
 
-def seal(samples: Iterable[Sample]) -> list[Sample]:
-    """``samples`` without any earlier seal, each cluster's new seal after them.
+def seal(samples: Iterable[Sample], key: bytes | None = None) -> list[Sample]:
+    """``samples`` without any earlier seal, each cluster's new seal after them (keyed with
+    ``key``, the agent's cluster key, when given).
 
     Never raises on samples ``encoding.encode`` made (strings and floats only), so the agent can
     re-seal a snapshot whatever broke its poll.
@@ -83,7 +126,7 @@ def seal(samples: Iterable[Sample]) -> list[Sample]:
         if s.name in schema.SNAPSHOT_NAMES:
             by_cluster.setdefault(s.labels.get(schema.LABEL_CLUSTER, ""), []).append(s)
     for cluster, own in sorted(by_cluster.items()):
-        count, value = digest(own)
+        count, value = digest(own, key)
         labels = {schema.LABEL_CLUSTER: cluster}
         body += [
             Sample(schema.SNAPSHOT_SERIES, labels, float(count)),
@@ -92,12 +135,14 @@ def seal(samples: Iterable[Sample]) -> list[Sample]:
     return body
 
 
-def check(cluster: str, samples: Sequence[Sample]) -> Seal:
-    """Whether one cluster's ``samples`` match their seal.
+def check(cluster: str, samples: Sequence[Sample], key: bytes | None = None) -> Seal:
+    """Whether one cluster's ``samples`` match their seal (keyed with ``key``, the cluster's key,
+    when the reader has one: then only a seal made with it matches).
 
     :attr:`Seal.HELD` when they do, :attr:`Seal.ABSENT` when they carry none; raises
     :class:`UntrustedData` (``digest_mismatch``) saying what differs: another number of series
-    (one added or missing), other labels or values (one altered), or a seal written twice.
+    (one added or missing), other labels or values (one altered, or sealed without the
+    cluster's key), or a seal written twice.
     """
     seals = {name: [s for s in samples if s.name == name] for name in SEAL_NAMES}
     if not any(seals.values()):
@@ -107,16 +152,18 @@ def check(cluster: str, samples: Sequence[Sample]) -> Seal:
         if len(found) != 1:
             raise _mismatch(f"{where}: {len(found)} {name} series, the agent exports one")
     (counted,), (sealed,) = seals[schema.SNAPSHOT_SERIES], seals[schema.SNAPSHOT_DIGEST]
-    count, value = digest(samples)
+    count, value = digest(samples, key)
     if count != counted.value:
         raise _mismatch(
             f"{where}: {count} series where the agent's seal counts {counted.value:g} "
             "(a series added or missing)"
         )
     if value != sealed.value:
+        detail = "a series altered"
+        if key is not None:
+            detail += ", or sealed without the cluster's key: the agent's --seal-key-file"
         raise _mismatch(
-            f"{where}: the series' labels or values differ from the agent's digest "
-            "(a series altered)"
+            f"{where}: the series' labels or values differ from the agent's digest ({detail})"
         )
     return Seal.HELD
 

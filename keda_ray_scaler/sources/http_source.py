@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.errors import FetchError
 from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.schema.decoding import SealKeys
 from keda_ray_scaler.sources.metrics import SourceMetrics, source_metrics
 from keda_ray_scaler.sources.series_caps import DataCaps
 from keda_ray_scaler.sources.session import build_session
@@ -85,9 +86,11 @@ class HttpSource(Generic[S]):
             deadline=deadline,
         )
 
-    def _decoded(self, parse: Callable[[], list[Sample]], what: str) -> dict[str, ClusterSnapshot]:
+    def _decoded(
+        self, parse: Callable[[], list[Sample]], what: str, keys: SealKeys | None = None
+    ) -> dict[str, ClusterSnapshot]:
         """:func:`~keda_ray_scaler.sources.transport.decode_checked` with this source's caps."""
-        return decode_checked(parse, self._settings.caps, self._metrics, self.SOURCE, what)
+        return decode_checked(parse, self._settings.caps, self._metrics, self.SOURCE, what, keys)
 
     def _fail(self, kind: str, message: str) -> FetchError:
         """:func:`~keda_ray_scaler.sources.transport.fail` as this source."""

@@ -25,7 +25,7 @@ from urllib3.util.retry import Retry
 
 from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import ClusterSnapshot, Sample
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, digest
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.http_source import HttpSource
 from keda_ray_scaler.sources.series_caps import DataCaps, check_series_count
@@ -142,7 +142,14 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
     def _decode(self, cluster: ClusterRef, result: list[Any]) -> dict[str, ClusterSnapshot]:
         """Every cluster in the answer, each checked against the caps before decoding."""
         parse = functools.partial(self._samples, cluster, result)
-        return self._decoded(parse, f"cluster {cluster}")
+        master = self._settings.origin.seal_master_key
+        if master is None:
+            return self._decoded(parse, f"cluster {cluster}")
+
+        def keys(name: str) -> bytes:
+            return digest.cluster_key(master, cluster.namespace, name)
+
+        return self._decoded(parse, f"cluster {cluster}", keys)
 
     def _samples(self, cluster: ClusterRef, result: list[Any]) -> list[Sample]:
         check_series_count(cluster.name, len(result), self._settings.caps)  # before parsing

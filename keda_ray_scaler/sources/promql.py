@@ -25,7 +25,7 @@ naming both, never "newest wins". ``decoding.decode`` ignores the labels outside
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from keda_ray_scaler import schema
@@ -59,10 +59,14 @@ class OriginSettings:
     ``accept_undigested`` (``--accept-agents-without-digest``): plan on a cluster whose series
     carry no seal (an agent older than the digest) instead of refusing it (``no_digest``). A
     forger cannot take a seal away, so this only lets old agents in; upgrade them instead.
+    ``seal_master_key`` (``--seal-master-key-file``): each cluster's seal is checked under its
+    own key, :func:`~keda_ray_scaler.schema.digest.cluster_key` of this, its namespace and its
+    name, so only the agent given that key can seal its series; ``None``: unkeyed seals.
     """
 
     job: str = AGENT_JOB
     accept_undigested: bool = False
+    seal_master_key: bytes | None = field(default=None, repr=False)
 
 
 def check_cluster_name(cluster: str) -> str:

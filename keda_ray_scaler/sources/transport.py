@@ -70,13 +70,15 @@ def decode_checked(
     metrics: SourceMetrics,
     source: str,
     what: str,
+    keys: decoding.SealKeys | None = None,
 ) -> dict[str, ClusterSnapshot]:
-    """``parse()``, the caps checked, then decoded; every refusal counted and logged as the
-    source's (``over_cap``, an untrusted reason, ``bad_data``), so every source refuses alike."""
+    """``parse()``, the caps checked, then decoded (each seal under its cluster's key of
+    ``keys``, if given); every refusal counted and logged as the source's (``over_cap``, an
+    untrusted reason, ``bad_data``), so every source refuses alike."""
     try:
         samples = parse()
         check_caps(samples, caps)  # before decoding or planning any of it
-        return decoding.decode(samples)
+        return decoding.decode(samples, keys)
     except CapExceeded as exc:
         raise over_cap(metrics, source, exc, what) from None
     except UntrustedData as exc:

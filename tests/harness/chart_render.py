@@ -47,6 +47,7 @@ VALUES: dict[str, list[str]] = {
         "prometheus.basicAuth.user=scaler",
         "prometheus.basicAuth.passwordSecretName=prom-basic",
         "prometheus.ca.configMapName=prom-ca",
+        "prometheus.sealMasterKey.secretName=seal-master",
     ],
     "kuberay": [
         "agent.rbac.namespaces={ray}",

@@ -401,7 +401,7 @@ GENERATED = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def kuberay_worker_prefix(cluster: str, group: str) -> str:
-    """The generateName KubeRay 1.5.1 gives a worker pod (utils.PodName)."""
+    """The generateName KubeRay 1.5.1 and 1.7.0 give a worker pod (utils.PodName)."""
     return f"{cluster}-{group}"[:50].lower() + "-worker-"
 
 

@@ -31,6 +31,9 @@ spec:
         - --gcs-address={{ $s.gcsAddress }}
         - --port={{ $s.port }}
         - --namespace=$(POD_NAMESPACE)
+        {{- if $s.sealKey.secretName }}
+        - --seal-key-file=/etc/keda-ray-scaler/seal/{{ $s.sealKey.key }}
+        {{- end }}
         - --log-format=json
       env:
         - name: HOME  # the image's; the agent looks for ~/.ray/auth_token there
@@ -89,6 +92,11 @@ spec:
         {{- end }}
         - name: agent-tmp
           mountPath: /tmp
+        {{- if $s.sealKey.secretName }}
+        - name: agent-seal-key
+          mountPath: /etc/keda-ray-scaler/seal
+          readOnly: true
+        {{- end }}
         - name: agent-kube-api-access
           mountPath: /var/run/secrets/kubernetes.io/serviceaccount
           readOnly: true
@@ -100,6 +108,11 @@ spec:
     {{- end }}
     - name: agent-tmp
       emptyDir: {}
+    {{- with $s.sealKey.secretName }}
+    - name: agent-seal-key  # this cluster's seal key only (never the scaler's master key)
+      secret:
+        secretName: {{ . }}
+    {{- end }}
     # What the kubelet would mount for automountServiceAccountToken, for the agent only.
     - name: agent-kube-api-access
       projected:

@@ -75,17 +75,24 @@ def families(samples: Iterable[schema.Sample]) -> list[Metric]:
 class SnapshotCollector(Collector):
     """Serves the latest published snapshot; registers itself in ``registry``.
 
-    With ``names``, each resource name exported as a stand-in is counted and logged once.
+    With ``names``, each resource name exported as a stand-in is counted and logged once; with
+    ``seal_key`` (the cluster's key), each snapshot's digest is keyed with it.
     """
 
-    def __init__(self, registry: CollectorRegistry, names: StandInLog | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        names: StandInLog | None = None,
+        seal_key: bytes | None = None,
+    ) -> None:
         self._samples: list[schema.Sample] = []
         self._names = names
+        self._key = seal_key
         registry.register(self)
 
     def publish(self, snapshot: schema.ClusterSnapshot) -> None:
         """Serve ``snapshot`` from the next scrape on."""
-        self._samples = digest.seal(encoding.encode(snapshot))
+        self._samples = digest.seal(encoding.encode(snapshot), self._key)
         if self._names is not None:
             self._names.observe(snapshot.input)
 
@@ -97,8 +104,11 @@ class SnapshotCollector(Collector):
         this, and the data keeps its old timestamp, so no reader takes it for fresh.
         """
         self._samples = digest.seal(
-            schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
-            for s in self._samples
+            (
+                schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
+                for s in self._samples
+            ),
+            self._key,
         )
 
     def collect(self) -> Iterator[Metric]:

@@ -79,14 +79,17 @@ def test_services_keep_the_address_keda_is_given(helm: str) -> None:
 
 
 def test_prometheus_auth_values_become_flags_on_mounted_files(helm: str) -> None:
-    """Bearer token, basic auth and CA: each flag points into a volume the pod mounts."""
+    """Bearer token, basic auth, CA and the seal master key: each flag points into a volume the
+    pod mounts."""
     dep = named(tuple(template(helm, *VALUES["prometheus-auth"])), "Deployment", RELEASE)
     (c,) = dep["spec"]["template"]["spec"]["containers"]
     args = cli_args(c)
     assert args.prometheus_url == "https://prometheus.example:9090"
     assert args.basic_auth_user == "scaler"
     mounts = [m["mountPath"] for m in c["volumeMounts"]]
-    for path in (args.bearer_token_file, args.basic_auth_password_file, args.ca_file):
+    assert args.seal_master_key_file.name == "master.key"
+    files = (args.bearer_token_file, args.basic_auth_password_file, args.ca_file)
+    for path in (*files, args.seal_master_key_file):
         assert any(str(path).startswith(m + "/") for m in mounts), path
     volumes = {v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]}
     assert {m["name"] for m in c["volumeMounts"]} == volumes
@@ -494,6 +497,28 @@ def test_the_sidecar_runs_the_scalers_image_as_the_agent_command(helm: str) -> N
         assert cli_args(agent).command == "agent"
         assert agent["securityContext"]["runAsUser"] == 65532
     assert scaler_image(objs) == "registry.example/krs:0.2.0"
+
+
+def test_the_sidecar_mounts_its_clusters_seal_key_only_when_given(helm: str) -> None:
+    """agent.sidecar.sealKey.secretName: the agent reads --seal-key-file from that Secret,
+    mounted read-only into the agent container only; unset, no key and no volume."""
+
+    def fragment(*sets: str) -> Obj:
+        objs = template(helm, "agent.sidecar.configMap=true", *sets)
+        data = named(tuple(objs), "ConfigMap", f"{RELEASE}-agent-sidecar")["data"]
+        loaded: Obj = yaml.safe_load(data["head-pod-template.yaml"])
+        return loaded
+
+    plain = fragment()
+    assert cli_args(plain["spec"]["containers"][0]).seal_key_file is None
+    keyed = fragment("agent.sidecar.sealKey.secretName=demo-seal")
+    (agent,) = keyed["spec"]["containers"]
+    path = cli_args(agent).seal_key_file
+    (mount,) = [m for m in agent["volumeMounts"] if m["mountPath"] == str(path.parent)]
+    assert mount["readOnly"] is True and path.name == "seal.key"
+    (volume,) = [v for v in keyed["spec"]["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["secretName"] == "demo-seal"
+    assert "agent-seal-key" not in {v["name"] for v in plain["spec"]["volumes"]}
 
 
 def test_the_kuberay_sidecar_is_the_kuberay_examples_agent(helm: str) -> None:

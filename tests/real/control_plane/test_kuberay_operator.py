@@ -1,4 +1,5 @@
-"""What the real KubeRay operator (v1.5.1, ``e2e/build.sh``) does with the applier's patches.
+"""What the real KubeRay operator (``e2e/build.sh``: v1.5.1, v1.7.0 with ``KRS_KUBERAY_VERSION``)
+does with the applier's patches.
 
 One ordered story of two tests on one RayCluster ``demo`` (the module-scoped ``cp``): run the
 whole module, in file order. ``test_replicas_lowered_without_names_let_kuberay_choose`` needs

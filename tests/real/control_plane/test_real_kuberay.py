@@ -23,7 +23,8 @@ the Makefile's ``BED``)::
     KRS_E2E_BIN="$(bash e2e/build.sh)" KRS_E2E_IMAGES="$(.venv/bin/python e2e/images.py)" \\
       bash e2e/netns.sh .venv/bin/pytest -q -n 0 tests/real/control_plane/test_real_kuberay.py
 
-Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its Go module) and
+Build: ``e2e/build.sh`` (the ``kuberay`` component: ray-operator v1.5.1 from its Go module,
+``KRS_KUBERAY_VERSION`` for another) and
 ``e2e/images.py``; run inside ``e2e/netns.sh``.
 """
 

@@ -43,7 +43,7 @@ from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, digest
 from keda_ray_scaler.sources.prometheus import PrometheusSettings, PrometheusSource
-from keda_ray_scaler.sources.promql import AGENT_JOB
+from keda_ray_scaler.sources.promql import AGENT_JOB, OriginSettings
 from keda_ray_scaler.sources.source_settings import RetrySettings
 
 pytestmark = [requires_prometheus, pytest.mark.prometheus]
@@ -137,10 +137,11 @@ def prometheus(
         yield prom
 
 
-def scaler_on(url: str) -> ScalerServer:
+def scaler_on(url: str, master: bytes | None = None) -> ScalerServer:
     """The scaler on the Prometheus at ``url``, with the default settings (our job, seals
-    required)."""
-    settings = PrometheusSettings(url=url, retry=RetrySettings(attempts=1))
+    required), seals keyed from ``master`` when given."""
+    origin = OriginSettings(seal_master_key=master)
+    settings = PrometheusSettings(url=url, retry=RetrySettings(attempts=1), origin=origin)
     return build_server(
         PrometheusSource(settings, wait=tenacity.wait_none()),
         clock=lambda: NOW_S,
@@ -296,3 +297,86 @@ async def test_with_honor_labels_false_even_a_consistent_copy_never_enters(
         prom.wait_for_series('ray_scaler_snapshot_digest{job="ray-scaler-agents"}', 1)
         async with scaler_on(prom.url) as server:
             assert await answers(server) == [10] * ROUNDS
+
+
+#: The scaler's master key in the keyed tests (random enough for a test: fixed, 32 bytes).
+MASTER = bytes(range(32))
+
+
+@pytest.fixture
+def keyed(
+    tmp_path: Path, forgers: tuple[SampleExporter, SampleExporter]
+) -> Iterator[tuple[str, PrometheusServer]]:
+    """Team-a's agent sealing with its cluster key (derived from MASTER), scraped by our job,
+    beside the honouring Pushgateway-style job; ``(agent address, Prometheus)``."""
+    registry = CollectorRegistry()
+    key = digest.cluster_key(MASTER, "team-a", "demo")
+    SnapshotCollector(registry, seal_key=key).publish(seed())
+    _, push = forgers
+    with (
+        serve_registry(registry) as address,
+        PrometheusServer(
+            tmp_path,
+            [ScrapeTarget(address, "team-a", HEAD_POD)],
+            extra_jobs=[honouring_job("pushgateway", push.target)],
+        ) as prom,
+    ):
+        prom.wait_for_series('ray_scaler_snapshot_timestamp_seconds{namespace="team-a"}', 1)
+        yield address, prom
+        push.set([])
+
+
+async def test_unkeyed_a_resealed_copy_under_the_agents_labels_can_win(
+    prometheus: PrometheusServer,
+    forgers: tuple[SampleExporter, SampleExporter],
+    agent: str,
+    scaler: ScalerServer,
+) -> None:
+    """Why seals are keyed: without a key, a copy of every agent series under its exact labels,
+    1,000 tasks, re-sealed with its own valid digest, is one consistent snapshot whenever the
+    forger wrote last: the target moves to 50 (the "before" of the keyed seal)."""
+    _, push = forgers
+    labels = {"namespace": "team-a", "job": AGENT_JOB, "instance": agent, "head_pod": HEAD_POD}
+    forged = digest.seal(with_demand(agents_series(agent), 1000.0))
+    serve(prometheus, push, claiming(forged, **labels))
+    got = await answers(scaler)
+    print(f"unkeyed resealed copy: {got}")
+    assert set(got) <= {10, 50, UNAVAILABLE}, got
+    assert 50 in got, got
+
+
+async def test_keyed_a_resealed_copy_under_the_agents_labels_never_plans_the_forgery(
+    keyed: tuple[str, PrometheusServer], forgers: tuple[SampleExporter, SampleExporter]
+) -> None:
+    """The same forgery on a keyed agent (``--seal-key-file``) and a scaler with the master key
+    (``--seal-master-key-file``): the forger cannot seal under team-a's key, so its copy never
+    plans: UNAVAILABLE when it wrote last (counted), the agent's 10 otherwise; never 50."""
+    address, prom = keyed
+    _, push = forgers
+    async with scaler_on(prom.url, MASTER) as server:
+        assert await answers(server) == [10] * ROUNDS  # the keyed seal holds end to end
+        labels = {
+            "namespace": "team-a",
+            "job": AGENT_JOB,
+            "instance": address,
+            "head_pod": HEAD_POD,
+        }
+        forged = digest.seal(with_demand(agents_series(address), 1000.0))
+        serve(prom, push, claiming(forged, **labels))
+        got = await answers(server)
+        print(f"keyed resealed copy: {got}")
+        assert 50 not in got and set(got) <= {10, UNAVAILABLE}, got
+        assert UNAVAILABLE in got, got
+        assert refused(server, Refusal.DIGEST_MISMATCH) == got.count(UNAVAILABLE)
+
+
+async def test_keyed_another_clusters_key_does_not_seal_this_one(
+    keyed: tuple[str, PrometheusServer],
+) -> None:
+    """A scaler whose master key is not the one team-a's key came from refuses every answer
+    (digest_mismatch naming --seal-key-file): keys are per master, namespace and cluster."""
+    _, prom = keyed
+    async with scaler_on(prom.url, bytes(32)) as server:
+        got = await answers(server)
+    assert got == [UNAVAILABLE] * ROUNDS, got
+    assert refused(server, Refusal.DIGEST_MISMATCH) == ROUNDS

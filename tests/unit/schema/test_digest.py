@@ -172,3 +172,80 @@ def test_series_without_a_seal_are_absent_for_decode_and_refused_when_required()
 def test_resealing_replaces_the_old_seal() -> None:
     """seal(seal(x)) == seal(x): the agent re-seals after changing a value."""
     assert digest.seal(sealed()) == sealed()
+
+
+# --- keyed seals ---------------------------------------------------------------------------------
+
+MASTER = bytes(range(32))
+
+
+def test_a_keyed_seal_holds_only_under_its_clusters_key() -> None:
+    """Sealed with team-a/c's key (HMAC-SHA256 of the lines): the same key holds it; no key,
+    another cluster's key, another namespace's or another master's does not, and says to check
+    the agent's --seal-key-file."""
+    key = digest.cluster_key(MASTER, "team-a", "c")
+    samples = [Sample(s.name, {**s.labels, "cluster": "c"}, s.value) for s in sealed()]
+    keyed = digest.seal(samples, key)
+    assert digest.check("c", keyed, key) is Seal.HELD
+    for other in (
+        digest.cluster_key(MASTER, "team-a", "d"),
+        digest.cluster_key(MASTER, "team-b", "c"),
+        digest.cluster_key(bytes(32), "team-a", "c"),
+    ):
+        assert other != key
+        with pytest.raises(UntrustedData, match="--seal-key-file") as info:
+            digest.check("c", keyed, other)
+        assert info.value.reason is Refusal.DIGEST_MISMATCH
+    with pytest.raises(UntrustedData):
+        digest.check("c", keyed)  # an unkeyed reader: the keyed digest is no SHA-256
+    # an unkeyed forgery (a valid SHA-256 digest) does not hold for a keyed reader
+    with pytest.raises(UntrustedData, match="--seal-key-file"):
+        digest.check("c", digest.seal(samples), key)
+
+
+def test_the_key_derivation_is_hmac_sha256_of_context_namespace_and_cluster() -> None:
+    """Language-neutral: HMAC-SHA256(master, context NUL namespace NUL cluster NUL), so another
+    implementation (the controller, a script) derives the same key; hex in a key file."""
+    import hmac
+
+    want = hmac.new(MASTER, digest.KEY_CONTEXT + b"\0ns\0c\0", hashlib.sha256).digest()
+    key = digest.cluster_key(MASTER, "ns", "c")
+    assert key == want and len(key) == 32
+    assert digest.parse_key_text(" " + digest.key_text(key) + "\n") == key
+    # "ns-a"/"b" and "ns"/"a-b" never share a key: each part is ended
+    assert digest.cluster_key(MASTER, "ns-a", "b") != digest.cluster_key(MASTER, "ns", "a-b")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("zz" * 32, "hex digits only"), ("ab" * 16, "at least 32 bytes"), ("", "at least 32 bytes")],
+)
+def test_a_bad_key_file_says_what_is_wrong(text: str, says: str) -> None:
+    """Not hex, or shorter than 256 bits: ValueError saying which, never echoing the text."""
+    with pytest.raises(ValueError, match=says) as info:
+        digest.parse_key_text(text)
+    assert text not in str(info.value) or not text
+
+
+def test_a_short_master_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 32 bytes"):
+        digest.cluster_key(bytes(16), "ns", "c")
+
+
+def test_the_exporter_seals_with_the_agents_key() -> None:
+    """SnapshotCollector(seal_key=...) serves a seal that holds under that key (and, after a
+    failed poll, re-seals with it)."""
+    key = digest.cluster_key(MASTER, "ray", "c")
+    registry = CollectorRegistry()
+    collector = SnapshotCollector(registry, seal_key=key)
+    collector.publish(full_snapshot())
+    collector.mark_failed()
+    text = generate_latest(registry).decode()
+    samples = [
+        Sample(s.name, dict(s.labels), s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name in schema.SNAPSHOT_NAMES | digest.SEAL_NAMES
+    ]
+    cluster = samples[0].labels["cluster"]
+    assert digest.check(cluster, samples, key) is Seal.HELD
