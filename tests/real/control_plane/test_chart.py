@@ -11,7 +11,6 @@ no CRDs there and get a structural check only.
 from __future__ import annotations
 
 import copy
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from apiserver_only import apiserver_only
 from chart_install import (
     CHART,
     E2E_VALUES,
@@ -650,27 +650,9 @@ def test_the_rayworkergroup_crd_is_manifests_kuberay_crd(helm: str) -> None:
 @pytest.fixture(scope="module")
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """etcd and kube-apiserver of the e2e set ($KRS_E2E_BIN), KEDA's (and KubeRay's) CRDs."""
-    bin_dir = os.environ.get("KRS_E2E_BIN")
-    if not bin_dir or not (Path(bin_dir) / "bin" / "controlplane").exists():
-        pytest.skip("no e2e build set: run with KRS_E2E_BIN=$(bash e2e/build.sh)")
-    from control_plane import ControlPlane
-
-    cp = ControlPlane(tmp_path_factory.mktemp("cp"), Path(bin_dir))
-    try:
-        (cp.workdir / "logs").mkdir()
-        cp.pki.mkdir()
-        cp._make_pki()  # only what validation needs: no controllers, kwok or KEDA processes
-        cp._start_etcd()
-        cp._start_apiserver()
-        for crds in ("keda-crds", "kuberay-crds"):  # links to directories: resolved for -f
-            if (Path(bin_dir) / crds).exists():
-                cp.kubectl("apply", "--server-side", "-f", str((Path(bin_dir) / crds).resolve()))
-        cp.wait_crds_established()
-        for ns in (NAMESPACE, "ray", "ray-b", KEDA_NAMESPACE):
-            cp.kubectl("create", "namespace", ns)
+    namespaces = (NAMESPACE, "ray", "ray-b", KEDA_NAMESPACE)
+    with apiserver_only(tmp_path_factory.mktemp("cp"), namespaces) as cp:
         yield cp
-    finally:
-        cp.stop()
 
 
 def dry_run(cp: Any, objs: list[Obj]) -> None:
