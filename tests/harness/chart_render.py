@@ -60,6 +60,13 @@ VALUES: dict[str, list[str]] = {
         "agent.sidecar.authToken.secretName=demo",
         "rayWorkerGroupCRD.create=true",
     ],
+    "controller": [
+        "controller.enabled=true",
+        "controller.namespaces={ray,ray-b}",
+        "certManager.enabled=true",
+        "clusterTriggerAuthentication.create=true",
+        "rayWorkerGroupCRD.create=true",
+    ],
     "monitoring-sized": [
         "serviceMonitor.enabled=true",
         "podMonitor.enabled=true",

@@ -6,7 +6,13 @@ scaler's (one image, both commands). With the defaults and agent.sidecar.authTok
 it is examples/agent-sidecar.yaml (tests/real/control_plane/test_chart.py keeps them equal).
 */}}
 {{- define "krs.agentSidecar" -}}
-{{- $s := .Values.agent.sidecar -}}
+{{- /* Called with the root context, or (controller) dict "root" <root> "fromPod" true: then the
+       fragment fits every cluster: the agent reads its RayCluster's name from its pod's
+       ray.io/cluster label (downward API), and the webhook sets the cluster's own ServiceAccount
+       and Ray token. */ -}}
+{{- $root := .root | default . -}}
+{{- $fromPod := .fromPod | default false -}}
+{{- $s := $root.Values.agent.sidecar -}}
 metadata:
   labels:
     ray.io/node-type: head  # the agent PodMonitor selects this
@@ -15,15 +21,19 @@ metadata:
     prometheus.io/port: {{ $s.port | quote }}
     prometheus.io/path: /metrics
 spec:
-  serviceAccountName: {{ .Values.agent.rbac.serviceAccountName }}
+  {{- if not $fromPod }}
+  serviceAccountName: {{ $root.Values.agent.rbac.serviceAccountName }}
+  {{- end }}
   automountServiceAccountToken: false  # the agent container mounts its own token (below)
   containers:
     - name: agent
       # one image, both commands: the scaler's, run as `keda-ray-scaler agent` (no Ray inside)
-      image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+      image: "{{ $root.Values.image.repository }}:{{ $root.Values.image.tag | default $root.Chart.AppVersion }}"
       args:
         - agent
-        {{- if $s.rayCluster }}
+        {{- if $fromPod }}
+        - --raycluster=$(KRS_RAYCLUSTER)  # KubeRay mode: this pod's RayCluster (env below)
+        {{- else if $s.rayCluster }}
         - --raycluster={{ $s.rayCluster }}  # KubeRay mode: the groups come from the RayCluster
         {{- else }}
         - --cluster-spec=/etc/keda-ray-scaler/cluster.yaml
@@ -31,7 +41,7 @@ spec:
         - --gcs-address={{ $s.gcsAddress }}
         - --port={{ $s.port }}
         - --namespace=$(POD_NAMESPACE)
-        {{- if $s.sealKey.secretName }}
+        {{- if and (not $fromPod) $s.sealKey.secretName }}
         - --seal-key-file=/etc/keda-ray-scaler/seal/{{ $s.sealKey.key }}
         {{- end }}
         - --log-format=json
@@ -42,7 +52,13 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.namespace
-        {{- with $s.authToken.secretName }}
+        {{- if $fromPod }}
+        - name: KRS_RAYCLUSTER  # KubeRay labels every pod of a cluster with its name
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.labels['ray.io/cluster']
+        {{- end }}
+        {{- with (and (not $fromPod) $s.authToken.secretName) }}
         # Ray token authentication: KubeRay makes the Secret for authOptions.mode token, named
         # after the RayCluster, and gives it to the Ray containers only, not to sidecars
         - name: RAY_AUTH_MODE
@@ -85,14 +101,14 @@ spec:
         seccompProfile:
           type: RuntimeDefault
       volumeMounts:
-        {{- if not $s.rayCluster }}
+        {{- if not (or $fromPod $s.rayCluster) }}
         - name: cluster-spec
           mountPath: /etc/keda-ray-scaler
           readOnly: true
         {{- end }}
         - name: agent-tmp
           mountPath: /tmp
-        {{- if $s.sealKey.secretName }}
+        {{- if and (not $fromPod) $s.sealKey.secretName }}
         - name: agent-seal-key
           mountPath: /etc/keda-ray-scaler/seal
           readOnly: true
@@ -101,14 +117,14 @@ spec:
           mountPath: /var/run/secrets/kubernetes.io/serviceaccount
           readOnly: true
   volumes:
-    {{- if not $s.rayCluster }}
+    {{- if not (or $fromPod $s.rayCluster) }}
     - name: cluster-spec
       configMap:
         name: {{ $s.clusterSpecConfigMap }}
     {{- end }}
     - name: agent-tmp
       emptyDir: {}
-    {{- with $s.sealKey.secretName }}
+    {{- with (and (not $fromPod) $s.sealKey.secretName) }}
     - name: agent-seal-key  # this cluster's seal key only (never the scaler's master key)
       secret:
         secretName: {{ . }}
