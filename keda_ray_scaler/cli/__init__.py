@@ -24,13 +24,14 @@ from keda_ray_scaler.errors import ConfigError
 
 EXIT_BAD_INPUT = 2
 
-_COMMANDS = ("plan", "agent", "serve", "status", "seal-key", "demo")
+_COMMANDS = ("plan", "agent", "serve", "status", "seal-key", "controller", "demo")
 
 #: The module of a command's ``add_parser``, where it is not the command's own module.
 _FLAGS_MODULE: Final[Mapping[str, str]] = {
     "agent": "agent_flags",
     "serve": "serve_flags",
     "seal-key": "seal_key",
+    "controller": "controller_flags",
 }
 
 #: Each command's one-line help: the only home of it, read by the command's own parser too.
@@ -40,6 +41,7 @@ SUMMARY: Final[Mapping[str, str]] = {
     "serve": "run the KEDA external scaler (gRPC)",
     "status": "ask a running scaler for each worker group's target, as KEDA does",
     "seal-key": "derive a Ray cluster's seal key from the scaler's master key (or make one)",
+    "controller": "make and keep each opted-in RayCluster's RayWorkerGroups, ScaledObjects, RBAC",
     "demo": "run the local demo: real Ray, agent and scaler; simulated Kubernetes and KEDA",
 }
 

@@ -1,6 +1,10 @@
-"""A RayCluster's opt-in to keda-ray-scaler, and its per-cluster overrides, read from annotations.
+"""A RayCluster's opt-in to keda-ray-scaler, and its per-cluster overrides, read from its metadata.
 
-``keda-ray-scaler.io/autoscaling: "enabled"`` (or ``"true"``) opts a RayCluster in; absent,
+The label ``keda-ray-scaler.io/autoscaling: "enabled"`` (or ``"true"``) opts a RayCluster in (a
+label, so the webhook that adds the agent sidecar selects exactly the opted-in clusters; KubeRay
+copies a RayJob's and a RayService's labels to the clusters it makes). An annotation of the same
+key is read where the label is absent (the controller serves it, but the webhook is not called
+for it: use the label). Absent,
 ``"disabled"`` or ``"false"`` leaves it out; any other value is refused (a typo must not read as
 "off" without a word). An opted-in cluster may override the chart's ScaledObject settings with
 ``polling-interval`` and ``cooldown-period`` (whole seconds, bounded) and ``scaler-address``
@@ -19,8 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-#: The opt-in annotation of a RayCluster.
-OPT_IN_ANNOTATION: Final = "keda-ray-scaler.io/autoscaling"
+#: The opt-in label of a RayCluster (the webhook's objectSelector).
+OPT_IN_LABEL: Final = "keda-ray-scaler.io/autoscaling"
+#: The same key as an annotation, read where the label is absent.
+OPT_IN_ANNOTATION: Final = OPT_IN_LABEL
 #: Per-cluster override of the ScaledObjects' ``pollingInterval`` (whole seconds).
 POLLING_INTERVAL_ANNOTATION: Final = "keda-ray-scaler.io/polling-interval"
 #: Per-cluster override of the ScaledObjects' ``cooldownPeriod`` (whole seconds).
@@ -102,7 +108,8 @@ def read_opt_in(metadata: Mapping[str, Any]) -> OptIn | NotOptedIn | Refusal:
     """The decision a RayCluster's ``metadata`` (its annotations) gives; overrides are read only
     when the cluster opts in (module doc)."""
     notes = metadata.get("annotations") or {}
-    raw = notes.get(OPT_IN_ANNOTATION)
+    labels = metadata.get("labels") or {}
+    raw = labels.get(OPT_IN_LABEL, notes.get(OPT_IN_ANNOTATION))
     if raw is None:
         return NotOptedIn()
     value = str(raw)

@@ -3,7 +3,8 @@
 The webhook (``controller/webhook_server.py``) serves HTTPS on 127.0.0.1 with a certificate made
 in the test; a MutatingWebhookConfiguration points the API server at it (``clientConfig.url``:
 the API server runs on this machine, not in a pod, so no Service routes to it). KubeRay's CRDs
-are installed, no KubeRay operator: what is checked is what the API server stores.
+are installed, no KubeRay operator: what is checked is what the API server stores. The tests run
+in file order; the last one stops the webhook.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from apiserver_only import apiserver_only
 from prometheus_client import CollectorRegistry
 from tls_certs import Certs, make_certs
 
-from keda_ray_scaler.controller.optin import OPT_IN_ANNOTATION
+from keda_ray_scaler.controller.optin import OPT_IN_LABEL
 from keda_ray_scaler.controller.template import ControllerTemplate
 from keda_ray_scaler.controller.webhook_server import MUTATE_PATH, CertFiles, WebhookServer
 
@@ -38,7 +39,7 @@ def example() -> dict[str, Any]:
     """The KubeRay example RayCluster, opted in, its head without the agent (as a user, or a
     RayJob's or RayService's controller, writes it)."""
     cluster: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
-    cluster["metadata"].setdefault("annotations", {})[OPT_IN_ANNOTATION] = "enabled"
+    cluster["metadata"].setdefault("labels", {})[OPT_IN_LABEL] = "enabled"
     pod = cluster["spec"]["headGroupSpec"]["template"]["spec"]
     pod["containers"] = [c for c in pod["containers"] if c["name"] != "agent"]
     pod["volumes"] = [v for v in pod.get("volumes", []) if not v["name"].startswith("agent-")]
@@ -85,7 +86,8 @@ def webhook(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[
 
 
 def configuration(port: int, ca: bytes, failure_policy: str) -> dict[str, Any]:
-    """A MutatingWebhookConfiguration for RayCluster CREATE and UPDATE at ``port``."""
+    """A MutatingWebhookConfiguration for labelled RayClusters' CREATE and UPDATE at ``port``,
+    as the chart's (there: a Service; here the API server runs on this machine)."""
     hook = {
         "name": "raycluster.keda-ray-scaler.io",
         "admissionReviewVersions": ["v1"],
@@ -97,6 +99,7 @@ def configuration(port: int, ca: bytes, failure_policy: str) -> dict[str, Any]:
             "url": f"https://127.0.0.1:{port}{MUTATE_PATH}",
             "caBundle": base64.b64encode(ca).decode(),
         },
+        "objectSelector": {"matchLabels": {OPT_IN_LABEL: "enabled"}},  # as the chart's
         "rules": [
             {
                 "apiGroups": ["ray.io"],
@@ -166,7 +169,7 @@ def test_a_whole_spec_rewrite_gets_the_sidecar_back_without_a_loop(cp: Any) -> N
 def test_a_cluster_not_opted_in_is_stored_as_written(cp: Any) -> None:
     cluster = example()
     cluster["metadata"]["name"] = "plain"
-    del cluster["metadata"]["annotations"][OPT_IN_ANNOTATION]
+    del cluster["metadata"]["labels"][OPT_IN_LABEL]
     create(cp, cluster)
     stored = head(cp, "plain")["spec"]["headGroupSpec"]["template"]["spec"]
     assert [c["name"] for c in stored["containers"]] == ["ray-head"]
@@ -194,3 +197,26 @@ def test_a_request_that_is_no_admission_review_is_400_and_counted(
         reply = requests.post(url, data=body, verify=str(ca), timeout=10)
         assert reply.status_code == 400 and reply.json()["error"]
     assert webhook.reviews.labels("bad_request")._value.get() == 2
+
+
+def test_with_the_webhook_down_an_opted_in_cluster_is_refused_and_others_are_not(
+    cp: Any, webhook: WebhookServer
+) -> None:
+    """failurePolicy Fail, scoped by the label: while the webhook is down an opted-in RayCluster
+    is refused with the API server's error naming the webhook (KubeRay's RayJob and RayService
+    controllers retry their cluster's creation), never stored without its agent; a cluster that
+    did not opt in is created as before."""
+    webhook.shutdown()
+    webhook.server_close()
+    cluster = example()
+    cluster["metadata"]["name"] = "during-outage"
+    done = cp.kubectl(
+        "create", f"--namespace={NS}", "-f", "-", input=json.dumps(cluster), check=False
+    )
+    assert done.returncode != 0
+    assert 'failed calling webhook "raycluster.keda-ray-scaler.io"' in done.stderr
+    plain = example()
+    plain["metadata"]["name"] = "plain-during-outage"
+    del plain["metadata"]["labels"][OPT_IN_LABEL]
+    create(cp, plain)
+    assert head(cp, "plain-during-outage")["metadata"]["name"] == "plain-during-outage"

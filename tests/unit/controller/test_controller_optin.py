@@ -166,3 +166,13 @@ def test_a_malformed_annotation_is_reported_before_the_conflict() -> None:
 def test_an_opted_in_cluster_without_in_tree_autoscaling_is_served() -> None:
     """``enableInTreeAutoscaling: false`` (the example's) and the annotation: opted in."""
     assert read_cluster(raycluster(worker())) == OptIn()
+
+
+def test_the_label_opts_in_and_wins_over_an_annotation_of_the_same_key() -> None:
+    """The label (what the webhook selects) opts in; an annotation of the key is read only
+    without the label."""
+    from keda_ray_scaler.controller.optin import OPT_IN_LABEL
+
+    assert read_opt_in({"labels": {OPT_IN_LABEL: "enabled"}}) == OptIn()
+    both = {"labels": {OPT_IN_LABEL: "disabled"}, "annotations": {OPT_IN_ANNOTATION: "enabled"}}
+    assert read_opt_in(both) == NotOptedIn("disabled")
