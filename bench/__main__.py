@@ -20,6 +20,7 @@ from types import ModuleType
 #: ``--quick``: the modules run and the module constants lowered before their ``main()``.
 QUICK: dict[str, dict[str, int]] = {
     "agent_bench": {},
+    "agent_poll_bench": {"REPEATS": 5},
     "planner_bench": {"QUALITY_INSTANCES": 20, "QUALITY_WIDE": 20},
 }
 

@@ -8,6 +8,7 @@ never silently becomes a default. Each field is read by a decoder of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,19 @@ from keda_ray_scaler.config_fields import (
     as_dns_label,
     as_enum,
     as_int,
+    as_int32,
+    as_labels,
     as_list,
     as_mapping,
     as_number,
+    as_selectors,
     field_path,
     parse_resources,
     required,
 )
 from keda_ray_scaler.documents import load_document
 from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.labels import Selectors
 from keda_ray_scaler.model import (
     DEFAULT_COST,
     DEFAULT_IDLE_TIMEOUT_S,
@@ -42,11 +47,30 @@ from keda_ray_scaler.model import (
 )
 
 _CLUSTER_KEYS = ("cluster", "maxWorkers", "upscalingSpeed", "workerGroups")
-_GROUP_KEYS = ("name", "resources", "minReplicas", "maxReplicas", "idleTimeoutSeconds", "cost")
+_GROUP_KEYS = (
+    "name",
+    "resources",
+    "minReplicas",
+    "maxReplicas",
+    "idleTimeoutSeconds",
+    "cost",
+    "labels",
+    "priority",
+)
 _SNAPSHOT_KEYS = ("bundles", "placementGroups", "constraints", "nodes")
-_BUNDLE_KEYS = ("resources", "count")
-_PG_KEYS = ("strategy", "bundles", "count")
-_NODE_KEYS = ("group", "pod", "total", "available", "idleSeconds", "state", "nodeId", "reason")
+_BUNDLE_KEYS = ("resources", "count", "selectors")
+_PG_KEYS = ("strategy", "bundles", "count", "bundleSelectors")
+_NODE_KEYS = (
+    "group",
+    "pod",
+    "total",
+    "available",
+    "idleSeconds",
+    "state",
+    "nodeId",
+    "reason",
+    "labels",
+)
 
 
 def _group(data: object, where: str, field: str) -> WorkerGroup:
@@ -69,7 +93,9 @@ def _group(data: object, where: str, field: str) -> WorkerGroup:
         field_path(field, "idleTimeoutSeconds"),
     )
     cost = as_number(g.get("cost", DEFAULT_COST), where, field_path(field, "cost"))
-    return WorkerGroup(name, resources, min_replicas, max_replicas, idle, cost)
+    labels = as_labels(g.get("labels", {}), where, field_path(field, "labels"))
+    priority = as_int32(g.get("priority", 0), where, field_path(field, "priority"))
+    return WorkerGroup(name, resources, min_replicas, max_replicas, idle, cost, labels, priority)
 
 
 def parse_cluster_spec(data: object, where: str) -> ClusterSpec:
@@ -106,7 +132,9 @@ def _bundle(data: object, where: str, field: str) -> Bundle:
     resources = parse_resources(
         required(b, "resources", where, field), where, field_path(field, "resources")
     )
-    return Bundle(resources, as_int(b.get("count", 1), where, field_path(field, "count")))
+    count = as_int(b.get("count", 1), where, field_path(field, "count"))
+    selectors = as_selectors(b.get("selectors", []), where, field_path(field, "selectors"))
+    return Bundle(resources, count, selectors)
 
 
 def _placement_group(data: object, where: str, field: str) -> PlacementGroup:
@@ -128,9 +156,21 @@ def _placement_group(data: object, where: str, field: str) -> PlacementGroup:
         parse_resources(b, where, f"{field_path(field, 'bundles')}[{i}]")
         for i, b in enumerate(raw_bundles)
     )
+    count = as_int(pg.get("count", 1), where, field_path(field, "count"))
     return PlacementGroup(
-        strategy, bundles, as_int(pg.get("count", 1), where, field_path(field, "count"))
+        strategy, bundles, count, _bundle_selectors(pg, len(bundles), where, field)
     )
+
+
+def _bundle_selectors(
+    pg: Mapping[str, Any], bundles: int, where: str, field: str
+) -> tuple[Selectors, ...]:
+    """``bundleSelectors``: one selector per bundle, in Ray's dict form (``{}``: none)."""
+    at = field_path(field, "bundleSelectors")
+    raw = as_list(pg.get("bundleSelectors", []), where, at)
+    if raw and len(raw) != bundles:
+        raise ConfigError(where, at, f"{len(raw)} selectors for {bundles} bundles")
+    return tuple(as_selectors([s], where, f"{at}[{i}]") for i, s in enumerate(raw))
 
 
 def _node(data: object, where: str, field: str, cluster: ClusterSpec) -> WorkerNode:
@@ -170,7 +210,8 @@ def _node(data: object, where: str, field: str, cluster: ClusterSpec) -> WorkerN
         failure = as_enum(JoinFailure, reason, where, field_path(field, "reason"))
     elif "reason" in n:
         raise ConfigError(where, field_path(field, "reason"), "only a failing node has a reason")
-    return WorkerNode(pod, group.name, total, available, idle, state, node_id, failure)
+    labels = as_labels(n.get("labels", {}), where, field_path(field, "labels"))
+    return WorkerNode(pod, group.name, total, available, idle, state, node_id, failure, labels)
 
 
 def parse_snapshot(data: object, where: str, cluster: ClusterSpec) -> PlanningInput:

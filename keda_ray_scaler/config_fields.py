@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.identity import is_dns_label
+from keda_ray_scaler.labels import LabelError, Labels, LabelSelector, Selectors, selectors_of
 from keda_ray_scaler.model import BYTE_RESOURCES, RESOURCE_SCALE, Resources
 
 E = TypeVar("E", bound=enum.StrEnum)
@@ -111,6 +112,43 @@ def as_enum(kind: type[E], raw: object, where: str, field: str) -> E:
             return member
     allowed = ", ".join(m.value for m in kind)
     raise ConfigError(where, field, f"{raw!r} is not one of {allowed}")
+
+
+def _string_map(data: object, where: str, field: str) -> dict[str, str]:
+    if not isinstance(data, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ConfigError(where, field, f"expected a map of strings, got {_kind(data)}")
+    return dict(data)
+
+
+def as_labels(data: object, where: str, field: str) -> Labels:
+    """``{market-type: spot}`` as Ray node labels (Ray's key and value syntax)."""
+    try:
+        return Labels.checked(_string_map(data, where, field))
+    except LabelError as exc:
+        raise ConfigError(where, field, str(exc)) from exc
+
+
+def as_selectors(data: object, where: str, field: str) -> Selectors:
+    """``[{market-type: spot}, {}]``: label selectors in fallback order, each in Ray's dict
+    form (values ``spot``, ``!spot``, ``in(a,b)``, ``!in(a,b)``; ``{}`` is any node)."""
+    items = as_list(data, where, field)
+    try:
+        return selectors_of(
+            LabelSelector.from_ray(_string_map(s, where, field_path(field, i)))
+            for i, s in enumerate(items)
+        )
+    except LabelError as exc:
+        raise ConfigError(where, field, str(exc)) from exc
+
+
+def as_int32(data: object, where: str, field: str) -> int:
+    """``data`` as a Kubernetes int32 (negative allowed)."""
+    value = as_int(data, where, field, minimum=-(2**31))
+    if value >= 2**31:
+        raise ConfigError(where, field, f"must be at most {2**31 - 1}, got {value}")
+    return value
 
 
 def _amount_units(name: str, value: object, where: str, field: str) -> int:

@@ -10,6 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from keda_ray_scaler.labels import Selectors
 from keda_ray_scaler.model import DemandKind, Resources, Strategy, WorkerGroup
 
 
@@ -21,6 +22,8 @@ class UnplaceableReason(enum.StrEnum):
     MAX_WORKERS = "max_workers"  # the cluster-wide maxWorkers cap is reached
     UPSCALING_SPEED = "upscaling_speed"  # deferred: too many pods pending already
     BACKED_OFF = "backed_off"  # a group could hold it, but is backed off after join failures
+    #: no worker group's labels satisfy any of its label selectors: never placeable on a new pod
+    NO_GROUP_MATCHES = "no_group_matches_selector"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,7 @@ class Unplaceable:
     detail: str = ""
     kind: DemandKind = DemandKind.TASK
     strategy: Strategy | None = None  # for placement-group bundles
+    selectors: Selectors = ()  # the demand's label selectors, in fallback order
 
 
 class DecisionKind(enum.StrEnum):

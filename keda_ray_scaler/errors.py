@@ -183,6 +183,8 @@ class Cap(enum.Enum):
     BUNDLES = "bundles_per_placement_group"
     RESOURCE_NAMES = "resource_names"
     NAME_CHARS = "name_chars"
+    #: a ``selector`` or ``labels`` label longer than the contract lets an agent write
+    LABEL_CHARS = "label_chars"
 
 
 class CapExceeded(ScalerError, ValueError):

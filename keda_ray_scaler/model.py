@@ -4,6 +4,7 @@ Pure: no I/O, no clock, no environment. Amounts are exact integers in Ray's fixe
 granularity (1/10000 of a unit, ``ray._private.ray_constants`` ``MEMORY_RESOURCE_UNIT`` aside),
 so packing arithmetic never accumulates float error and plans are reproducible byte for byte.
 The planner's answer (plans, decisions, unplaceable demand) is in :mod:`~keda_ray_scaler.decisions`.
+Node labels and label selectors are in :mod:`~keda_ray_scaler.labels`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+
+from keda_ray_scaler.labels import Labels, Selectors
 
 #: Ray's FixedPoint granularity: every resource amount is a multiple of 1/10000.
 RESOURCE_SCALE = 10_000
@@ -136,10 +139,13 @@ class Strategy(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Bundle:
-    """``count`` identical pending bundles of one resource shape."""
+    """``count`` identical pending bundles of one resource shape and one list of selectors."""
 
     resources: Resources
     count: int = 1
+    #: the label selectors in fallback order (canonical, ``labels.selectors_of``): only a node
+    #: whose labels satisfy one may hold it; empty: any node
+    selectors: Selectors = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +155,21 @@ class PlacementGroup:
     strategy: Strategy
     bundles: tuple[Resources, ...]
     count: int = 1
+    #: each bundle's label selectors, in bundle order (Ray's ``bundle_label_selector``); empty
+    #: when no bundle has any
+    selectors: tuple[Selectors, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.selectors and len(self.selectors) != len(self.bundles):
+            raise ValueError(
+                f"{len(self.selectors)} selector lists for {len(self.bundles)} bundles"
+            )
+        if self.selectors and not any(self.selectors):
+            object.__setattr__(self, "selectors", ())
+
+    def bundle_selectors(self, i: int) -> Selectors:
+        """The selectors of bundle ``i`` (none when no bundle has any)."""
+        return self.selectors[i] if self.selectors else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +192,14 @@ class WorkerGroup:
     max_replicas: int = INT32_MAX
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     cost: float = DEFAULT_COST  # relative price of one pod
+    #: the Ray node labels of its pods (the RayCluster's, and Ray's ``ray.io/node-group``)
+    labels: Mapping[str, str] = Labels()
+    #: among groups that can take a demand, a higher priority is chosen first (KubeRay 1.7)
+    priority: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.labels, Labels):
+            object.__setattr__(self, "labels", Labels(self.labels))
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +254,13 @@ class WorkerNode:
     status: NodeStatus = NodeStatus.RUNNING
     node_id: str = ""  # Ray node id (hex), empty while pending
     failure: JoinFailure | None = None  # set exactly when ``status`` is FAILING
+    #: the Ray node's labels (``NodeState.labels``); empty while it is no Ray node yet (then
+    #: the planner reads its group's)
+    labels: Mapping[str, str] = Labels()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.labels, Labels):
+            object.__setattr__(self, "labels", Labels(self.labels))
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ only the worker-group specs are exported, with time 0.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -141,6 +142,11 @@ class AgentLoop:
         """The snapshot exported now."""
         return self._last
 
+    @property
+    def collector(self) -> SnapshotCollector:
+        """Where the snapshots are published (what ``/metrics`` serves them from)."""
+        return self._collector
+
     def _publish(self, inp: PlanningInput, when: float) -> None:
         self._last = schema.ClusterSnapshot(inp, when, True)
         self._collector.publish(self._last)
@@ -225,6 +231,8 @@ class AgentLoop:
         (:mod:`~keda_ray_scaler.agent.ray.demand_filter`)."""
         out = self._history.filter(started, nodes, demand)
         self._metrics.double_counted.set(out.removed)
+        if not getattr(self._log, "is_enabled_for", lambda _: True)(logging.DEBUG):
+            return out.demand  # the debug line's sums cost a pass over every node
         self._log.debug(
             "demand read",
             pending=out.current.pending.as_dict(),

@@ -240,7 +240,8 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
         tasks.append(asyncio.create_task(run_applier(agent.applier, clock, args.interval, wake)))
     loop = agent.loop
     max_age = max_age_s(args.health_intervals, args.interval)
-    start_metrics_server(args.host, args.port, registry, HealthProbe(loop, clock, max_age, head))
+    probe = HealthProbe(loop, clock, max_age, head)
+    start_metrics_server(args.host, args.port, registry, probe, snapshot=loop.collector)
     log.info(
         "agent started", cluster=spec.name, gcs=args.gcs_address, port=args.port, max_age_s=max_age
     )

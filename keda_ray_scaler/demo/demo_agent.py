@@ -109,7 +109,9 @@ class DemoAgent:
 
     def serve(self) -> None:
         """Serve ``/metrics`` and ``/healthz`` on a free loopback port."""
-        http = start_metrics_server("127.0.0.1", 0, self.registry, self._probe)
+        http = start_metrics_server(
+            "127.0.0.1", 0, self.registry, self._probe, snapshot=self._loop.collector
+        )
         self._http = http
         base = f"http://127.0.0.1:{http.server_port}"
         self.metrics_url = f"{base}/metrics"

@@ -86,7 +86,7 @@ class ExistingPods:
                 return (False, order[g], share, groups[g].name, free)
             return (free == total, order[g], size(free, groups[g]), groups[g].name, free)
 
-        biggest = [max(gr.capacity[i] for gr in groups) for i in range(len(groups[0].capacity))]
+        biggest = [max(gr.shares[i] for gr in groups) for i in range(len(groups[0].shares))]
 
         return sorted(self.classes, key=key)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from keda_ray_scaler.packing.limits import Limits
@@ -33,16 +34,26 @@ class NewPods:
         self.avoidable = 0
         #: best-fit order of open classes; a pure function of the key, so copies share it
         self.rank: dict[tuple[int, Vec], tuple[float, float, tuple[int, Vec]]] = {}
-        #: the largest pod of any group, per resource (which need a class most likely fails)
-        self.biggest = [max(c) or 1 for c in zip(*(g.capacity for g in groups), strict=True)]
+        #: the largest pod of any group, per resource (which need a class most likely fails);
+        #: infinite for a label dimension, so it weighs nothing in shares
+        self.biggest = tuple(
+            max(s) or (math.inf if max(c) else 1)
+            for s, c in zip(
+                zip(*(g.shares for g in groups), strict=True),
+                zip(*(g.capacity for g in groups), strict=True),
+                strict=True,
+            )
+        )
 
     def copy(self) -> NewPods:
-        """An independent copy."""
-        other = NewPods(self.groups, self.limits.copy())
+        """An independent copy (the groups, rank and biggest, pure functions of the groups,
+        are shared)."""
+        other = NewPods.__new__(NewPods)
+        other.groups, other.rank, other.biggest = self.groups, self.rank, self.biggest
+        other.limits = self.limits.copy()
         other.count = list(self.count)
         other.avoidable = self.avoidable
         other.open = dict(self.open)
-        other.rank = self.rank
         return other
 
     def blank(self) -> NewPods:

@@ -40,8 +40,10 @@ class Packer:
        cheapest cost per copy) and the option with the fewest unplaced bundles, then the best
        scorer tier (:class:`GroupScorer`, Ray's GPU avoidance), then the lowest total new-pod
        cost, then the least unused capacity of the new pods, then the best utilisation, then
-       the group name, wins. With ``patterns=True``, pods are opened by repeated best
-       patterns instead (see :func:`.patterns.place_patterns`).
+       the group name, wins. Only groups of the highest ``priority`` among those that fit and
+       have room are options (:attr:`GroupSpec.priority`; all alike by default). With
+       ``patterns=True``, pods are opened by repeated best patterns instead (see
+       :func:`.patterns.place_patterns`).
 
     Bound: ``O(S * (C log C + L * O * R))`` for ``S`` distinct shapes, ``C`` pod classes,
     ``O`` options (at most 2 per group), ``L`` lookahead and ``R`` open new-pod classes, each
@@ -63,6 +65,7 @@ class Packer:
     gpu_index: int  # -1: no GPU resource
     patterns: bool
     gpu_groups: tuple[bool, ...]  # per group: its pods have GPUs
+    ranked: bool  # some group has a priority: new pods only from the highest that can take one
     order: tuple[float, ...]  # per group: its rank when pods tie (GPU groups last)
     existing: ExistingPods  # the pods that run, as classes of identical free space
     new: NewPods  # the pods planned so far
@@ -90,6 +93,7 @@ class Packer:
         self.patterns = patterns
         self.gpu_groups = tuple(gpu_index >= 0 and gr.capacity[gpu_index] > 0 for gr in groups)
         self.order = tuple(float(gpu) for gpu in self.gpu_groups)
+        self.ranked = len({gr.priority for gr in groups}) > 1
         self.existing = ExistingPods(self.groups, self.order, existing, best_fit)
         self.new = new
 
@@ -155,17 +159,21 @@ class Packer:
         return out
 
     def _candidates(self, new: NewPods, shape: Vec, need: Need) -> list[int]:
-        """Groups that could take a new pod for ``shape`` now."""
-        return [
+        """Groups that could take a new pod for ``shape`` now: of those, the highest priority."""
+        cands = [
             g
             for g, grp in enumerate(self.groups)
             if new.room(g) > 0 and fit_count(grp.capacity, need) > 0
         ]
+        if self.ranked and len(cands) > 1:
+            top = max(self.groups[g].priority for g in cands)
+            return [g for g in cands if self.groups[g].priority == top]
+        return cands
 
     def _score(self, g: int, shape: Vec, copies: int) -> tuple[int, float, float]:
         grp = self.groups[g]
         return self.strategies.scorer(
-            Candidate(grp.name, grp.capacity, grp.cost, shape, copies, self.gpu_index)
+            Candidate(grp.name, grp.shares, grp.cost, shape, copies, self.gpu_index)
         )
 
     def greedy_group(self, new: NewPods, shape: Vec, need: Need, count: int) -> int | None:

@@ -64,7 +64,8 @@ def place_patterns(packer: Packer, left: Sequence[tuple[Vec, Need, int]]) -> lis
     After the free space of pods already planned is filled (first fit decreasing), each
     round fills one pod of every group with room by a small bounded knapsack (the most
     demand that fits one pod, each shape worth its cheapest cost per copy), picks the group
-    with the most worth per cost (GPU groups last for patterns without GPU), and opens as
+    of the highest priority, then with the most worth per cost (GPU groups last for patterns
+    without GPU), and opens as
     many pods with that pattern as the counts allow at once: rounds grow with distinct
     patterns, not bundles.
     """
@@ -87,7 +88,7 @@ def place_patterns(packer: Packer, left: Sequence[tuple[Vec, Need, int]]) -> lis
         value[shape] = min(fits)[0] if fits else 0.0
     gpu = packer.gpu_index
     while rest:
-        best: tuple[int, float, float, str] | None = None
+        best: tuple[int, int, float, float, str] | None = None
         pick: tuple[int, dict[Vec, int]] | None = None
         for g, grp in enumerate(packer.groups):
             if packer.new.room(g) <= 0:
@@ -96,7 +97,7 @@ def place_patterns(packer: Packer, left: Sequence[tuple[Vec, Need, int]]) -> lis
             if not pattern:
                 continue
             waste = packer.gpu_groups[g] and not any(s[gpu] for s in pattern)
-            key = (1 if waste else 0, grp.cost / worth, -worth, grp.name)
+            key = (-grp.priority, 1 if waste else 0, grp.cost / worth, -worth, grp.name)
             if best is None or key < best:
                 best, pick = key, (g, pattern)
         if pick is None:

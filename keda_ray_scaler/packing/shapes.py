@@ -21,16 +21,30 @@ UNBOUNDED = 1 << 62
 
 @dataclass(frozen=True, slots=True)
 class GroupSpec:
-    """The packer's view of one worker group: one pod's capacity and price, by index."""
+    """The packer's view of one worker group: one pod's capacity and price, by index.
+
+    ``capacity`` may end in label dimensions (the planner's :mod:`~keda_ray_scaler.planner.
+    admission`: a pod's admission of demand with label selectors, as an amount no demand runs
+    out of); ``shares`` is the capacity without them (zeros there), what utilisation, free
+    space and scores are measured against. ``priority``: among groups that can take a shape,
+    only those of the highest priority are considered for new pods.
+    """
 
     name: str
     capacity: Vec
     cost: float
+    priority: int = 0
+    shares: Vec = ()
+
+    def __post_init__(self) -> None:
+        if not self.shares:
+            object.__setattr__(self, "shares", self.capacity)
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A worker group considered for new pods: ``copies`` of ``shape`` would go on each pod."""
+    """A worker group considered for new pods: ``copies`` of ``shape`` would go on each pod;
+    ``capacity`` is the group's :attr:`GroupSpec.shares` (no label dimensions)."""
 
     group: str
     capacity: Vec
@@ -149,7 +163,7 @@ def minus(free: Vec, shape: Vec, times: int) -> Vec:
 
 def size(free: Vec, group: GroupSpec) -> float:
     """Free space as a sum of shares of the group's pod (best fit tries small first)."""
-    return sum(f / c for f, c in zip(free, group.capacity, strict=True) if c)
+    return sum(f / c for f, c in zip(free, group.shares, strict=True) if c)
 
 
 @dataclass(frozen=True, slots=True)

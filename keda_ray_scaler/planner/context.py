@@ -1,26 +1,24 @@
 """The planning context: everything derived once from a ``PlanningInput``; pure.
 
 Like Ray v2's ``ScheduleContext``: built once, read by every rule. Resource names become
-vector positions; pods above a cap are set aside (:mod:`.caps`).
+vector positions (:mod:`.index`, with Ray's implicit resources); pods above a cap are set aside
+(:mod:`.caps`).
 
-Ray's implicit resources (``node:__internal_implicit_resource_*``, Ray Serve's
-``max_replicas_per_node``: each replica asks ``1 / max_replicas_per_node`` of one) are kept in
-demand and given to every pod as Ray's autoscaler (v1 ``_fits`` / ``_inplace_subtract``, v2
-``_can_fit_any_request``) gives them: a node that does not list one has 1 of it. So demand
-that asks only for one is planned one such resource per pod, and demand asking more than 1 is
-unplaceable with a reason, never dropped. A node's explicit 0 of one cannot be told from an
-absent one (``Resources`` drops zeros): read as 1, as Ray reads the node states it gets.
+Label selectors are label dimensions after the resources (:mod:`.admission`): a group's and a
+pod's vectors have them where their labels admit, demand's where it has selectors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from keda_ray_scaler.decisions import Decision, DecisionKind, Why
+from keda_ray_scaler.decisions import Decision, DecisionKind, Unplaceable, UnplaceableReason, Why
+from keda_ray_scaler.labels import Selectors
 from keda_ray_scaler.model import (
-    RESOURCE_SCALE,
     Bundle,
+    DemandKind,
     NodeStatus,
     PlacementGroup,
     PlanningInput,
@@ -37,54 +35,9 @@ from keda_ray_scaler.packing.shapes import (
     need_of,
     scarcity_rank,
 )
+from keda_ray_scaler.planner.admission import LABEL_UNITS, Admission, gang_items
 from keda_ray_scaler.planner.caps import CapCut, cut_to_caps
-
-#: Ray's ``IMPLICIT_RESOURCE_PREFIX``: a resource every node has as much of as asked.
-IMPLICIT_RESOURCE_PREFIX = "node:__internal_implicit_resource_"
-
-
-class Index:
-    """Resource names <-> vector positions, sorted so vectors are deterministic."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = tuple(sorted(names))
-        self.pos = {n: i for i, n in enumerate(self.names)}
-        self._memo: dict[tuple[tuple[str, int], ...], Vec] = {}
-        self._capacity_memo: dict[tuple[tuple[str, int], ...], Vec] = {}
-        #: What a pod has of each name when it does not list it: 1 of an implicit resource.
-        self._implicit: Vec = tuple(
-            RESOURCE_SCALE if n.startswith(IMPLICIT_RESOURCE_PREFIX) else 0 for n in self.names
-        )
-
-    def vec(self, res: Resources) -> Vec:
-        """``res`` as a vector over this index."""
-        units = res.units
-        known = self._memo.get(units)
-        if known is not None:
-            return known
-        out = [0] * len(self.names)
-        for name, amount in units:
-            out[self.pos[name]] = amount
-        self._memo[units] = vec = tuple(out)
-        return vec
-
-    def capacity(self, res: Resources) -> Vec:
-        """A pod's (or a group's) ``res`` as a vector, with 1 of each implicit resource unlisted.
-
-        Demand goes through :meth:`vec`: a bundle that does not ask for one needs none.
-        """
-        known = self._capacity_memo.get(res.units)
-        if known is not None:
-            return known
-        vec = self.vec(res)
-        if any(self._implicit):
-            vec = tuple(a or d for a, d in zip(vec, self._implicit, strict=True))
-        self._capacity_memo[res.units] = vec
-        return vec
-
-    def res(self, vec: Vec) -> Resources:
-        """A vector over this index as ``Resources``."""
-        return Resources(tuple((n, a) for n, a in zip(self.names, vec, strict=True) if a))
+from keda_ray_scaler.planner.index import Index
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,16 +62,44 @@ class Context:
     gangs: tuple[PlacementGroup, ...]
     caps: CapCut
     ignored: tuple[Decision, ...]  # pods of unknown groups
+    adm: Admission  # the label dimensions (none without label selectors)
+    next_tier: Mapping[Vec, Vec]  # a demand vector -> its selectors' next fallback tier
+    gang_vecs: Mapping[PlacementGroup, tuple[Vec, ...]]  # the vectors of gang_shapes(pg)
 
     @property
     def groups(self) -> tuple[WorkerGroup, ...]:
         """The worker groups, in input order."""
         return self.inp.cluster.worker_groups
 
-    def fits_a_group(self, res: Resources) -> bool:
-        """Some group's pod can hold ``res``."""
-        need = need_of(self.index.vec(res))
+    def fits_a_group(self, vec: Vec) -> bool:
+        """Some group's pod can hold ``vec`` (labels admitting)."""
+        need = need_of(vec)
         return any(fit_count(spec.capacity, need) > 0 for spec in self.specs)
+
+    def pod_vec(self, g: int, node: WorkerNode, res: Resources) -> Vec:
+        """Pod ``node``'s (of group ``g``) ``res`` with the label dimensions its labels admit
+        (a pod without labels has its group's)."""
+        base = self.index.capacity(res)
+        if not len(self.adm):
+            return base
+        dims = self.adm.node_dims(node.labels or self.adm.group_labels[g])
+        return self.index.labelled(base, dims, LABEL_UNITS)
+
+    def selectors_of(self, vec: Vec) -> Selectors:
+        """The selectors of a demand vector (its label dimension's)."""
+        width = self.index.width
+        for d in range(len(self.adm)):
+            if vec[width + d]:
+                return self.adm.owner(d)
+        return ()
+
+    def unplaced(
+        self, vec: Vec, count: int, kind: DemandKind, strategy: Strategy | None
+    ) -> Unplaceable:
+        """Unplaced demand, its reason decided later (:func:`.unplaceable.explain`)."""
+        res = self.index.res(vec)
+        why = UnplaceableReason.NO_GROUP_FITS
+        return Unplaceable(res, count, why, "", kind, strategy, self.selectors_of(vec))
 
 
 def gang_shapes(pg: PlacementGroup) -> list[Resources]:
@@ -139,8 +120,9 @@ def build_context(inp: PlanningInput) -> Context:
     gidx = {g.name: i for i, g in enumerate(wgroups)}
     d = inp.demand
     bundles, floors, pgs = d.bundles, d.constraints, d.placement_groups
-    index = Index(_resource_names(inp, [*bundles, *floors], pgs))
-    specs = tuple(GroupSpec(g.name, index.capacity(g.resources), g.cost) for g in wgroups)
+    adm = Admission(inp)
+    index = Index(_resource_names(inp, [*bundles, *floors], pgs), len(adm))
+    specs = tuple(_spec(index, adm, i, g) for i, g in enumerate(wgroups))
     pods: list[list[WorkerNode]] = [[] for _ in wgroups]
     current = [0] * len(wgroups)
     ignored: list[str] = []
@@ -156,19 +138,13 @@ def build_context(inp: PlanningInput) -> Context:
     leaving = {p for group in caps.leaving for p in group}
     floor = [len(p) for p in pods]
     staying = [f - len(gone) for f, gone in zip(floor, caps.leaving, strict=True)]
-    usable = sorted(
-        (
-            (_pod_order(n, wgroups[gi]), gi, n)
-            for gi, group_pods in enumerate(pods)
-            for n in group_pods
-            if n.pod not in leaving and n.status in (NodeStatus.RUNNING, NodeStatus.PENDING)
-        ),
-        key=lambda t: (t[0], t[1]),
-    )
     budget = (
         UNBOUNDED if cluster.max_workers is None else max(0, cluster.max_workers - sum(staying))
     )
     gangs = [pg for pg in pgs if pg.count > 0 and any(pg.bundles)]
+    gang_vecs = {pg: _gang_vecs(index, adm, pg) for pg in gangs}
+    tasks, next_tasks = _shapes(index, adm, bundles)
+    floor_shapes, next_floors = _shapes(index, adm, floors)
     return Context(
         inp=inp,
         index=index,
@@ -179,18 +155,43 @@ def build_context(inp: PlanningInput) -> Context:
         staying=tuple(staying),
         running=tuple(_count(p, NodeStatus.RUNNING, leaving) for p in pods),
         pending=tuple(_count(p, NodeStatus.PENDING, leaving) for p in pods),
-        usable=tuple((g, node) for _, g, node in usable),
+        usable=_usable(wgroups, pods, leaving),
         hard=tuple(_new_pods_allowed(inp, g, staying[i]) for i, g in enumerate(wgroups)),
         backed_off=tuple(inp.launch_limit(g.name) is not None for g in wgroups),
         budget=budget,
-        tasks=_shapes(index, bundles),
-        constraints=_shapes(index, floors),
-        gangs=_order_gangs(index, specs, gangs),
+        tasks=tasks,
+        constraints=floor_shapes,
+        gangs=_order_gangs(specs, gangs, gang_vecs),
         caps=caps,
         ignored=tuple(
             Decision(DecisionKind.IGNORE, 1, Why.UNKNOWN_GROUP, (pod,)) for pod in ignored
         ),
+        adm=adm,
+        next_tier={**next_tasks, **next_floors},
+        gang_vecs=gang_vecs,
     )
+
+
+def _usable(
+    wgroups: Sequence[WorkerGroup], pods: Sequence[Sequence[WorkerNode]], leaving: set[str]
+) -> tuple[tuple[int, WorkerNode], ...]:
+    """(group, pod) of the pods that may take demand, in the order they take it."""
+    usable = sorted(
+        (
+            (_pod_order(n, wgroups[gi]), gi, n)
+            for gi, group_pods in enumerate(pods)
+            for n in group_pods
+            if n.pod not in leaving and n.status in (NodeStatus.RUNNING, NodeStatus.PENDING)
+        ),
+        key=lambda t: (t[0], t[1]),
+    )
+    return tuple((g, node) for _, g, node in usable)
+
+
+def _spec(index: Index, adm: Admission, g: int, group: WorkerGroup) -> GroupSpec:
+    base = index.capacity(group.resources)
+    capacity = index.labelled(base, adm.group_dims(g), LABEL_UNITS)
+    return GroupSpec(group.name, capacity, group.cost, group.priority, base)
 
 
 def _new_pods_allowed(inp: PlanningInput, group: WorkerGroup, staying: int) -> int:
@@ -222,17 +223,38 @@ def _pod_order(node: WorkerNode, group: WorkerGroup) -> tuple[int, float, str]:
     return (1 if node.idle_s >= group.idle_timeout_s else 0, node.idle_s, node.pod)
 
 
-def _shapes(index: Index, bundles: Sequence[Bundle]) -> tuple[tuple[Vec, int], ...]:
-    return tuple((index.vec(b.resources), b.count) for b in bundles if b.resources and b.count > 0)
+def _shapes(
+    index: Index, adm: Admission, bundles: Sequence[Bundle]
+) -> tuple[tuple[tuple[Vec, int], ...], dict[Vec, Vec]]:
+    """Demand as vectors at its first tier, and each tier's next (:mod:`.admission`)."""
+    out: list[tuple[Vec, int]] = []
+    next_tier: dict[Vec, Vec] = {}
+    for b in bundles:
+        if not b.resources or b.count <= 0:
+            continue
+        base = index.vec(b.resources)
+        tiers = [index.labelled(base, (d,), 1) for d in adm.dims(b.selectors, True)] or [base]
+        out.append((tiers[0], b.count))
+        next_tier.update(itertools.pairwise(tiers))
+    return tuple(out), next_tier
+
+
+def _gang_vecs(index: Index, adm: Admission, pg: PlacementGroup) -> tuple[Vec, ...]:
+    return tuple(
+        index.labelled(index.vec(r), adm.dims(sels, tiered), 1)
+        for r, (sels, tiered) in zip(gang_shapes(pg), gang_items(pg), strict=True)
+    )
 
 
 def _order_gangs(
-    index: Index, specs: Sequence[GroupSpec], gangs: Sequence[PlacementGroup]
+    specs: Sequence[GroupSpec],
+    gangs: Sequence[PlacementGroup],
+    vecs: Mapping[PlacementGroup, tuple[Vec, ...]],
 ) -> tuple[PlacementGroup, ...]:
     """Most constrained first: STRICT_SPREAD, then by the scarcest, largest bundle."""
 
     def key(pg: PlacementGroup) -> tuple[bool, tuple[float, ...], int, str, str]:
-        first = min(scarcity_rank(index.vec(r), specs) for r in gang_shapes(pg))
+        first = min(scarcity_rank(v, specs) for v in vecs[pg])
         return (
             pg.strategy is not Strategy.STRICT_SPREAD,
             first,

@@ -9,7 +9,7 @@ packer and records what it could not in ``run.unplaceable``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
 from keda_ray_scaler.model import DemandKind, PlacementGroup, Strategy
@@ -18,7 +18,9 @@ from keda_ray_scaler.packing.newpods import NewPods
 from keda_ray_scaler.packing.packer import Packer
 from keda_ray_scaler.packing.shapes import Strategies, Vec
 from keda_ray_scaler.packing.spread import place_spread, place_spread_copies
-from keda_ray_scaler.planner.context import Context, Index, gang_shapes
+from keda_ray_scaler.planner.admission import place_tiers
+from keda_ray_scaler.planner.context import Context
+from keda_ray_scaler.planner.unplaceable import no_fit
 
 #: Ray's AUTOSCALER_UPSCALING_INITIAL_NUM_NODES: pods a group may have pending at any speed.
 UPSCALING_INITIAL_PODS = 5
@@ -42,6 +44,7 @@ class Run:
     deferred: int = 0
     deferred_cost: float = 0.0
     valid: bool = True  # False: the run broke a rule it cannot check up front (flat order)
+    fallen: int = 0  # bundles placed by a fallback selector (a later tier, :mod:`.admission`)
 
 
 def start(ctx: Context, caps: Sequence[int], strategies: Strategies, patterns: bool) -> Run:
@@ -79,7 +82,7 @@ def constraints(run: Run) -> None:
     totals = Packer(
         groups=ctx.specs,
         existing=[
-            (g, ctx.index.capacity(n.total), ctx.index.capacity(n.total), n.pod)
+            (g, ctx.pod_vec(g, n, n.total), ctx.pod_vec(g, n, n.total), n.pod)
             for g, n in ctx.usable
         ],
         new=run.new.blank(),
@@ -87,43 +90,42 @@ def constraints(run: Run) -> None:
         gpu_index=ctx.gpu_index,
         patterns=run.patterns,
     )
-    if totals.place(ctx.constraints):
+    left, moved = place_tiers(totals, ctx.constraints, ctx.next_tier)
+    if left:
         for shape, count in ctx.constraints:
-            run.unplaceable.append(_raw(ctx.index, shape, count, DemandKind.CONSTRAINT, None))
+            run.unplaceable.append(ctx.unplaced(shape, count, DemandKind.CONSTRAINT, None))
     else:
         run.new = run.new.grown(totals.new)
         run.needed = totals.busy_pods()
+        run.fallen += sum(moved.values())
     run.by_step[Why.CONSTRAINTS] = [a - b for a, b in zip(run.new.count, before, strict=True)]
 
 
 def gangs(run: Run, packer: Packer, which: Sequence[PlacementGroup]) -> None:
     """Placement groups, one at a time, all or nothing (as many whole copies as fit)."""
     ctx = run.ctx
+    kind = DemandKind.PLACEMENT_GROUP
     for pg in which:
-        shapes = gang_shapes(pg)
-        too_big = [r for r in shapes if not ctx.fits_a_group(r)]
+        vecs = ctx.gang_vecs[pg]
+        too_big = [v for v in vecs if not ctx.fits_a_group(v)]
         if too_big:
-            detail = f"placement group with a bundle no worker group can hold: {too_big[0]}"
+            first = ctx.unplaced(too_big[0], pg.count, kind, pg.strategy)
+            reason, why = no_fit(ctx, first.resources, first.selectors)
+            detail = "placement group with a bundle " + (
+                f"that cannot be placed: {why}"
+                if first.selectors
+                else f"no worker group can hold: {first.resources}"
+            )
             run.unplaceable += [
-                Unplaceable(
-                    r,
-                    pg.count,
-                    UnplaceableReason.NO_GROUP_FITS,
-                    detail,
-                    DemandKind.PLACEMENT_GROUP,
-                    pg.strategy,
-                )
-                for r in shapes
+                replace(ctx.unplaced(v, pg.count, kind, pg.strategy), reason=reason, detail=detail)
+                for v in vecs
             ]
             continue
-        missing = pg.count - _place_gang(packer, ctx.index, pg)
+        missing = pg.count - _place_gang(packer, vecs, pg)
         if missing and pg.strategy is Strategy.STRICT_PACK:
             run.hidden += (len(pg.bundles) - 1) * missing  # counted as bundles
-        for r in shapes if missing else ():
-            vec = ctx.index.vec(r)
-            run.unplaceable.append(
-                _raw(ctx.index, vec, missing, DemandKind.PLACEMENT_GROUP, pg.strategy)
-            )
+        for v in vecs if missing else ():
+            run.unplaceable.append(ctx.unplaced(v, missing, kind, pg.strategy))
 
 
 def tasks(run: Run, packer: Packer) -> None:
@@ -139,25 +141,29 @@ def tasks(run: Run, packer: Packer) -> None:
     before = list(packer.new.count)
     room = speed_room(ctx, before)
     trial = packer.fork()
-    eager = dict(trial.place(ctx.tasks))
+    eager_left, moved = place_tiers(trial, ctx.tasks, ctx.next_tier)
+    eager: dict[Vec, int] = {}
+    for shape, count in eager_left:
+        eager[shape] = eager.get(shape, 0) + count
     added = [a - b for a, b in zip(trial.new.count, before, strict=True)]
     if all(a <= r for a, r in zip(added, room, strict=True)):
         packer.adopt(trial)
-        left = list(eager.items())
+        left = eager_left
     else:
         packer.paced([min(a, r) for a, r in zip(added, room, strict=True)])
-        left = packer.place(ctx.tasks)
+        left, moved = place_tiers(packer, ctx.tasks, ctx.next_tier, moved)
         packer.paced(None)
         run.deferred_cost += trial.new.cost() - packer.new.cost()
     for shape, count in left:
         deferred = min(count, max(0, count - eager.get(shape, 0)))
         if deferred:
             run.deferred += deferred
-            run.unplaceable.append(_deferred(ctx.index, shape, deferred))
+            run.unplaceable.append(_deferred(ctx, shape, deferred))
         if count > deferred:
-            run.unplaceable.append(_raw(ctx.index, shape, count - deferred, DemandKind.TASK, None))
+            run.unplaceable.append(ctx.unplaced(shape, count - deferred, DemandKind.TASK, None))
     added = [a - b for a, b in zip(packer.new.count, before, strict=True)]
     run.by_step[Why.TASKS] = added
+    run.fallen += sum(moved.values())
     run.speed_left = [r - a for r, a in zip(room, added, strict=True)]
 
 
@@ -174,27 +180,29 @@ def demand_in_one_queue(run: Run, packer: Packer) -> None:
     for pg in ctx.gangs:
         if pg.strategy is Strategy.STRICT_SPREAD:
             continue
-        shapes = gang_shapes(pg)
-        if not all(ctx.fits_a_group(r) for r in shapes):
+        vecs = ctx.gang_vecs[pg]
+        if not all(ctx.fits_a_group(v) for v in vecs):
             gangs(run, packer, [pg])  # reported whole as no_group_fits
             continue
-        for r in shapes:
-            gang_vecs.add(ctx.index.vec(r))
-            queue.append((ctx.index.vec(r), pg.count))
-    for shape, count in packer.place(queue):
+        for v in vecs:
+            gang_vecs.add(v)
+            queue.append((v, pg.count))
+    left, moved = place_tiers(packer, queue, ctx.next_tier)
+    run.fallen += sum(moved.values())
+    for shape, count in left:
         run.valid = run.valid and shape not in gang_vecs
-        run.unplaceable.append(_raw(ctx.index, shape, count, DemandKind.TASK, None))
+        run.unplaceable.append(ctx.unplaced(shape, count, DemandKind.TASK, None))
     added = [a - b for a, b in zip(packer.new.count, before, strict=True)]
     run.valid = run.valid and all(a <= r for a, r in zip(added, room, strict=True))
     run.by_step[Why.DEMAND] = added
     run.speed_left = [r - a for r, a in zip(room, added, strict=True)]
 
 
-def _place_gang(packer: Packer, index: Index, pg: PlacementGroup) -> int:
-    """Place as many whole copies of one placement group as fit; returns how many."""
+def _place_gang(packer: Packer, vecs: Sequence[Vec], pg: PlacementGroup) -> int:
+    """Place as many whole copies of one placement group (its shapes as ``vecs``) as fit;
+    returns how many."""
     count = pg.count
     if pg.strategy is Strategy.STRICT_SPREAD:
-        vecs = [index.vec(b) for b in pg.bundles if b]
         if (
             count > 1
             and len(set(vecs)) == 1
@@ -205,7 +213,7 @@ def _place_gang(packer: Packer, index: Index, pg: PlacementGroup) -> int:
             if not place_spread(packer, vecs):
                 return done
         return count
-    shape = [(index.vec(r), 1) for r in gang_shapes(pg)]
+    shape = [(v, 1) for v in vecs]
 
     def fits(n: int) -> Packer | None:
         trial = packer.fork()
@@ -228,19 +236,9 @@ def _place_gang(packer: Packer, index: Index, pg: PlacementGroup) -> int:
     return lo
 
 
-def _raw(
-    index: Index, shape: Vec, count: int, kind: DemandKind, strategy: Strategy | None
-) -> Unplaceable:
-    """Unplaced demand, its reason decided later (:func:`.unplaceable.explain`)."""
-    return Unplaceable(index.res(shape), count, UnplaceableReason.NO_GROUP_FITS, "", kind, strategy)
-
-
-def _deferred(index: Index, shape: Vec, count: int) -> Unplaceable:
-    return Unplaceable(
-        index.res(shape),
-        count,
-        UnplaceableReason.UPSCALING_SPEED,
-        "deferred to the next round: upscalingSpeed",
-        DemandKind.TASK,
-        None,
+def _deferred(ctx: Context, shape: Vec, count: int) -> Unplaceable:
+    return replace(
+        ctx.unplaced(shape, count, DemandKind.TASK, None),
+        reason=UnplaceableReason.UPSCALING_SPEED,
+        detail="deferred to the next round: upscalingSpeed",
     )

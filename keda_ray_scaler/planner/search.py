@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from keda_ray_scaler.decisions import Why
 from keda_ray_scaler.packing.shapes import ResourceFirstOrderer, Strategies, smallest_first_orderer
 from keda_ray_scaler.planner import rules
-from keda_ray_scaler.planner.context import Context, gang_shapes
+from keda_ray_scaler.planner.context import Context
 from keda_ray_scaler.planner.solve import Mode, Order, RunResult, better, solve
 
 
@@ -192,6 +192,7 @@ def _one_less(by_step: dict[Why, list[int]], g: int) -> dict[Why, list[int]]:
 def _demand_resources(ctx: Context) -> list[int]:
     """Positions of the resources demand names, when it names more than one."""
     vecs = [v for v, _ in (*ctx.tasks, *ctx.constraints)]
-    vecs += [ctx.index.vec(r) for pg in ctx.gangs for r in gang_shapes(pg)]
-    used = sorted({i for v in vecs for i, a in enumerate(v) if a})
+    vecs += [v for pg in ctx.gangs for v in ctx.gang_vecs[pg]]
+    width = ctx.index.width  # resources only: label dimensions never run short
+    used = sorted({i for v in vecs for i, a in enumerate(v[:width]) if a})
     return used if len(used) > 1 else []

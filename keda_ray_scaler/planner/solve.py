@@ -16,6 +16,8 @@ from keda_ray_scaler.planner.unplaceable import explain
 
 #: Name prefix of the stand-ins for new pods a consolidation run reserves up front.
 RESERVED = "\0new:"
+#: Reasons no run can change: what they leave is not counted against a run.
+_NEVER = (UnplaceableReason.NO_GROUP_FITS, UnplaceableReason.NO_GROUP_MATCHES)
 
 
 class Order(enum.Enum):
@@ -48,19 +50,24 @@ class RunResult:
     cost: float = 0.0
     gpu_waste: int = 0  # GPU pods opened for non-GPU demand a CPU group could hold, no GPU use
     unused: float = 0.0  # free space of the new pods (shares of the largest pod)
+    #: bundles placed by a fallback selector, not their first (:mod:`.admission` tiers)
+    fallen: int = 0
+    #: new pods per priority below the highest, lowest first (none when all groups are alike)
+    demoted: tuple[int, ...] = ()
     valid: bool = True
     extra: list[str] = field(default_factory=list)
 
 
 def better(a: RunResult, b: RunResult) -> bool:
-    """Holds more demand; or as much, wasting fewer GPU pods; or as much for less cost; or
-    for as much, with less unused capacity."""
-    return (a.unplaced, a.gpu_waste, round(a.cost, 9), round(a.unused, 9)) < (
-        b.unplaced,
-        b.gpu_waste,
-        round(b.cost, 9),
-        round(b.unused, 9),
-    )
+    """Holds more demand; or as much with fewer bundles on fallback selectors; or with fewer
+    pods of lower priorities (as the packer considers only the highest priority that can take
+    a shape); or wasting fewer GPU pods; or for less cost; or for as much, with less unused
+    capacity. Without label selectors and priorities, the second and third are always equal."""
+    return _rank(a) < _rank(b)
+
+
+def _rank(r: RunResult) -> tuple[int, int, tuple[int, ...], int, float, float]:
+    return (r.unplaced, r.fallen, r.demoted, r.gpu_waste, round(r.cost, 9), round(r.unused, 9))
 
 
 def solve(
@@ -87,7 +94,7 @@ def solve(
     packer = Packer(
         groups=ctx.specs,
         existing=[
-            (g, ctx.index.capacity(n.total), ctx.index.capacity(_free(n)), n.pod)
+            (g, ctx.pod_vec(g, n, n.total), ctx.pod_vec(g, n, _free(n)), n.pod)
             for g, n in ctx.usable
         ]
         + reserved,
@@ -151,15 +158,25 @@ def _result(run: rules.Run, packer: Packer) -> RunResult:
         cost=final.cost() + run.deferred_cost,
         gpu_waste=final.wasted(ctx.gpu_index) + _reserved_waste(ctx, packer),
         unused=final.unused(),
+        fallen=run.fallen,
+        demoted=_demoted(ctx, final.count),
     )
     speed_left = run.speed_left or rules.speed_room(ctx, final.count)
     for u in run.unplaceable:
         explained = explain(u, ctx, final.count, final.limits.cluster, speed_left)
         out.unplaceable.append(explained)
-        if explained.reason is not UnplaceableReason.NO_GROUP_FITS:
+        if explained.reason not in _NEVER:
             out.unplaced += explained.count
     out.unplaced += run.hidden - run.deferred
     return out
+
+
+def _demoted(ctx: Context, new: Sequence[int]) -> tuple[int, ...]:
+    """New pods per priority below the highest, lowest priority first."""
+    ranks = sorted({g.priority for g in ctx.groups})[:-1]
+    return tuple(
+        sum(n for g, n in zip(ctx.groups, new, strict=True) if g.priority == r) for r in ranks
+    )
 
 
 def _reserved_waste(ctx: Context, packer: Packer) -> int:

@@ -1,7 +1,8 @@
 """Why demand stays unplaceable, and equal unplaceable entries counted together; pure.
 
-The reasons, in the order :func:`explain` tries them: no group fits, maxWorkers, backed off,
-at maxReplicas, upscalingSpeed, competing for maxReplicas.
+The reasons, in the order :func:`explain` tries them: no group's labels satisfy the demand's
+selectors, no group fits, maxWorkers, backed off, at maxReplicas, upscalingSpeed, competing for
+maxReplicas. The groups considered are those whose labels satisfy any of its selectors.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason
+from keda_ray_scaler.labels import Selectors, admits, selectors_text
 from keda_ray_scaler.model import DemandKind, Resources, Strategy
 from keda_ray_scaler.packing.shapes import fit_count, need_of
 from keda_ray_scaler.planner.context import Context
@@ -26,11 +28,9 @@ def explain(
     if u.detail:
         return u  # already explained
     wgroups = ctx.groups
-    need = need_of(ctx.index.vec(u.resources))
-    fitting = [i for i, spec in enumerate(ctx.specs) if fit_count(spec.capacity, need) > 0]
+    fitting = _fitting(ctx, u.resources, u.selectors)
     if not fitting:
-        reason = UnplaceableReason.NO_GROUP_FITS
-        detail = f"no worker group has pods that can hold {u.resources}"
+        reason, detail = no_fit(ctx, u.resources, u.selectors)
     elif budget <= 0:
         reason, detail = UnplaceableReason.MAX_WORKERS, "maxWorkers reached"
     else:
@@ -50,15 +50,42 @@ def explain(
             names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in open_)
             reason = UnplaceableReason.MAX_REPLICAS
             detail = f"competes with other demand for maxReplicas: {names}"
-    return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy)
+    return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy, u.selectors)
+
+
+def _fitting(ctx: Context, res: Resources, sels: Selectors) -> list[int]:
+    """Groups whose pods can hold ``res`` and whose labels satisfy one of ``sels``."""
+    need = need_of(ctx.index.vec(res))
+    return [
+        i
+        for i, spec in enumerate(ctx.specs)
+        if fit_count(spec.capacity, need) > 0 and admits(sels, ctx.adm.group_labels[i])
+    ]
+
+
+def no_fit(ctx: Context, res: Resources, sels: Selectors) -> tuple[UnplaceableReason, str]:
+    """Why no group can ever hold ``res`` with ``sels``: no group's labels satisfy them, or no
+    satisfying group's pods are big enough."""
+    if not sels:
+        return UnplaceableReason.NO_GROUP_FITS, f"no worker group has pods that can hold {res}"
+    text = selectors_text(sels)
+    if not any(admits(sels, labels) for labels in ctx.adm.group_labels):
+        reason = UnplaceableReason.NO_GROUP_MATCHES
+        return reason, f"no worker group's labels satisfy the label selector {text}"
+    detail = f"no worker group whose labels satisfy {text} has pods that can hold {res}"
+    return UnplaceableReason.NO_GROUP_FITS, detail
+
+
+_Key = tuple[Resources, UnplaceableReason, str, DemandKind, str, Selectors]
 
 
 def merge(items: Sequence[Unplaceable]) -> tuple[Unplaceable, ...]:
-    """Unplaceable demand with equal shape, reason, kind and strategy counted together."""
-    counts: dict[tuple[Resources, UnplaceableReason, str, DemandKind, str], int] = defaultdict(int)
+    """Unplaceable demand with equal shape, reason, kind, strategy and selectors counted
+    together."""
+    counts: dict[_Key, int] = defaultdict(int)
     for u in items:
-        counts[(u.resources, u.reason, u.detail, u.kind, u.strategy or "")] += u.count
+        counts[(u.resources, u.reason, u.detail, u.kind, u.strategy or "", u.selectors)] += u.count
     return tuple(
-        Unplaceable(res, n, reason, detail, kind, Strategy(strat) if strat else None)
-        for (res, reason, detail, kind, strat), n in sorted(counts.items())
+        Unplaceable(res, n, reason, detail, kind, Strategy(strat) if strat else None, sels)
+        for (res, reason, detail, kind, strat, sels), n in sorted(counts.items())
     )

@@ -13,6 +13,17 @@ Shapes are encoded in one label value, canonical and reversible::
 
 Amounts are Ray's fixed point printed exactly (``0.5``, ``10``), bytes as integers.
 
+Label selectors (Ray 2.49+) are the ``selector`` label of a demand series, the canonical text of
+:mod:`~keda_ray_scaler.labels` (``market-type=spot;*``: fallbacks in order); a placement
+group's, one list per bundle joined by ``|`` (``zone=a|``: the second bundle has none). A
+group's and a node's Ray labels are the ``labels`` label of its info series (``k=v,k2=v2``), a
+group's priority the ``priority`` label (a decimal integer). Each is absent when empty (zero),
+so an agent without labels exports exactly what it did, and a scaler reads a series without
+them as "none". Both sides bound them as :mod:`~keda_ray_scaler.labels` says: at most
+:data:`~keda_ray_scaler.labels.MAX_SELECTOR_CHARS` characters of selectors per bundle, each
+list at most 8 selectors of 16 constraints of 16 values, at most 64 labels per node or group;
+beyond, the agent refuses the value where it reads it (counted) and the scaler the snapshot.
+
 Resource names are Ray's, so anything Ray accepts: on the wire (inside a ``shape`` and as the
 ``resource`` label) each is percent-encoded (:func:`encode_name`), so ``,`` ``;`` ``=`` and
 newlines never break a shape and the scaler decodes the exact name back. A name whose encoding
@@ -29,19 +40,22 @@ from typing import Final
 from urllib.parse import quote, unquote
 
 from keda_ray_scaler.errors import ShapeError
+from keda_ray_scaler.labels import MAX_LABELS
 from keda_ray_scaler.model import RESOURCE_SCALE, PlanningInput, Resources
 
 PREFIX: Final = "ray_scaler_"
 
 # --- demand ------------------------------------------------------------------------------
-#: gauge {cluster, kind, shape, strategy}: pending bundles of that shape (kind=task|constraint),
-#: or pending placement groups of that bundle list (kind=placement_group, shape="A;B;...").
+#: gauge {cluster, kind, shape, strategy, selector}: pending bundles of that shape and label
+#: selectors (kind=task|constraint), or pending placement groups of that bundle list
+#: (kind=placement_group, shape="A;B;...", selector="S1|S2|...").
 DEMAND_BUNDLES: Final = PREFIX + "demand_bundles"
 #: counter {cluster}: shapes merged because --max-shapes was exceeded
 DEMAND_SHAPES_MERGED: Final = PREFIX + "demand_shapes_merged_total"
 
 # --- worker-group specs (so the scaler needs nothing but Prometheus) ---------------------
-#: gauge {cluster, group, shape}: 1; shape = one pod's logical resources
+#: gauge {cluster, group, shape, labels, priority}: 1; shape = one pod's logical resources,
+#: labels = its Ray node labels, priority = the group's (absent: 0)
 GROUP_INFO: Final = PREFIX + "worker_group_info"
 GROUP_MIN_REPLICAS: Final = PREFIX + "worker_group_min_replicas"  # {cluster, group}
 GROUP_MAX_REPLICAS: Final = PREFIX + "worker_group_max_replicas"  # {cluster, group}
@@ -54,8 +68,9 @@ CLUSTER_MAX_WORKERS: Final = PREFIX + "cluster_max_workers"  # {cluster}; absent
 CLUSTER_UPSCALING_SPEED: Final = PREFIX + "cluster_upscaling_speed"  # {cluster}
 
 # --- nodes (one series set per worker pod) ----------------------------------------------
-#: gauge {cluster, group, pod, node_id, state, reason}: 1;
-#: state = pending|running|draining|victim|failing; reason = the JoinFailure of a failing pod
+#: gauge {cluster, group, pod, node_id, state, reason, labels}: 1;
+#: state = pending|running|draining|victim|failing; reason = the JoinFailure of a failing pod;
+#: labels = its Ray node's labels (absent: none reported, the group's are read)
 NODE_INFO: Final = PREFIX + "node_info"
 NODE_TOTAL: Final = PREFIX + "node_resource_total"  # {cluster, pod, resource}
 NODE_AVAILABLE: Final = PREFIX + "node_resource_available"  # {cluster, pod, resource}
@@ -89,6 +104,14 @@ LABEL_NODE_ID: Final = "node_id"
 LABEL_STATE: Final = "state"
 LABEL_RESOURCE: Final = "resource"
 LABEL_REASON: Final = "reason"
+LABEL_SELECTOR: Final = "selector"
+LABEL_LABELS: Final = "labels"
+LABEL_PRIORITY: Final = "priority"
+#: Between the selector lists of a placement group's bundles, in the ``selector`` label.
+BUNDLE_SELECTOR_SEP: Final = "|"
+#: The longest ``labels`` label an agent writes: MAX_LABELS pairs of the longest key (a
+#: 253-character prefix, ``/``, a 63-character name), ``=``, a 63-character value, ``,``.
+MAX_LABELS_CHARS: Final = MAX_LABELS * (253 + 1 + 63 + 1 + 63 + 1)
 #: Every label key of the contract; any other label of a series was added on its way (``job``,
 #: ``instance``, ``namespace`` ...).
 LABELS: Final = frozenset(
@@ -103,6 +126,9 @@ LABELS: Final = frozenset(
         LABEL_STATE,
         LABEL_RESOURCE,
         LABEL_REASON,
+        LABEL_SELECTOR,
+        LABEL_LABELS,
+        LABEL_PRIORITY,
     }
 )
 #: The series of one snapshot (what ``encoding.encode`` writes and ``decoding.decode`` reads),

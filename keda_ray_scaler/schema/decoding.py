@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterable, Mapping
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import SchemaError, ShapeError
+from keda_ray_scaler.labels import Labels, Selectors, parse_selectors
 from keda_ray_scaler.model import (
     DEFAULT_COST,
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_UPSCALING_SPEED,
     INT32_MAX,
+    INT32_MIN,
     Bundle,
     ClusterSpec,
     Demand,
@@ -156,6 +158,8 @@ def _decode_spec(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSpec:
                 max_replicas=_count(maxs[name], INT32_MAX) if name in maxs else INT32_MAX,
                 idle_timeout_s=idles[name].value if name in idles else DEFAULT_IDLE_TIMEOUT_S,
                 cost=costs[name].value if name in costs else DEFAULT_COST,
+                labels=Labels.parse(s.labels.get(schema.LABEL_LABELS, "")),
+                priority=_priority(s),
             )
         )
     return ClusterSpec(
@@ -164,6 +168,28 @@ def _decode_spec(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSpec:
         max_workers=_count(max_workers[0]) if max_workers else None,
         upscaling_speed=speed[0].value if speed else DEFAULT_UPSCALING_SPEED,
     )
+
+
+def _priority(s: Sample) -> int:
+    """A group's ``priority`` label: a decimal int32, 0 when absent."""
+    text = s.labels.get(schema.LABEL_PRIORITY, "")
+    if not text:
+        return 0
+    digits = text[1:] if text[:1] == "-" else text
+    value = int(text) if digits.isdigit() and digits.isascii() and len(digits) <= 10 else None
+    if value is None or not INT32_MIN <= value <= INT32_MAX:
+        raise SchemaError(f"{s.name}{dict(s.labels)}: priority {text[:20]!r} is no int32")
+    return value
+
+
+def _pg_selectors(text: str, bundles: int) -> tuple[Selectors, ...]:
+    """A placement group's ``selector`` label: one list per bundle (none when absent)."""
+    if not text:
+        return ()
+    parts = text.split(schema.BUNDLE_SELECTOR_SEP)
+    if len(parts) != bundles:
+        raise ShapeError(f"{len(parts)} selector lists for {bundles} bundles: {text[:120]!r}")
+    return tuple(parse_selectors(p) for p in parts)
 
 
 def _decode_demand(by_name: dict[str, list[Sample]]) -> Demand:
@@ -175,18 +201,20 @@ def _decode_demand(by_name: dict[str, list[Sample]]) -> Demand:
         if count == 0:
             continue
         kind = DemandKind(s.labels[schema.LABEL_KIND])
+        selector = s.labels.get(schema.LABEL_SELECTOR, "")
         if kind is DemandKind.PLACEMENT_GROUP:
             strategy = Strategy(s.labels[schema.LABEL_STRATEGY])
-            pgs.append(
-                PlacementGroup(strategy, decode_bundles(s.labels[schema.LABEL_SHAPE]), count)
-            )
+            shapes = decode_bundles(s.labels[schema.LABEL_SHAPE])
+            per_bundle = _pg_selectors(selector, len(shapes))
+            pgs.append(PlacementGroup(strategy, shapes, count, per_bundle))
         else:
             target = bundles if kind is DemandKind.TASK else constraints
-            target.append(Bundle(decode_shape(s.labels[schema.LABEL_SHAPE]), count))
+            shape = decode_shape(s.labels[schema.LABEL_SHAPE])
+            target.append(Bundle(shape, count, parse_selectors(selector)))
     return Demand(
-        bundles=tuple(sorted(bundles, key=lambda b: b.resources)),
-        placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles))),
-        constraints=tuple(sorted(constraints, key=lambda b: b.resources)),
+        bundles=tuple(sorted(bundles, key=lambda b: (b.resources, b.selectors))),
+        placement_groups=tuple(sorted(pgs, key=lambda p: (p.strategy, p.bundles, p.selectors))),
+        constraints=tuple(sorted(constraints, key=lambda b: (b.resources, b.selectors))),
     )
 
 
@@ -211,6 +239,7 @@ def _decode_nodes(by_name: dict[str, list[Sample]], known: set[str]) -> tuple[Wo
                 status=NodeStatus(s.labels[schema.LABEL_STATE]),
                 node_id=s.labels.get(schema.LABEL_NODE_ID, ""),
                 failure=_failure(s),
+                labels=Labels.parse(s.labels.get(schema.LABEL_LABELS, "")),
             )
         )
     return tuple(nodes)

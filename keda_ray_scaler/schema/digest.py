@@ -38,8 +38,8 @@ import hashlib
 import hmac
 import json
 import struct
-from collections.abc import Iterable, Sequence
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, Protocol
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import Refusal, UntrustedData
@@ -96,21 +96,58 @@ class Seal(enum.Enum):
     ABSENT = "absent"
 
 
-def _line(s: Sample) -> str:
-    labels = sorted((k, v) for k, v in s.labels.items() if k in schema.LABELS and v)
-    bits = struct.pack(">d", s.value + 0.0).hex()  # + 0.0: -0.0 is 0.0
-    return json.dumps([s.name, labels, bits], ensure_ascii=True, separators=(",", ":"))
+def line_prefix(name: str, labels: Mapping[str, str]) -> str:
+    """A series' digest line up to its value (``["name",[[key,value],...],"``): what
+    :func:`value_line` completes, so a writer keeps it while only the value changes."""
+    kept = sorted((k, v) for k, v in labels.items() if k in schema.LABELS and v)
+    return json.dumps([name, kept, ""], ensure_ascii=True, separators=(",", ":"))[:-2]
+
+
+def value_line(prefix: str, value: float) -> str:
+    """The digest line of the series of ``prefix`` (:func:`line_prefix`) holding ``value``."""
+    return prefix + struct.pack(">d", value + 0.0).hex() + '"]'  # + 0.0: -0.0 is 0.0
+
+
+def series_line(s: Sample) -> str:
+    """One series' digest line (module doc), without its newline."""
+    return value_line(line_prefix(s.name, s.labels), s.value)
+
+
+class Hasher(Protocol):
+    """A SHA-256 or HMAC-SHA256 in progress (``hashlib`` and ``hmac`` objects)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def copy(self) -> Hasher: ...
+
+    def digest(self) -> bytes: ...
+
+
+def hasher(key: bytes | None = None) -> Hasher:
+    """A new hash of the digest: HMAC-SHA256 under ``key`` when given, else SHA-256; fed the
+    sorted lines (each ended by a newline), read by :func:`digest_value`."""
+    return hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
+
+
+def digest_value(h: Hasher) -> int:
+    """The digest of what ``h`` was fed: its first :data:`DIGEST_BYTES` bytes, big-endian."""
+    return int.from_bytes(h.digest()[:DIGEST_BYTES], "big")
+
+
+def digest_text(text: Iterable[bytes], key: bytes | None = None) -> int:
+    """The digest of the sorted lines, given as ASCII chunks of whole lines (each ended by a
+    newline) in their sorted order; keyed with ``key`` (HMAC-SHA256) when given."""
+    h = hasher(key)
+    for chunk in text:
+        h.update(chunk)
+    return digest_value(h)
 
 
 def digest(samples: Iterable[Sample], key: bytes | None = None) -> tuple[int, int]:
     """``(series, digest)`` of the snapshot series in ``samples`` (any other name is left out);
     keyed with ``key`` (HMAC-SHA256) when given."""
-    lines = sorted(_line(s) for s in samples if s.name in schema.SNAPSHOT_NAMES)
-    h = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
-    for line in lines:
-        h.update(line.encode("ascii"))
-        h.update(b"\n")
-    return len(lines), int.from_bytes(h.digest()[:DIGEST_BYTES], "big")
+    lines = sorted(series_line(s) for s in samples if s.name in schema.SNAPSHOT_NAMES)
+    return len(lines), digest_text((f"{line}\n".encode("ascii") for line in lines), key)
 
 
 def seal(samples: Iterable[Sample], key: bytes | None = None) -> list[Sample]:

@@ -1,9 +1,27 @@
-"""The agent's side of the metrics contract: a cluster snapshot as its series."""
+"""The agent's side of the metrics contract: a cluster snapshot as its series.
+
+:func:`encode` is the whole snapshot; its sections (:func:`head_samples`, :func:`group_samples`,
+:func:`demand_samples`, :func:`node_samples`) are what it is made of, in its order, so a writer
+that keeps the sections of an earlier poll (the agent's
+:mod:`~keda_ray_scaler.agent.http.series_memo`) encodes again only the sections that changed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from keda_ray_scaler import schema
-from keda_ray_scaler.model import RESOURCE_SCALE, DemandKind
+from keda_ray_scaler.labels import selectors_text
+from keda_ray_scaler.model import (
+    RESOURCE_SCALE,
+    ClusterSpec,
+    Demand,
+    DemandKind,
+    PlacementGroup,
+    Resources,
+    WorkerGroup,
+    WorkerNode,
+)
 from keda_ray_scaler.schema import (
     ClusterSnapshot,
     Sample,
@@ -16,58 +34,138 @@ from keda_ray_scaler.schema import (
 def encode(snapshot: ClusterSnapshot) -> list[Sample]:
     """Every series of one cluster's snapshot, in a deterministic order."""
     spec = snapshot.input.cluster
+    out = head_samples(spec, snapshot.snapshot_time_s, snapshot.success)
+    out += group_samples(spec, snapshot.input.launch_limits)
+    out += demand_samples(spec.name, snapshot.input.demand)
+    for n in snapshot.input.nodes:
+        out += node_samples(spec.name, n)
+    return out
+
+
+def head_samples(spec: ClusterSpec, snapshot_time_s: float, success: bool) -> list[Sample]:
+    """The snapshot's time and success, and the cluster-wide settings."""
     c = {schema.LABEL_CLUSTER: spec.name}
     out = [
-        Sample(schema.SNAPSHOT_TIMESTAMP, c, snapshot.snapshot_time_s),
-        Sample(schema.SNAPSHOT_SUCCESS, c, 1.0 if snapshot.success else 0.0),
+        Sample(schema.SNAPSHOT_TIMESTAMP, c, snapshot_time_s),
+        Sample(schema.SNAPSHOT_SUCCESS, c, 1.0 if success else 0.0),
         Sample(schema.CLUSTER_UPSCALING_SPEED, c, spec.upscaling_speed),
     ]
     if spec.max_workers is not None:
         out.append(Sample(schema.CLUSTER_MAX_WORKERS, c, float(spec.max_workers)))
+    return out
+
+
+def group_samples(spec: ClusterSpec, launch_limits: tuple[tuple[str, int], ...]) -> list[Sample]:
+    """Each worker group's spec, and its launch limit when it has one."""
+    limits: dict[str, int] = {}
+    for group, most in launch_limits:
+        limits.setdefault(group, most)  # the first listed wins, as PlanningInput.launch_limit
+    c = {schema.LABEL_CLUSTER: spec.name}
+    out: list[Sample] = []
     for g in spec.worker_groups:
         gl = {**c, schema.LABEL_GROUP: g.name}
         out += [
-            Sample(schema.GROUP_INFO, {**gl, schema.LABEL_SHAPE: encode_shape(g.resources)}, 1.0),
+            Sample(schema.GROUP_INFO, {**gl, **_group_info(g)}, 1.0),
             Sample(schema.GROUP_MIN_REPLICAS, gl, float(g.min_replicas)),
             Sample(schema.GROUP_MAX_REPLICAS, gl, float(g.max_replicas)),
             Sample(schema.GROUP_IDLE_TIMEOUT, gl, g.idle_timeout_s),
             Sample(schema.GROUP_COST, gl, g.cost),
         ]
-        limit = snapshot.input.launch_limit(g.name)
+        limit = limits.get(g.name)
         if limit is not None:
             out.append(Sample(schema.GROUP_LAUNCH_LIMIT, gl, float(limit)))
-    demand: dict[tuple[str, str, str], int] = {}
+    return out
+
+
+def demand_samples(cluster: str, demand: Demand) -> list[Sample]:
+    """The pending demand: one series per kind, shape, strategy and label selectors, alike
+    bundles summed."""
+    counts: dict[tuple[str, str, str, str], int] = {}
     for kind, bundles in (
-        (DemandKind.TASK, snapshot.input.demand.bundles),
-        (DemandKind.CONSTRAINT, snapshot.input.demand.constraints),
+        (DemandKind.TASK, demand.bundles),
+        (DemandKind.CONSTRAINT, demand.constraints),
     ):
         for b in bundles:
-            key = (kind.value, encode_shape(b.resources), "")
-            demand[key] = demand.get(key, 0) + b.count
-    for pg in snapshot.input.demand.placement_groups:
-        key = (DemandKind.PLACEMENT_GROUP.value, encode_bundles(pg.bundles), pg.strategy.value)
-        demand[key] = demand.get(key, 0) + pg.count
-    for (kind_label, shape, strategy), count in sorted(demand.items()):
+            key = (kind.value, encode_shape(b.resources), "", selectors_text(b.selectors))
+            counts[key] = counts.get(key, 0) + b.count
+    for pg in demand.placement_groups:
+        shape, strategy = encode_bundles(pg.bundles), pg.strategy.value
+        key = (DemandKind.PLACEMENT_GROUP.value, shape, strategy, bundle_selectors_text(pg))
+        counts[key] = counts.get(key, 0) + pg.count
+    out = []
+    for (kind_label, shape, strategy, selector), count in sorted(counts.items()):
         labels = {
-            **c,
+            schema.LABEL_CLUSTER: cluster,
             schema.LABEL_KIND: kind_label,
             schema.LABEL_SHAPE: shape,
             schema.LABEL_STRATEGY: strategy,
         }
+        if selector:
+            labels[schema.LABEL_SELECTOR] = selector
         out.append(Sample(schema.DEMAND_BUNDLES, labels, float(count)))
-    for n in snapshot.input.nodes:
-        pl = {**c, schema.LABEL_POD: n.pod}
-        info = {
-            **pl,
-            schema.LABEL_GROUP: n.group,
-            schema.LABEL_NODE_ID: n.node_id,
-            schema.LABEL_STATE: n.status.value,
-            schema.LABEL_REASON: n.failure.value if n.failure is not None else "",
-        }
-        out.append(Sample(schema.NODE_INFO, info, 1.0))
-        for metric, vec in ((schema.NODE_TOTAL, n.total), (schema.NODE_AVAILABLE, n.available)):
-            for name, units in vec:
-                labels = {**pl, schema.LABEL_RESOURCE: encode_name(name)}
-                out.append(Sample(metric, labels, units / RESOURCE_SCALE))
-        out.append(Sample(schema.NODE_IDLE_SECONDS, pl, n.idle_s))
     return out
+
+
+def bundle_selectors_text(pg: PlacementGroup) -> str:
+    """A placement group's ``selector`` label: each bundle's list, joined by ``|``; ``""``
+    when no bundle has one."""
+    return schema.BUNDLE_SELECTOR_SEP.join(map(selectors_text, pg.selectors))
+
+
+def _group_info(g: WorkerGroup) -> Mapping[str, str]:
+    """The labels of a group's info series beyond its name: shape, Ray labels, priority (the
+    last two only when set, so a group without them exports what it did before them)."""
+    out = {schema.LABEL_SHAPE: encode_shape(g.resources)}
+    if g.labels:
+        out[schema.LABEL_LABELS] = str(g.labels)
+    if g.priority:
+        out[schema.LABEL_PRIORITY] = str(g.priority)
+    return out
+
+
+def node_samples(cluster: str, n: WorkerNode) -> list[Sample]:
+    """One worker pod: its info, resources and idle time (:func:`idle_sample`, last)."""
+    return [
+        node_info(cluster, n),
+        *resource_samples(cluster, n.pod, schema.NODE_TOTAL, n.total),
+        *resource_samples(cluster, n.pod, schema.NODE_AVAILABLE, n.available),
+        idle_sample(cluster, n.pod, n.idle_s),
+    ]
+
+
+def node_info(cluster: str, n: WorkerNode) -> Sample:
+    """One worker pod's info series (of everything but its resources and idle time)."""
+    info = {
+        schema.LABEL_CLUSTER: cluster,
+        schema.LABEL_POD: n.pod,
+        schema.LABEL_GROUP: n.group,
+        schema.LABEL_NODE_ID: n.node_id,
+        schema.LABEL_STATE: n.status.value,
+        schema.LABEL_REASON: n.failure.value if n.failure is not None else "",
+    }
+    if n.labels:
+        info[schema.LABEL_LABELS] = str(n.labels)
+    return Sample(schema.NODE_INFO, info, 1.0)
+
+
+def resource_samples(cluster: str, pod: str, metric: str, vec: Resources) -> list[Sample]:
+    """One worker pod's resources of one kind (``metric``: total or available)."""
+    return [
+        Sample(
+            metric,
+            {
+                schema.LABEL_CLUSTER: cluster,
+                schema.LABEL_POD: pod,
+                schema.LABEL_RESOURCE: encode_name(name),
+            },
+            units / RESOURCE_SCALE,
+        )
+        for name, units in vec
+    ]
+
+
+def idle_sample(cluster: str, pod: str, idle_s: float) -> Sample:
+    """How long one worker pod's Ray node has been idle."""
+    return Sample(
+        schema.NODE_IDLE_SECONDS, {schema.LABEL_CLUSTER: cluster, schema.LABEL_POD: pod}, idle_s
+    )

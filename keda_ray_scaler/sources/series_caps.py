@@ -26,6 +26,7 @@ from typing import Final
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import Cap, CapExceeded
+from keda_ray_scaler.labels import MAX_SELECTOR_CHARS
 from keda_ray_scaler.model import DemandKind
 from keda_ray_scaler.schema import Sample, decoding
 
@@ -103,6 +104,7 @@ def _check_cluster(cluster: str, samples: list[Sample], caps: DataCaps) -> None:
     groups = shapes = placement_groups = 0
     for s in samples:
         _check_name_labels(cluster, s, caps)
+        _check_label_texts(cluster, s, caps)
         resource = s.labels.get(schema.LABEL_RESOURCE)
         if resource is not None:
             names.add(resource)
@@ -145,6 +147,22 @@ def _check_name_labels(cluster: str, s: Sample, caps: DataCaps) -> None:
                 cluster,
                 f"a {key} label of {len(value)} characters, more than --max-name-chars "
                 f"{caps.max_name_chars}",
+            )
+
+
+def _check_label_texts(cluster: str, s: Sample, caps: DataCaps) -> None:
+    """The ``selector`` label (one list per bundle, each at most MAX_SELECTOR_CHARS) and the
+    ``labels`` label (at most MAX_LABELS_CHARS) within what an agent can write."""
+    for key, limit in (
+        (schema.LABEL_SELECTOR, (MAX_SELECTOR_CHARS + 1) * caps.max_bundles_per_placement_group),
+        (schema.LABEL_LABELS, schema.MAX_LABELS_CHARS),
+    ):
+        value = s.labels.get(key)
+        if value is not None and len(value) > limit:
+            raise CapExceeded(
+                Cap.LABEL_CHARS,
+                cluster,
+                f"a {key} label of {len(value)} characters, more than {limit}",
             )
 
 

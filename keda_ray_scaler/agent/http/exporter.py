@@ -5,8 +5,10 @@ registry. The poll loop hands it a whole :class:`~keda_ray_scaler.schema.Cluster
 (:meth:`SnapshotCollector.publish`); a scrape yields exactly ``encoding.encode(snapshot)``,
 sealed (:func:`~keda_ray_scaler.schema.digest.seal`: the snapshot's series count and digest), as
 gauge families, so what the scaler decodes is what the agent encoded, with no second encoding, and
-the scaler can tell a series anything else wrote under the agent's labels. Replacing the sample
-list is one reference assignment: a scrape never sees half a poll.
+the scaler can tell a series anything else wrote under the agent's labels. Each snapshot is
+sealed and written at publish, again only where it changed
+(:mod:`~keda_ray_scaler.agent.http.sealed_body`); replacing the body is one reference
+assignment: a scrape never sees half a poll.
 
 :class:`AgentMetrics` holds the agent's own series: shapes merged by ``--max-shapes`` (counter),
 unmapped and superseded Ray nodes in the last poll (gauges), poll errors and crashes
@@ -16,6 +18,8 @@ GCS's sum (counter, by reason).
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -23,6 +27,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.agent.http.exposition import Format, help_of
+from keda_ray_scaler.agent.http.gzip_body import Parts
+from keda_ray_scaler.agent.http.sealed_body import SealedBody, SnapshotWriter
 from keda_ray_scaler.agent.metric_names import (
     DEMAND_FALLBACKS,
     DOUBLE_COUNTED_BUNDLES,
@@ -32,29 +39,7 @@ from keda_ray_scaler.agent.metric_names import (
     SUPERSEDED_RAY_NODES,
 )
 from keda_ray_scaler.agent.ray.resource_names import StandInLog
-from keda_ray_scaler.schema import digest, encoding
-
-_HELP = {
-    schema.DEMAND_BUNDLES: "Pending bundles per shape and kind (placement groups: groups).",
-    schema.GROUP_INFO: "Worker group and the logical resources of one pod (shape); always 1.",
-    schema.GROUP_MIN_REPLICAS: "Worker group minReplicas.",
-    schema.GROUP_MAX_REPLICAS: "Worker group maxReplicas.",
-    schema.GROUP_IDLE_TIMEOUT: "Worker group idleTimeoutSeconds.",
-    schema.GROUP_COST: "Relative price of one pod of the worker group.",
-    schema.GROUP_LAUNCH_LIMIT: "Most new pods the group may get now (backed off after join "
-    "failures); absent: no limit.",
-    schema.CLUSTER_MAX_WORKERS: "Cap on worker pods across groups (absent: no cap).",
-    schema.CLUSTER_UPSCALING_SPEED: "Ray upscalingSpeed of the cluster.",
-    schema.NODE_INFO: "One worker pod: group, Ray node id, state and why failing; always 1.",
-    schema.NODE_TOTAL: "Total logical resources of a worker pod's Ray node.",
-    schema.NODE_AVAILABLE: "Available logical resources of a worker pod's Ray node.",
-    schema.NODE_IDLE_SECONDS: "How long the pod's Ray node has been idle (0 when busy).",
-    schema.SNAPSHOT_TIMESTAMP: "Unix time of the last successful poll of Ray (0: none yet).",
-    schema.SNAPSHOT_SUCCESS: "1 when the last poll of Ray succeeded, else 0 (data not fresh).",
-    schema.SNAPSHOT_SERIES: "Series of this snapshot that its digest covers.",
-    schema.SNAPSHOT_DIGEST: "48-bit SHA-256 digest of this snapshot's series (the scaler "
-    "refuses series that do not match it).",
-}
+from keda_ray_scaler.schema import digest
 
 
 def families(samples: Iterable[schema.Sample]) -> list[Metric]:
@@ -65,7 +50,7 @@ def families(samples: Iterable[schema.Sample]) -> list[Metric]:
     out: list[Metric] = []
     for name, group in by_name.items():
         keys = list(group[0].labels)
-        family = GaugeMetricFamily(name, _HELP.get(name, name), labels=keys)
+        family = GaugeMetricFamily(name, help_of(name), labels=keys)
         for s in group:
             family.add_metric([s.labels[k] for k in keys], s.value)
         out.append(family)
@@ -77,6 +62,12 @@ class SnapshotCollector(Collector):
 
     With ``names``, each resource name exported as a stand-in is counted and logged once; with
     ``seal_key`` (the cluster's key), each snapshot's digest is keyed with it.
+
+    Each snapshot is sealed and written once, at :meth:`publish`, again only where it changed
+    (:class:`~keda_ray_scaler.agent.http.sealed_body.SnapshotWriter`). A scrape through
+    ``prometheus_client`` (:meth:`collect`) yields its samples as families; the agent's
+    ``/metrics`` serves its text as written (:meth:`text`), beside the rest of the registry
+    rendered :meth:`apart`.
     """
 
     def __init__(
@@ -85,14 +76,16 @@ class SnapshotCollector(Collector):
         names: StandInLog | None = None,
         seal_key: bytes | None = None,
     ) -> None:
-        self._samples: list[schema.Sample] = []
+        self._writer = SnapshotWriter(seal_key)
+        self._body = SealedBody(())
         self._names = names
         self._key = seal_key
+        self._apart = threading.local()
         registry.register(self)
 
     def publish(self, snapshot: schema.ClusterSnapshot) -> None:
         """Serve ``snapshot`` from the next scrape on."""
-        self._samples = digest.seal(encoding.encode(snapshot), self._key)
+        self._body = self._writer.write(snapshot)
         if self._names is not None:
             self._names.observe(snapshot.input)
 
@@ -100,20 +93,38 @@ class SnapshotCollector(Collector):
         """Serve the data already published with ``snapshot_success`` 0, re-sealed; encodes
         nothing.
 
-        For a poll that crashed: whatever broke it (even in :func:`encoding.encode`) cannot break
-        this, and the data keeps its old timestamp, so no reader takes it for fresh.
+        For a poll that crashed: whatever broke it (even in :func:`encoding.encode`, or the
+        writer) cannot break this (the plain :func:`digest.seal` of the samples served), and the
+        data keeps its old timestamp, so no reader takes it for fresh.
         """
-        self._samples = digest.seal(
-            (
-                schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
-                for s in self._samples
-            ),
-            self._key,
+        samples = (
+            schema.Sample(s.name, s.labels, 0.0) if s.name == schema.SNAPSHOT_SUCCESS else s
+            for s in self._body.samples()
         )
+        self._body = SealedBody.of_samples(digest.seal(samples, self._key))
+
+    def text(self, form: Format) -> bytes:
+        """What a scrape in ``form`` serves now, as written (no end of body)."""
+        return self._body.text(form)
+
+    def parts(self, form: Format) -> Parts:
+        """What a gzipped scrape in ``form`` serves now, as compressed parts (no end of body)."""
+        return self._body.parts(form)
+
+    @contextlib.contextmanager
+    def apart(self) -> Iterator[None]:
+        """While in it, this thread's :meth:`collect` yields nothing: the rest of the registry
+        is rendered while the snapshot is served from :meth:`text`."""
+        self._apart.on = True
+        try:
+            yield
+        finally:
+            self._apart.on = False
 
     def collect(self) -> Iterator[Metric]:
         """Called by prometheus_client on every scrape."""
-        yield from families(self._samples)
+        if not getattr(self._apart, "on", False):
+            yield from families(self._body.samples())
 
     def describe(self) -> Iterator[Metric]:
         """Nothing to describe up front (names depend on the snapshot); avoids a collect."""

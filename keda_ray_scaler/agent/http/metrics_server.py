@@ -5,7 +5,8 @@ One threaded WSGI server (``prometheus_client``'s own server class and metrics a
 ``GET /readyz`` (readiness) answer ``200`` or ``503`` with the one-line reason of
 :func:`keda_ray_scaler.agent.http.agent_health.check` (they differ only for a head whose Ray is
 refused: alive, not ready). Any other path is the metrics app, as before (``prometheus_client``
-serves metrics on every path).
+serves metrics on every path); given the snapshot's collector, the snapshot's lines are served
+as written at publish (:class:`SnapshotMetrics`), not rendered at each scrape.
 
 Every request is bounded in time: each read and write on its socket by ``read_timeout_s``, the
 whole request by ``request_deadline_s`` (then its socket is shut down). Unbounded, a client that
@@ -20,15 +21,20 @@ import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.exposition import ThreadingWSGIServer
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 
 from keda_ray_scaler.agent.http.agent_health import HealthCheck
+from keda_ray_scaler.agent.http.exporter import SnapshotCollector
+from keda_ray_scaler.agent.http.exposition import Encoder, Format
+from keda_ray_scaler.agent.http.gzip_body import gzip_body
 
 HEALTH_PATH: Final = "/healthz"
 READY_PATH: Final = "/readyz"
+_FAVICON: Final = "/favicon.ico"  # prometheus_client's app answers it empty
 #: Seconds one read or write of a request's socket may wait (the kubelet's probe times out
 #: after 1 s by default, Prometheus after its scrape timeout: 10 s)
 READ_TIMEOUT_S: Final = 10.0
@@ -64,6 +70,55 @@ class HealthRoute:
         ]
         start_response(status, headers)
         return [body]
+
+
+class SnapshotMetrics:
+    """A WSGI app: ``/metrics`` with the snapshot as its collector wrote it
+    (:meth:`~keda_ray_scaler.agent.http.exporter.SnapshotCollector.text`) and the rest of the
+    registry as ``prometheus_client`` renders it: the same headers, formats and text as
+    ``prometheus_client``'s own app, which serves what the written lines do not (another
+    escaping, ``name[]`` selections, methods other than GET). Gzipped, each snapshot family is
+    compressed once, a part of the body's one deflate stream (:mod:`.gzip_body`)."""
+
+    def __init__(self, registry: CollectorRegistry, snapshot: SnapshotCollector) -> None:
+        self._registry = registry
+        self._snapshot = snapshot
+        self._plain: WsgiApp = make_wsgi_app(registry)
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """Serve one scrape."""
+        selected = "name[]" in parse_qs(environ.get("QUERY_STRING", ""))
+        if (
+            environ.get("REQUEST_METHOD") != "GET"
+            or selected
+            or environ.get("PATH_INFO") == _FAVICON
+        ):
+            return self._plain(environ, start_response)
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        form = Format(content_type, encoder)
+        if not form.plain_lines:
+            return self._plain(environ, start_response)
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            parts = self._snapshot.parts(form)  # read before the rest: one snapshot whole
+            body = gzip_body(parts, self._rest(encoder))
+            headers.append(("Content-Encoding", "gzip"))
+        else:
+            text = self._snapshot.text(form)
+            body = text + self._rest(encoder)
+        start_response("200 OK", headers)
+        return [body]
+
+    def _rest(self, encoder: Encoder) -> bytes:
+        """The registry but the snapshot, as ``encoder`` renders it (it ends the body)."""
+        with self._snapshot.apart():
+            return encoder(self._registry)
+
+
+def metrics_app(registry: CollectorRegistry, snapshot: SnapshotCollector | None = None) -> WsgiApp:
+    """The ``/metrics`` app of ``registry``: :class:`SnapshotMetrics` when the snapshot's
+    collector is given, else ``prometheus_client``'s."""
+    return make_wsgi_app(registry) if snapshot is None else SnapshotMetrics(registry, snapshot)
 
 
 class _BoundedServer(ThreadingWSGIServer):
@@ -123,18 +178,20 @@ def start_metrics_server(
     registry: CollectorRegistry,
     probe: Callable[[], HealthCheck],
     *,
+    snapshot: SnapshotCollector | None = None,
     read_timeout_s: float = READ_TIMEOUT_S,
     request_deadline_s: float = REQUEST_DEADLINE_S,
 ) -> WSGIServer:
     """Serve ``/metrics`` and ``/healthz`` on ``host:port`` from a daemon thread, each request
-    bounded by ``read_timeout_s`` a read and ``request_deadline_s`` in all.
+    bounded by ``read_timeout_s`` a read and ``request_deadline_s`` in all; the snapshot as its
+    collector wrote it when ``snapshot`` is given (:class:`SnapshotMetrics`).
 
     Returns the server (``server_port`` is the bound port, for ``port`` 0); ``shutdown()`` and
     ``server_close()`` stop it. Raises ``OSError`` when the address cannot be bound.
     """
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     server_class = _Server6 if family == socket.AF_INET6 else _Server4
-    app = HealthRoute(make_wsgi_app(registry), probe)
+    app = HealthRoute(metrics_app(registry, snapshot), probe)
     server = make_server(host, port, app, server_class, handler_class=_BoundedHandler)
     assert isinstance(server, _BoundedServer)
     server.read_timeout_s = read_timeout_s

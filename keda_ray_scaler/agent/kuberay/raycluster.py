@@ -14,6 +14,14 @@ them (``ray/autoscaler/_private/kuberay/autoscaling_config.py``
 
 Min and max come from ``minReplicas``/``maxReplicas`` times ``numOfHosts``; idle timeout from
 the group's ``idleTimeoutSeconds``, else ``autoscalerOptions.idleTimeoutSeconds``, else 60 s.
+
+A group's Ray node labels (:func:`group_labels`): ``rayStartParams.labels`` (``"k1=v1,k2=v2"``,
+or Ray's older JSON form), the group's top-level ``labels`` (KubeRay 1.5+) over them; Ray's own
+``ray.io/node-group`` (the group's name) the planner adds to every group. Ray's own autoscaler
+reads only the top-level field (it ignores ``rayStartParams`` labels with a warning); the pods'
+raylets get both, so both are read. Its ``priority`` (KubeRay 1.7, an int32, default 0).
+A label or priority breaking Ray's rules is a ConfigError naming the field, as Ray's autoscaler
+refuses it.
 """
 
 from __future__ import annotations
@@ -27,10 +35,12 @@ from typing import Any
 
 from keda_ray_scaler.config_fields import parse_quantity
 from keda_ray_scaler.errors import ConfigError
+from keda_ray_scaler.labels import LabelError, Labels
 from keda_ray_scaler.model import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_UPSCALING_SPEED,
     INT32_MAX,
+    INT32_MIN,
     ClusterSpec,
     Resources,
     WorkerGroup,
@@ -164,6 +174,47 @@ def group_resources(group: Mapping[str, Any], where: str, field: str) -> Resourc
     return Resources.of(out)
 
 
+def group_labels(group: Mapping[str, Any], where: str, field: str) -> Labels:
+    """A group's Ray node labels (the module docstring); ConfigError names the bad field."""
+    out: dict[str, str] = {}
+    params = group.get("rayStartParams") or {}
+    if "labels" in params:
+        text = str(params["labels"]).strip().strip("'")
+        at = f"{field}.rayStartParams.labels"
+        try:
+            if text.startswith("{"):
+                out.update(Labels.checked(_string_map(json.loads(text), where, at)))
+            else:
+                out.update(Labels.parse(text))
+        except (LabelError, json.JSONDecodeError) as exc:
+            raise ConfigError(where, at, str(exc)) from exc
+    if group.get("labels") is not None:
+        top = _string_map(group["labels"], where, f"{field}.labels")
+        try:
+            out.update(Labels.checked(top))
+        except LabelError as exc:
+            raise ConfigError(where, f"{field}.labels", str(exc)) from exc
+    return Labels(out)
+
+
+def _string_map(data: object, where: str, field: str) -> dict[str, str]:
+    if not isinstance(data, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ConfigError(where, field, "expected a map of label keys to string values")
+    return dict(data)
+
+
+def group_priority(group: Mapping[str, Any], where: str, field: str) -> int:
+    """A group's ``priority`` (KubeRay 1.7): an int32, 0 when absent."""
+    raw = group.get("priority")
+    if raw is None:
+        return 0
+    if isinstance(raw, bool) or not isinstance(raw, int) or not INT32_MIN <= raw <= INT32_MAX:
+        raise ConfigError(where, f"{field}.priority", f"expected an int32, got {raw!r}")
+    return raw
+
+
 def in_tree_autoscaling(raycluster: Mapping[str, Any]) -> bool:
     """``spec.enableInTreeAutoscaling`` is true: Ray's own autoscaler manages this cluster."""
     return bool((raycluster.get("spec") or {}).get("enableInTreeAutoscaling"))
@@ -193,7 +244,17 @@ def cluster_spec(raycluster: Mapping[str, Any]) -> ClusterSpec:
         if not math.isfinite(idle) or idle < 0:
             raise ConfigError(where, f"{field}.idleTimeoutSeconds", f"must be >= 0, got {idle}")
         resources = group_resources(group, where, field)
-        groups.append(WorkerGroup(group_name, resources, low, min(high, INT32_MAX), idle))
+        groups.append(
+            WorkerGroup(
+                group_name,
+                resources,
+                low,
+                min(high, INT32_MAX),
+                idle,
+                labels=group_labels(group, where, field),
+                priority=group_priority(group, where, field),
+            )
+        )
     if not groups:
         raise ConfigError(where, "spec.workerGroupSpecs", "no worker group")
     return ClusterSpec(name, tuple(groups), upscaling_speed=speed)

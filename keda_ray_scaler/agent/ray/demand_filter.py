@@ -38,6 +38,7 @@ owner's next backlog report (``docs/concepts/demand.md``, "What R1 still counts"
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -60,12 +61,20 @@ class Poll:
     pending: Resources
 
 
+_NOTHING = Resources()
+
+
 def used_of(node: WorkerNode) -> Resources:
     """Resources in use on a node (nothing for a pod not yet in Ray)."""
     if node.status is NodeStatus.PENDING or node.available == node.total:
-        return Resources()
-    have = node.available.as_dict()
-    return Resources.from_units({k: max(v - have.get(k, 0), 0) for k, v in node.total})
+        return _NOTHING
+    return _in_use(node.total, node.available)
+
+
+@functools.lru_cache(maxsize=4096)  # pure; a node's use is the same from poll to poll
+def _in_use(total: Resources, available: Resources) -> Resources:
+    have = available.as_dict()
+    return Resources.from_units({k: max(v - have.get(k, 0), 0) for k, v in total})
 
 
 def pending_of(demand: Demand) -> Resources:
@@ -79,28 +88,32 @@ def pending_of(demand: Demand) -> Resources:
     return total
 
 
-def poll_of(at_s: float, nodes: Iterable[WorkerNode], demand: Demand) -> Poll:
-    """This poll as :class:`UseHistory` keeps it."""
-    return Poll(at_s, {n.pod: used_of(n) for n in nodes if n.pod}, pending_of(demand))
+def poll_of(
+    at_s: float, nodes: Iterable[WorkerNode], demand: Demand, pending: Resources | None = None
+) -> Poll:
+    """This poll as :class:`UseHistory` keeps it (``pending``: ``pending_of(demand)``, known)."""
+    used = {n.pod: used_of(n) for n in nodes if n.pod}
+    return Poll(at_s, used, pending_of(demand) if pending is None else pending)
 
 
 def double_counted(earlier: Sequence[Poll], current: Poll) -> Resources:
     """The use gained over the window that the pending demand's fall from its peak does not
     explain (elementwise, never negative)."""
-    if not earlier:
+    if all(poll.used == current.used for poll in earlier):  # no use rose (nor any at all)
         return Resources()
     gained = Resources()
     for pod, now in current.used.items():
         if now:
-            least = now.as_dict()
+            least, same = now.as_dict(), True
             for poll in earlier:
                 then = poll.used.get(pod)
                 if not then:  # absent or idle then: all of now is new
-                    least = {}
+                    least, same = {}, False
                     break
                 if then != now:
-                    least = {k: min(v, then.get(k)) for k, v in least.items()}
-            gained += Resources.from_units({k: v - least.get(k, 0) for k, v in now})
+                    least, same = {k: min(v, then.get(k)) for k, v in least.items()}, False
+            if not same:  # the same use all along gained nothing
+                gained += Resources.from_units({k: v - least.get(k, 0) for k, v in now})
     if not gained:
         return Resources()
     peak = current.pending.as_dict()
@@ -120,10 +133,11 @@ def without(demand: Demand, excess: Resources) -> tuple[Demand, int]:
         room -= b.resources.scaled(n)
         removed += n
         if b.count > n:
-            kept.append(Bundle(b.resources, b.count - n))
+            kept.append(replace(b, count=b.count - n))  # its label selectors kept
     if not removed:
         return demand, 0
-    return replace(demand, bundles=tuple(sorted(kept, key=lambda b: b.resources))), removed
+    order = sorted(kept, key=lambda b: (b.resources, b.selectors))
+    return replace(demand, bundles=tuple(order)), removed
 
 
 def _size(b: Bundle) -> int:
@@ -140,6 +154,14 @@ class Filtered:
     horizon_s: float  # how far back the window's earliest poll is (0: none)
 
 
+@dataclass(frozen=True, slots=True)
+class _Used:
+    """The nodes of the last poll and their use."""
+
+    nodes: tuple[WorkerNode, ...]
+    used: Mapping[str, Resources]
+
+
 class UseHistory:
     """The polls of the last ``window_s`` seconds, each with its pending demand as exported."""
 
@@ -148,6 +170,8 @@ class UseHistory:
             raise ValueError(f"window_s must be >= 0, got {window_s:g}")
         self.window_s = window_s
         self._polls: deque[Poll] = deque()
+        self._pending: tuple[Demand | None, Resources] = (None, Resources())
+        self._last = _Used((), {})
 
     def earlier(self, now_s: float) -> tuple[Poll, ...]:
         """The recorded polls taken within the window before ``now_s``."""
@@ -163,9 +187,17 @@ class UseHistory:
     def filter(self, at_s: float, nodes: Iterable[WorkerNode], demand: Demand) -> Filtered:
         """``demand`` read at ``at_s`` without its double count; the poll kept with the
         pending demand as exported (module doc)."""
-        current = poll_of(at_s, nodes, demand)
+        if self._pending[0] is not demand:  # the demand read again is often the same one
+            self._pending = (demand, pending_of(demand))
+        nodes = tuple(nodes)
+        if nodes == self._last.nodes:  # the same nodes (by identity first): the same use
+            current = Poll(at_s, self._last.used, self._pending[1])
+        else:
+            current = poll_of(at_s, nodes, demand, self._pending[1])
+            self._last = _Used(nodes, current.used)
         earlier = self.earlier(at_s)
         exported, removed = without(demand, double_counted(earlier, current))
-        self.record(replace(current, pending=pending_of(exported)))
+        pending = current.pending if exported is demand else pending_of(exported)
+        self.record(replace(current, pending=pending))
         horizon = at_s - earlier[0].at_s if earlier else 0.0
         return Filtered(exported, removed, current, horizon)

@@ -8,7 +8,8 @@ actor demand is not S's sum but rule R1's, read after S: the head raylet's queue
 and the other nodes' queues from the GCS (:mod:`~keda_ray_scaler.agent.ray.task_load`, two RPCs
 more), so a task starting on a fresh node is never both pending and running; when those reads
 fail the poll keeps S's sum and says why (``RayState.fallback``).
-The reply's raw state is parsed by :mod:`~keda_ray_scaler.agent.ray.ray_status` (pure).
+The reply's raw state is parsed by :mod:`~keda_ray_scaler.agent.ray.ray_status` (pure), not again
+when it says what the last one did (:mod:`~keda_ray_scaler.agent.ray.status_memo`).
 
 The agent command's reader first reads the head's Ray version (the internal KV key
 ``CLUSTER_METADATA``) and refuses one outside the supported range, or a value that is no
@@ -35,8 +36,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from keda_ray_scaler.agent.interfaces import SpecView, spec_view
 from keda_ray_scaler.agent.ray.node_ages import NodeAges
-from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState, parse_status
+from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
+from keda_ray_scaler.agent.ray.status_memo import StatusMemo
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.ray.task_load_read import (
     LoadsApi,
@@ -92,8 +94,9 @@ class GcsApi(LoadsApi, Protocol):
 class RayReader:
     """Polls one Ray cluster; also the :class:`~keda_ray_scaler.agent.interfaces.RayView`.
 
-    Every call reads the GCS afresh (no cache), each RPC with a deadline of ``timeout_s``. Any
-    failure is :class:`RayError`, after which the connection is made anew.
+    Every call reads the GCS afresh (a reply is parsed again only when it says something new),
+    each RPC with a deadline of ``timeout_s``. Any failure is :class:`RayError`, after which
+    the connection is made anew.
 
     With ``on_unsupported``, the first read also reads the head's Ray version
     (:mod:`keda_ray_scaler.gcs.versions`; one KV call more, until a version is known, and again
@@ -138,6 +141,7 @@ class RayReader:
         # Returns the active pods with their IPs (from the pod cache): the IP rule and fallback.
         self._pods = pods
         self._ages = NodeAges()  # which of a pod's live nodes is its own (a restarted raylet's)
+        self._memo = StatusMemo()  # a reply saying the same as the last is not parsed again
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
@@ -195,7 +199,7 @@ class RayReader:
         )
         stale = self._ages.stale
         if self.demand is DemandRead.GCS:
-            state = parse_status(
+            state = self._memo.parse(
                 reply,
                 self._specs.spec,
                 v1_requests=v1,
@@ -207,7 +211,7 @@ class RayReader:
             return state
         # R1: after S returned (never before, never beside it); no failure here fails the poll.
         tasks = await read_task_load(client, self._raylet, reply, self._timeout_s)
-        state = parse_status(
+        state = self._memo.parse(
             reply,
             self._specs.spec,
             v1_requests=v1,

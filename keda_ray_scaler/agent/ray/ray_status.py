@@ -16,7 +16,9 @@ strategy only inside a ``details`` string. From the raw state:
   :mod:`~keda_ray_scaler.agent.ray.refusals`);
 - ``node_states``: per node ``instance_id`` (KubeRay: ``RAY_CLOUD_INSTANCE_ID`` = pod name),
   ``ray_node_type_name`` (``RAY_NODE_TYPE_NAME`` = worker group), status, total and available
-  resources, ``idle_duration_ms``, ``node_ip_address``.
+  resources, ``idle_duration_ms``, ``node_ip_address``, labels;
+- label selectors of every demand (Ray 2.49+), read and checked by
+  :mod:`~keda_ray_scaler.agent.ray.label_read`.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from keda_ray_scaler.agent.ray.label_read import RawSelectors, checked_selectors, raw_selectors
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
-from keda_ray_scaler.agent.ray.shape_bound import merge_counts
+from keda_ray_scaler.agent.ray.shape_bound import merge_bundles
 from keda_ray_scaler.agent.ray.status_nodes import (
     PG_RESOURCE,
     NodeRead,
@@ -42,6 +45,7 @@ from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     GangResourceRequest,
     GetClusterStatusReply,
 )
+from keda_ray_scaler.labels import Selectors
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -176,17 +180,12 @@ def parse_status(
     (:class:`~keda_ray_scaler.agent.ray.status_nodes.NodeRead`).
     """
     state = reply.cluster_resource_state
-    if tasks is None:
-        raw = [
-            (dict(rc.request.resources_bundle), rc.count) for rc in state.pending_resource_requests
-        ]
-    else:
-        raw = [(q.as_dict(), q.count) for q in tasks]
-    task_pairs, dropped = _task_bundles(raw)
-    v1 = _constraints(state, v1_requests)
+    refused: list[Refused] = []
+    task_bundles, dropped = _task_bundles(_task_raw(state, tasks), refused)
+    v1 = _constraints(state, v1_requests, refused)
     demand = Demand(
-        bundles=merge_counts(task_pairs),
-        placement_groups=_placement_groups(state.pending_gang_resource_requests),
+        bundles=merge_bundles(task_bundles),
+        placement_groups=_placement_groups(state.pending_gang_resource_requests, refused),
         constraints=v1.bundles,
     )
     read = NodeRead.of(
@@ -206,44 +205,85 @@ def parse_status(
         frozenset(read.starting),
         gcs_tasks=sum(int(rc.count) for rc in state.pending_resource_requests),
         superseded=tuple(sorted(n.node_id for n in read.superseded)),
-        refused=(*([v1.refused] if v1.refused else []), *read.refused),
+        refused=(*([v1.refused] if v1.refused else []), *refused, *read.refused),
         contested=frozenset(read.contested),
     )
 
 
-def _constraints(state: ClusterResourceState, v1_requests: bytes | None) -> V1Requests:
+def _constraints(
+    state: ClusterResourceState, v1_requests: bytes | None, refused: list[Refused]
+) -> V1Requests:
     """``request_resources()``: the GCS's constraints (autoscaler v2), else v1's KV value."""
-    gcs = merge_counts(
-        (resources_of(r.request.resources_bundle), r.count)
-        for c in state.cluster_resource_constraints
-        for r in c.resource_requests
-    )
-    return V1Requests(gcs) if gcs else parse_v1_requests(v1_requests)
+    gcs: list[Bundle] = []
+    for c in state.cluster_resource_constraints:
+        for r in c.resource_requests:
+            raw = raw_selectors(r.request.label_selectors)
+            sels = _selectors(raw, "request_resources bundle", refused)
+            if sels is not None:
+                gcs.append(Bundle(resources_of(r.request.resources_bundle), r.count, sels))
+    merged = merge_bundles(gcs)
+    return V1Requests(merged) if merged else parse_v1_requests(v1_requests)
+
+
+def _task_raw(
+    state: ClusterResourceState, tasks: Iterable[QueuedShape] | None
+) -> list[tuple[Mapping[str, float], int, RawSelectors]]:
+    """Task and actor demand as read: R1's ``tasks`` when given, else the snapshot's."""
+    if tasks is not None:
+        return [(q.as_dict(), q.count, q.selectors) for q in tasks]
+    return [
+        (dict(rc.request.resources_bundle), rc.count, raw_selectors(rc.request.label_selectors))
+        for rc in state.pending_resource_requests
+    ]
+
+
+def _selectors(raw: RawSelectors, what: str, refused: list[Refused]) -> Selectors | None:
+    """Checked selectors, or None with the refusal appended."""
+    sels, why = checked_selectors(raw, what)
+    if why is not None:
+        refused.append(why)
+    return sels
 
 
 def _task_bundles(
-    raw: Iterable[tuple[Mapping[str, float], int]],
-) -> tuple[list[tuple[Resources, int]], int]:
-    """Task and actor shapes as resources, and how many were left out: a shape that asks for a
-    placement group's bundle resource runs in a bundle already counted as the group's."""
-    pairs: list[tuple[Resources, int]] = []
+    raw: Iterable[tuple[Mapping[str, float], int, RawSelectors]], refused: list[Refused]
+) -> tuple[list[Bundle], int]:
+    """Task and actor bundles, and how many shapes were left out: a shape that asks for a
+    placement group's bundle resource runs in a bundle already counted as the group's (one
+    whose selectors are refused is left out too, and refused)."""
+    out: list[Bundle] = []
     dropped = 0
-    for bundle, count in raw:
+    for bundle, count, raw_sels in raw:
         if any(PG_RESOURCE.match(k) for k in bundle):
             dropped += 1
             continue
-        pairs.append((resources_of(bundle), count))
-    return pairs, dropped
+        sels = _selectors(raw_sels, "task or actor demand", refused)
+        if sels is not None:
+            out.append(Bundle(resources_of(bundle), count, sels))
+    return out, dropped
 
 
-def _placement_groups(gangs: Iterable[GangResourceRequest]) -> tuple[PlacementGroup, ...]:
-    """Pending placement groups, alike ones counted together."""
-    counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
+def _placement_groups(
+    gangs: Iterable[GangResourceRequest], refused: list[Refused]
+) -> tuple[PlacementGroup, ...]:
+    """Pending placement groups (bundles with their selectors, as Ray's v2 reads them: the
+    first ``bundle_selectors`` when given), alike ones counted together; a group with a bundle
+    whose selectors are refused is left out."""
+    counts: dict[tuple[Strategy, tuple[Resources, ...], tuple[Selectors, ...]], int] = {}
     for gang in gangs:
-        bundles = tuple(resources_of(r.resources_bundle) for r in gang.requests)
-        if bundles:
-            key = (parse_strategy(gang.details), bundles)
+        requests = (
+            gang.bundle_selectors[0].resource_requests if gang.bundle_selectors else gang.requests
+        )
+        sels = [
+            _selectors(raw_selectors(r.label_selectors), "placement group", refused)
+            for r in requests
+        ]
+        bundles = tuple(resources_of(r.resources_bundle) for r in requests)
+        if bundles and all(s is not None for s in sels):
+            per_bundle = tuple(s or () for s in sels) if any(sels) else ()
+            key = (parse_strategy(gang.details), bundles, per_bundle)
             counts[key] = counts.get(key, 0) + 1
     return tuple(
-        PlacementGroup(strategy, bundles, n) for (strategy, bundles), n in sorted(counts.items())
+        PlacementGroup(strategy, bundles, n, per_bundle)
+        for (strategy, bundles, per_bundle), n in sorted(counts.items())
     )

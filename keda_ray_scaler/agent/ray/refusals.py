@@ -53,6 +53,12 @@ class Refusal(enum.StrEnum):
     UNSUPPORTED_VERSION = "unsupported_ray_version"
     #: the head's ``CLUSTER_METADATA`` is no JSON object with a ``ray_version``: as unsupported
     MALFORMED_METADATA = "malformed_cluster_metadata"
+    #: a demand's label selectors break Ray's syntax or the bounds (``agent/ray/label_read.py``):
+    #: the demand is left out
+    LABEL_SELECTOR_INVALID = "label_selector_invalid"
+    #: a node's label breaks Ray's syntax, or is beyond the most labels a node may export: that
+    #: label is left out of the node's
+    NODE_LABEL_INVALID = "node_label_invalid"
 
 
 @dataclass(frozen=True, slots=True)

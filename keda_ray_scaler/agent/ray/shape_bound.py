@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
+from keda_ray_scaler.labels import Selectors
 from keda_ray_scaler.model import (
     Bundle,
     Demand,
@@ -19,11 +20,19 @@ DEFAULT_MAX_SHAPES: Final = 200
 
 
 def merge_counts(pairs: Iterable[tuple[Resources, int]]) -> tuple[Bundle, ...]:
-    counts: dict[Resources, int] = {}
-    for shape, n in pairs:
-        if shape and n > 0:
-            counts[shape] = counts.get(shape, 0) + n
-    return tuple(Bundle(r, n) for r, n in sorted(counts.items()))
+    """Bundles of equal shape summed (none with an empty shape or no count), sorted."""
+    return merge_bundles(Bundle(r, n) for r, n in pairs)
+
+
+def merge_bundles(bundles: Iterable[Bundle]) -> tuple[Bundle, ...]:
+    """Bundles of equal shape and selectors summed (none with an empty shape or no count),
+    sorted by shape, then selectors."""
+    counts: dict[tuple[Resources, Selectors], int] = {}
+    for b in bundles:
+        if b.resources and b.count > 0:
+            key = (b.resources, b.selectors)
+            counts[key] = counts.get(key, 0) + b.count
+    return tuple(Bundle(r, n, sels) for (r, sels), n in sorted(counts.items()))
 
 
 def bound_shapes(demand: Demand, max_shapes: int) -> tuple[Demand, int]:
@@ -35,7 +44,10 @@ def bound_shapes(demand: Demand, max_shapes: int) -> tuple[Demand, int]:
     is the sum of theirs, so every merged bundle is asked as at least as big as it was (never
     under-reporting). Merged placement groups become STRICT_SPREAD (the strategy needing the
     most pods) with the bundle-wise maximum of their lists, padded to the longest. Each kind
-    keeps at least one series; ``max_shapes`` below 3 may therefore be exceeded.
+    keeps at least one series; ``max_shapes`` below 3 may therefore be exceeded. A series is
+    one shape *and* one list of label selectors: the merged series keeps the selectors its
+    members share, and none when they differ (its bundles may then be planned on a group their
+    selectors would not take: the price of a bound, counted like every merge).
     """
     kinds: dict[str, int] = {
         "bundles": len(demand.bundles),
@@ -72,23 +84,36 @@ def _max_shape(shapes: Iterable[Resources]) -> Resources:
 def _merge_smallest(bundles: tuple[Bundle, ...], cut: int) -> tuple[Bundle, ...]:
     if cut <= 0:
         return bundles
-    order = sorted(bundles, key=lambda b: (b.count, b.resources))
+    order = sorted(bundles, key=lambda b: (b.count, b.resources, b.selectors))
     small, keep = order[: cut + 1], order[cut + 1 :]
-    joined = Bundle(_max_shape(b.resources for b in small), sum(b.count for b in small))
-    return merge_counts([(b.resources, b.count) for b in [*keep, joined]])
+    shape = _max_shape(b.resources for b in small)
+    joined = Bundle(shape, sum(b.count for b in small), _shared([b.selectors for b in small]))
+    return merge_bundles([*keep, joined])
+
+
+def _shared(lists: Sequence[Selectors]) -> Selectors:
+    """The selectors every list is, or none when they differ."""
+    return lists[0] if all(s == lists[0] for s in lists) else ()
 
 
 def _merge_smallest_pgs(pgs: tuple[PlacementGroup, ...], cut: int) -> tuple[PlacementGroup, ...]:
     if cut <= 0:
         return pgs
-    order = sorted(pgs, key=lambda p: (p.count, p.strategy, p.bundles))
+    order = sorted(pgs, key=lambda p: (p.count, p.strategy, p.bundles, p.selectors))
     small, keep = order[: cut + 1], order[cut + 1 :]
     width = max(len(p.bundles) for p in small)
     bundles = tuple(
         _max_shape(p.bundles[i] for p in small if i < len(p.bundles)) for i in range(width)
     )
-    joined = PlacementGroup(Strategy.STRICT_SPREAD, bundles, sum(p.count for p in small))
-    counts: dict[tuple[Strategy, tuple[Resources, ...]], int] = {}
+    sels = small[0].selectors if all(p.selectors == small[0].selectors for p in small) else ()
+    joined = PlacementGroup(
+        Strategy.STRICT_SPREAD,
+        bundles,
+        sum(p.count for p in small),
+        sels if width == len(sels) else (),
+    )
+    counts: dict[tuple[Strategy, tuple[Resources, ...], tuple[Selectors, ...]], int] = {}
     for p in [*keep, joined]:
-        counts[(p.strategy, p.bundles)] = counts.get((p.strategy, p.bundles), 0) + p.count
-    return tuple(PlacementGroup(s, b, n) for (s, b), n in sorted(counts.items()))
+        key = (p.strategy, p.bundles, p.selectors)
+        counts[key] = counts.get(key, 0) + p.count
+    return tuple(PlacementGroup(s, b, n, ls) for (s, b, ls), n in sorted(counts.items()))

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from keda_ray_scaler.agent.ray.label_read import node_labels
 from keda_ray_scaler.agent.ray.refusals import (
     Refusal,
     Refused,
@@ -115,10 +116,13 @@ class PodIps:
 
 def resources_of(entries: Mapping[str, float]) -> Resources:
     """Ray's resource map as :class:`Resources`, without its internal resources."""
-    plain = dict(entries)  # one C-level copy: iterating a protobuf map in Python is slow
-    return Resources.from_units(
-        {k: to_units(v) for k, v in plain.items() if not is_internal_resource(k)}
-    )
+    # The same map recurs at every poll (and on every node of a group): read once.
+    return _resources(tuple(entries.items()))
+
+
+@functools.lru_cache(maxsize=8192)  # pure; bounded
+def _resources(items: tuple[tuple[str, float], ...]) -> Resources:
+    return Resources.from_units({k: to_units(v) for k, v in items if not is_internal_resource(k)})
 
 
 @dataclass
@@ -244,6 +248,8 @@ class NodeRead:
             self.unmapped += 1
             group = "" if group not in known or name is None else group
             pod = pod or node_id
+        labels, refused = node_labels(dict(ns.labels), dict(ns.dynamic_labels), node_id)
+        self.refused += refused
         node = WorkerNode(
             pod=pod,
             group=group,
@@ -252,6 +258,7 @@ class NodeRead:
             idle_s=ns.idle_duration_ms / 1000.0,
             status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
             node_id=node_id,
+            labels=labels,
         )
         self.nodes.append(node)
         # resources allocated, no worker busy yet: a lease whose task is still starting

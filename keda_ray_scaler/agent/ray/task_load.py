@@ -25,21 +25,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from keda_ray_scaler.agent.ray.label_read import RawSelectors, raw_selectors
 from keda_ray_scaler.gcs._generated.gcs_pb2 import ResourceDemand, ResourcesData
 
 
 @dataclass(frozen=True, slots=True)
 class QueuedShape:
     """``count`` tasks or actors of one shape queued (ready, infeasible or in an owner's
-    backlog) at one node, the shape as Ray names its resources."""
+    backlog) at one node, the shape as Ray names its resources, with their label selectors as
+    read (checked later, :mod:`~keda_ray_scaler.agent.ray.label_read`)."""
 
     shape: tuple[tuple[str, float], ...]
     count: int
+    selectors: RawSelectors = ()
 
     @classmethod
-    def of(cls, shape: Mapping[str, float], count: int) -> QueuedShape:
+    def of(
+        cls, shape: Mapping[str, float], count: int, selectors: RawSelectors = ()
+    ) -> QueuedShape:
         """From a resource map (sorted, so equal shapes compare equal)."""
-        return cls(tuple(sorted(shape.items())), count)
+        return cls(tuple(sorted(shape.items())), count, selectors)
 
     def as_dict(self) -> dict[str, float]:
         """The shape as a resource map."""
@@ -67,7 +72,10 @@ def node_load(report: ResourcesData) -> NodeLoad:
     demands = report.resource_load_by_shape.resource_demands
     if not demands:  # most nodes: nothing queued (a thousand of them read every poll)
         return NodeLoad(report.node_id.hex(), ())
-    queued = (QueuedShape.of(dict(e.shape), queued_count(e)) for e in demands)
+    queued = (
+        QueuedShape.of(dict(e.shape), queued_count(e), raw_selectors(e.label_selectors))
+        for e in demands
+    )
     return NodeLoad(report.node_id.hex(), tuple(q for q in queued if q.count > 0))
 
 
@@ -77,11 +85,14 @@ def task_load(fresh: Sequence[NodeLoad], cached: Iterable[NodeLoad]) -> tuple[Qu
     ``fresh`` are the sources' loads read from their raylets after the snapshot; ``cached`` the
     GCS's entries of every node, read after the snapshot too. A node read fresh is taken from
     ``fresh`` only (its cached entry may predate a spill the snapshot already shows allocated).
-    Equal shapes are summed; the result is sorted by shape.
+    Equal shapes with equal selectors are summed; the result is sorted by shape.
     """
     read_fresh = {n.node_id for n in fresh}
-    counts: dict[tuple[tuple[str, float], ...], int] = {}
+    counts: dict[tuple[tuple[tuple[str, float], ...], RawSelectors], int] = {}
     for node in [*fresh, *(n for n in cached if n.node_id not in read_fresh)]:
         for q in node.queued:
-            counts[q.shape] = counts.get(q.shape, 0) + q.count
-    return tuple(QueuedShape(shape, n) for shape, n in sorted(counts.items()) if n > 0)
+            key = (q.shape, q.selectors)
+            counts[key] = counts.get(key, 0) + q.count
+    return tuple(
+        QueuedShape(shape, n, sels) for (shape, sels), n in sorted(counts.items()) if n > 0
+    )

@@ -151,7 +151,7 @@ def test_bad_resource_amounts_name_the_field(
             spec(workerGroups=[{"name": "cpu", "resources": {"CPU": 1}, "maxReplica": 3}]),
             "workerGroups[0].maxReplica",
             "unknown key (allowed: name, resources, minReplicas, maxReplicas,"
-            " idleTimeoutSeconds, cost)",
+            " idleTimeoutSeconds, cost, labels, priority)",
         ),
         (
             spec(

@@ -1,0 +1,256 @@
+"""What one agent poll and one ``/metrics`` render cost at 10, 100 and 1,000 nodes, when Ray's
+answer is unchanged and when it changed (issue 39).
+
+The agent polls as it runs (``AgentLoop.poll_once`` with its ``RayReader`` and ``GcsClient``,
+export only: no scale-down step) against a GCS stand-in in another process that answers
+``GetClusterStatus`` from a list of replies, one per call, as Ray's GCS would over consecutive
+polls (:func:`answers`):
+
+- **unchanged**: the same cluster each call, but what Ray changes at every call anyway: its
+  ``cluster_resource_state_version`` and each node's ``node_state_version`` count up, and every
+  idle node's ``idle_duration_ms`` grows by the interval (``gcs_autoscaler_state_manager.cc``
+  adds the time since the node's last report). A second variant, **unchanged, no idle**, has
+  every node busy, so only the counters move.
+- **changed**: each call also moves the demand (every task shape's count) and a tenth of the
+  nodes between busy and idle.
+
+Demand is the GCS's sum (``--demand-read gcs``): the bench's earlier "one poll", as issue 39
+quoted it; rule R1's two calls more are ``bench.agent_bench``'s. After each poll one scrape is
+rendered as Prometheus asks it (OpenMetrics), plain and gzipped, by the app the agent serves and
+by ``prometheus_client``'s own app on the same registry (what the agent served before).
+Printed: CPU (``time.process_time``, this process only: the stand-in's is not counted) and, for
+the poll, wall milliseconds; medians of the repeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from multiprocessing.queues import Queue
+from typing import Any
+
+SIZES = (10, 100, 1_000)
+REPEATS = 15
+INTERVAL_MS = 5_000
+#: What Prometheus asks for (its default scrape protocols, OpenMetrics first).
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+    "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;q=0.4,"
+    "text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
+
+
+def shapes_for(nodes: int) -> int:
+    """Demand shapes beside ``nodes`` nodes: 200 at 1,000 (as ``bench.agent_bench``)."""
+    return max(5, nodes // 5)
+
+
+def answers(nodes: int, polls: int, *, changed: bool, idle: bool = True) -> list[bytes]:
+    """``polls`` serialized replies as the GCS gives them over consecutive calls (module doc)."""
+    from bench.agent_bench import PLACEMENT_GROUPS, synthetic_reply
+    from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
+
+    shapes = shapes_for(nodes)
+    base = pb.GetClusterStatusReply.FromString(
+        synthetic_reply(nodes=nodes, shapes=max(shapes, PLACEMENT_GROUPS + 1))
+    )
+    out = []
+    for k in range(polls):
+        reply = pb.GetClusterStatusReply()
+        reply.CopyFrom(base)
+        state = reply.cluster_resource_state
+        state.cluster_resource_state_version = 100 + k
+        for i, ns in enumerate(state.node_states):
+            ns.node_state_version = 100 + k
+            busy = ns.status == pb.RUNNING or not idle
+            if changed and i % 10 == k % 10:
+                busy = not busy
+            if busy:
+                ns.status, ns.idle_duration_ms = pb.RUNNING, 0
+                ns.available_resources["CPU"] = 0.0
+            else:
+                ns.status = pb.IDLE
+                ns.idle_duration_ms = 1000 * i + INTERVAL_MS * k
+                ns.available_resources["CPU"] = ns.total_resources["CPU"]
+        if changed:
+            for req in state.pending_resource_requests:
+                req.count += k
+        out.append(reply.SerializeToString())
+    return out
+
+
+def serve_answers(replies: Sequence[bytes], ports: Queue[int]) -> None:
+    """In a process of its own: a GCS stand-in on 127.0.0.1 answering ``GetClusterStatus`` with
+    ``replies`` in turn (cycling), ``InternalKVGet`` with "not found"."""
+    from concurrent import futures
+
+    import grpc
+
+    from keda_ray_scaler.gcs._generated import gcs_service_pb2 as gs
+
+    calls = iter(range(1 << 62))
+    not_found = gs.InternalKVGetReply(status=gs.GcsStatus(code=17)).SerializeToString()
+    cluster_id = gs.GetClusterIdReply(cluster_id=b"\x01" * 28).SerializeToString()
+
+    def status(_request: bytes, _context: Any) -> bytes:
+        return replies[next(calls) % len(replies)]
+
+    def handlers(service: str, methods: dict[str, Callable[[bytes, Any], bytes]]) -> Any:
+        rpcs = {name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in methods.items()}
+        return grpc.method_handlers_generic_handler(service, rpcs)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers(
+        (
+            handlers("ray.rpc.autoscaler.AutoscalerStateService", {"GetClusterStatus": status}),
+            handlers("ray.rpc.NodeInfoGcsService", {"GetClusterId": lambda _r, _c: cluster_id}),
+            handlers("ray.rpc.InternalKVGcsService", {"InternalKVGet": lambda _r, _c: not_found}),
+        )
+    )
+    ports.put(server.add_insecure_port("127.0.0.1:0"))
+    server.start()
+    server.wait_for_termination()
+
+
+def spec_of() -> Any:
+    """The three worker groups of the synthetic replies."""
+    from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
+
+    return ClusterSpec(
+        "bench",
+        (
+            WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=2000),
+            WorkerGroup("gpu", Resources.of(CPU=8, GPU=1), max_replicas=2000),
+            WorkerGroup("mem", Resources.of(CPU=4), max_replicas=2000),
+        ),
+    )
+
+
+class PollClock:
+    """The agent's clock, moved on by the bench one ``--interval`` a poll (the polls run back to
+    back, but the demand filter's window must hold the polls it holds at 5 s)."""
+
+    def __init__(self) -> None:
+        self.t = time.time()
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, s: float) -> None:
+        self.t += s
+
+
+def scrape(app: Any, gzipped: bool = False) -> bytes:
+    """One ``GET /metrics`` of the WSGI ``app`` as Prometheus asks it, gzipped or not."""
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/metrics",
+        "QUERY_STRING": "",
+        "HTTP_ACCEPT": PROMETHEUS_ACCEPT,
+        "HTTP_ACCEPT_ENCODING": "gzip" if gzipped else "",
+    }
+    return b"".join(app(environ, lambda _status, _headers: None))
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """CPU and wall milliseconds of ``fn()``."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    fn()
+    return (time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+
+
+#: What is measured after each poll: the agent's /metrics, plain and gzipped, and
+#: prometheus_client's own app on the same registry (what the agent served before issue 39).
+SCRAPES = ("render", "render_gz", "before", "before_gz")
+
+
+async def _polls(address: str, polls: int) -> dict[str, list[float]]:
+    """CPU (and wall) ms of each poll and of the scrapes after it (the first poll left out)."""
+    from prometheus_client import CollectorRegistry
+
+    from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+    from keda_ray_scaler.agent.http.metrics_server import metrics_app
+    from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
+    from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
+    from keda_ray_scaler.gcs.client import GcsConnection
+
+    spec = spec_of()
+    registry = CollectorRegistry()
+    collector = SnapshotCollector(registry)
+    gcs = GcsConnection(address)
+    reader = RayReader(gcs, spec, demand=DemandRead.GCS)
+    settings = LoopSettings(scale_down=False)
+    clock = PollClock()
+    loop = AgentLoop(spec, reader, collector, AgentMetrics(registry, "bench"), clock, settings)
+    ours, before = metrics_app(registry, collector), metrics_app(registry)
+    apps = dict(zip(SCRAPES, (ours, ours, before, before), strict=True))
+    out: dict[str, list[float]] = {name: [] for name in ("poll", "poll_wall", *SCRAPES)}
+    for k in range(polls + 1):
+        clock.t += INTERVAL_MS / 1000
+        cpu, wall = time.process_time(), time.perf_counter()
+        snapshot = await loop.poll_once()
+        poll = ((time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000)
+        assert snapshot.success, "the stand-in's answer was not read"
+        scrapes = {
+            name: timed(partial(scrape, app, name.endswith("_gz"))) for name, app in apps.items()
+        }
+        if k:  # the first poll starts every cache
+            out["poll"].append(poll[0])
+            out["poll_wall"].append(poll[1])
+            for name, (spent, _) in scrapes.items():
+                out[name].append(spent)
+    held = gcs.held()
+    if held is not None:
+        await held.close()
+    return out
+
+
+def measure(replies: Sequence[bytes], polls: int = REPEATS) -> dict[str, float]:
+    """Median figures of ``polls`` polls against a stand-in answering ``replies``."""
+    context = multiprocessing.get_context("spawn")
+    ports: Queue[int] = context.Queue()
+    server = context.Process(target=serve_answers, args=(replies, ports), daemon=True)
+    server.start()
+    try:
+        address = f"127.0.0.1:{ports.get(timeout=60)}"
+        times = asyncio.run(_polls(address, polls))
+        return {name: statistics.median(values) for name, values in times.items()}
+    finally:
+        server.terminate()
+        server.join(timeout=10)
+
+
+def main() -> None:
+    """Measure and print the poll and render costs (module doc)."""
+    from keda_ray_scaler.telemetry import configure_logging
+
+    configure_logging(json=True, level="info")  # as the agent runs: debug lines filtered
+    print(f"one poll, then one /metrics render, ms (median of {REPEATS}):")
+    print(
+        f"{'nodes':>6} {'answer':<18} {'poll CPU':>9} {'wall':>6} | {'render CPU':>10} "
+        f"{'gzip':>6} | {'before: render':>14} {'gzip':>6}"
+    )
+    for nodes in SIZES:
+        cases = (
+            ("unchanged", answers(nodes, REPEATS + 1, changed=False)),
+            ("unchanged, no idle", answers(nodes, REPEATS + 1, changed=False, idle=False)),
+            ("changed", answers(nodes, REPEATS + 1, changed=True)),
+        )
+        for label, replies in cases:
+            f = measure(replies)
+            print(
+                f"{nodes:>6} {label:<18} {f['poll']:9.2f} {f['poll_wall']:6.2f} | "
+                f"{f['render']:10.2f} {f['render_gz']:6.2f} | "
+                f"{f['before']:14.2f} {f['before_gz']:6.2f}",
+                flush=True,
+            )
+    print("before: prometheus_client's own app on the same registry (the agent's /metrics before")
+    print("  it served the snapshot as written)")
+
+
+if __name__ == "__main__":
+    main()

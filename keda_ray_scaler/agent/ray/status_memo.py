@@ -1,0 +1,159 @@
+"""The last status reply parsed, so a reply that says the same is not parsed again.
+
+Ray's GCS never answers ``GetClusterStatus`` twice alike: at every call it counts its
+``cluster_resource_state_version`` up, stamps each node's ``node_state_version`` with it, and
+gives each idle node the idle time reported plus the time since that report
+(``GcsAutoscalerStateManager``). So a reply is compared without those (:func:`steady_part`):
+the state serialized (deterministically) with the counters and idle times zeroed, beside every
+other input of :func:`~keda_ray_scaler.agent.ray.ray_status.parse_status` (the pods and their
+IPs, R1's task demand, ``request_resources()``'s KV value, the nodes' ages, the worker groups).
+When all are equal to the last parse's, its state is the answer, each node's idle time taken
+from this reply; anything else is parsed whole. Nothing of the reply's demand or nodes can be
+served stale: everything but the three fields named is compared byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from operator import attrgetter
+from typing import Final
+
+from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
+from keda_ray_scaler.agent.ray.status_nodes import PodRef
+from keda_ray_scaler.agent.ray.task_load import QueuedShape
+from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
+    ClusterResourceState,
+    GetClusterStatusReply,
+)
+from keda_ray_scaler.model import ClusterSpec, WorkerNode
+
+
+def steady_part(state: ClusterResourceState) -> tuple[bytes, tuple[int, ...]]:
+    """``state`` without what the GCS changes at every call, serialized (deterministic: map
+    entries sorted); and each node's ``idle_duration_ms``, in the reply's node order.
+
+    Those fields are zeroed for the serialization and set back after it (a copy of the state
+    costs as much again): ``state`` is left as it was."""
+    nodes = state.node_states
+    idle = tuple(ns.idle_duration_ms for ns in nodes)
+    versions = tuple(ns.node_state_version for ns in nodes)
+    counters = (state.cluster_resource_state_version, state.last_seen_autoscaler_state_version)
+    for ns in nodes:
+        ns.idle_duration_ms = ns.node_state_version = 0
+    state.cluster_resource_state_version = state.last_seen_autoscaler_state_version = 0
+    try:
+        return state.SerializeToString(deterministic=True), idle
+    finally:
+        for ns, idle_ms, version in zip(nodes, idle, versions, strict=True):
+            ns.idle_duration_ms, ns.node_state_version = idle_ms, version
+        state.cluster_resource_state_version, state.last_seen_autoscaler_state_version = counters
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """Everything a parse depends on but the idle times."""
+
+    steady: bytes
+    cluster: ClusterSpec
+    v1_requests: bytes | None
+    pods: tuple[PodRef, ...] | None
+    tasks: tuple[QueuedShape, ...] | None
+    first_seen: Mapping[str, int]
+    stale: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    """One parse: its inputs, its state, the idle times read, and which node of the state each
+    node of the reply is (reply index, state index)."""
+
+    inputs: _Inputs
+    state: RayState
+    idle_ms: tuple[int, ...]
+    places: tuple[tuple[int, int], ...] | None
+
+
+def _places(reply: GetClusterStatusReply, state: RayState) -> tuple[tuple[int, int], ...] | None:
+    """Which node of ``state`` each node of ``reply`` is; None when a node id is listed twice
+    (then no node can be told from the other: such a reply is always parsed)."""
+    ids = [ns.node_id.hex() for ns in reply.cluster_resource_state.node_states]
+    at = {n.node_id: j for j, n in enumerate(state.nodes)}
+    if len(set(ids)) < len(ids) or len(at) < len(state.nodes):
+        return None
+    return tuple((i, at[nid]) for i, nid in enumerate(ids) if nid in at)
+
+
+#: A node's fields in order, and where its idle time is among them.
+_FIELDS: Final = tuple(f.name for f in fields(WorkerNode))
+_ALL, _IDLE = attrgetter(*_FIELDS), _FIELDS.index("idle_s")
+
+
+def idle_for(node: WorkerNode, idle_s: float) -> WorkerNode:
+    """``node`` idle for ``idle_s`` (``dataclasses.replace``, at half its cost)."""
+    values = list(_ALL(node))
+    values[_IDLE] = idle_s
+    return WorkerNode(*values)
+
+
+def with_idle(
+    last: _Parsed, places: tuple[tuple[int, int], ...], idle_ms: tuple[int, ...]
+) -> RayState:
+    """``last``'s state with each node's idle time as ``idle_ms`` says (``places``: which node
+    of the state each of the reply's is; pure)."""
+    nodes = list(last.state.nodes)
+    for i, j in places:
+        if idle_ms[i] != last.idle_ms[i]:
+            nodes[j] = idle_for(nodes[j], idle_ms[i] / 1000.0)
+    return replace(last.state, nodes=tuple(nodes))
+
+
+class StatusMemo:
+    """:func:`~keda_ray_scaler.agent.ray.ray_status.parse_status`, not run again for a reply that
+    says the same as the last one parsed (module doc)."""
+
+    def __init__(self) -> None:
+        self._last: _Parsed | None = None
+        #: how many parses were answered from the last one (the tests' and the bench's count)
+        self.reused = 0
+
+    def parse(
+        self,
+        reply: GetClusterStatusReply,
+        cluster: ClusterSpec,
+        *,
+        v1_requests: bytes | None = None,
+        pods: Iterable[PodRef] | None = None,
+        tasks: Iterable[QueuedShape] | None = None,
+        first_seen: Mapping[str, int] | None = None,
+        stale: frozenset[str] = frozenset(),
+    ) -> RayState:
+        """``parse_status`` of these arguments (its signature), from the last parse when only
+        the counters and idle times differ."""
+        steady, idle_ms = steady_part(reply.cluster_resource_state)
+        inputs = _Inputs(
+            steady,
+            cluster,
+            v1_requests,
+            None if pods is None else tuple(pods),
+            None if tasks is None else tuple(tasks),
+            dict(first_seen or {}),
+            stale,
+        )
+        last = self._last
+        if last is not None and last.places is not None and last.inputs == inputs:
+            self.reused += 1
+            state = with_idle(last, last.places, idle_ms)
+            self._last = _Parsed(inputs, state, idle_ms, last.places)
+            return state
+        state = parse_status(
+            reply,
+            cluster,
+            v1_requests=v1_requests,
+            pods=inputs.pods,
+            tasks=inputs.tasks,
+            first_seen=inputs.first_seen,
+            stale=stale,
+        )
+        self._last = _Parsed(inputs, state, idle_ms, _places(reply, state))
+        return state
