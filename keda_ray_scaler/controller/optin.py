@@ -7,8 +7,10 @@ key is read where the label is absent (the controller serves it, but the webhook
 for it: use the label). Absent,
 ``"disabled"`` or ``"false"`` leaves it out; any other value is refused (a typo must not read as
 "off" without a word). An opted-in cluster may override the chart's ScaledObject settings with
-``polling-interval`` and ``cooldown-period`` (whole seconds, bounded) and ``scaler-address``
-(``host:port``); a bad override refuses the cluster, naming the annotation and its value. A
+``polling-interval`` and ``cooldown-period`` (whole seconds, bounded); a bad override refuses the
+cluster, naming the annotation and its value. ``scaler-address`` is refused whatever its value:
+the scaler's address is the chart's (an editor of a RayCluster must not point KEDA, which
+presents its client certificate, at a host of its choosing). A
 cluster that also runs Ray's own autoscaler (``spec.enableInTreeAutoscaling: true``) is refused:
 two autoscalers would fight over its replicas. Annotation values are untrusted (anyone who may
 edit the RayCluster writes them): they are shown escaped and truncated. Pure: no I/O.
@@ -57,6 +59,8 @@ class Invalid(enum.Enum):
 
     #: the opt-in annotation is none of enabled, true, disabled, false
     UNKNOWN_VALUE = "unknown_value"
+    #: an annotation no RayCluster may set (the scaler's address)
+    NOT_ALLOWED = "not_allowed"
     #: an interval is not a whole number of seconds
     NOT_AN_INTEGER = "not_an_integer"
     #: an interval is outside its bounds
@@ -78,7 +82,6 @@ class OptIn:
 
     polling_interval_s: int | None = None
     cooldown_period_s: int | None = None
-    scaler_address: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +129,16 @@ def read_opt_in(metadata: Mapping[str, Any]) -> OptIn | NotOptedIn | Refusal:
     if isinstance(cooldown, Refusal):
         return cooldown
     address = notes.get(SCALER_ADDRESS_ANNOTATION)
-    if address is not None and (problem := address_problem(str(address))):
-        return _refuse(Invalid.NOT_HOST_PORT, SCALER_ADDRESS_ANNOTATION, str(address), problem)
-    return OptIn(polling, cooldown, None if address is None else str(address))
+    if address is not None:
+        return _refuse(
+            Invalid.NOT_ALLOWED,
+            SCALER_ADDRESS_ANNOTATION,
+            str(address),
+            "the scaler's address is the chart's (controller --scaler-address), not a "
+            "RayCluster's: whoever edits one could point KEDA, with its client certificate, at "
+            "any host; remove the annotation",
+        )
+    return OptIn(polling, cooldown)
 
 
 def read_cluster(cluster: Mapping[str, Any]) -> OptIn | NotOptedIn | Refusal:

@@ -126,7 +126,6 @@ class ControllerTemplate:
         """This template with a cluster's overrides applied."""
         return dataclasses.replace(
             self,
-            scaler_address=opt_in.scaler_address or self.scaler_address,
             polling_interval_s=opt_in.polling_interval_s or self.polling_interval_s,
             cooldown_period_s=opt_in.cooldown_period_s or self.cooldown_period_s,
         )

@@ -217,13 +217,15 @@ def test_bounded_name_keeps_short_names_and_pins_long_ones() -> None:
 
 
 def test_overrides_reach_every_scaled_object() -> None:
-    """A cluster's polling interval, cooldown and scaler address replace the template's."""
-    opt_in = OptIn(polling_interval_s=30, cooldown_period_s=60, scaler_address="s.team.svc:9090")
+    """A cluster's polling interval and cooldown replace the template's; the scaler address is
+    always the template's."""
+    opt_in = OptIn(polling_interval_s=30, cooldown_period_s=60)
     desired = desired_objects(raycluster(worker("a"), worker("b")), opt_in, ControllerTemplate())
     for body in of(desired, Kind.SCALED_OBJECT).values():
         spec = body["spec"]
         assert (spec["pollingInterval"], spec["cooldownPeriod"]) == (30, 60)
-        assert spec["triggers"][0]["metadata"]["scalerAddress"] == "s.team.svc:9090"
+        address = ControllerTemplate().scaler_address
+        assert spec["triggers"][0]["metadata"]["scalerAddress"] == address
 
 
 def test_a_template_without_authentication_or_behaviour_writes_neither() -> None:

@@ -40,11 +40,11 @@ def test_overrides_replace_only_what_the_cluster_sets() -> None:
     """Set fields replace the template's; unset ones keep it."""
     template = ControllerTemplate()
     assert template.with_overrides(OptIn()) == template
-    changed = template.with_overrides(OptIn(polling_interval_s=30, scaler_address="s.t.svc:1"))
+    changed = template.with_overrides(OptIn(polling_interval_s=30))
     assert (changed.polling_interval_s, changed.cooldown_period_s, changed.scaler_address) == (
         30,
         template.cooldown_period_s,
-        "s.t.svc:1",
+        template.scaler_address,
     )
 
 
