@@ -189,6 +189,7 @@ class RayCluster:
         num_gpus: int = 0,
         temp_dir: Path | None = None,
         instance_id: str | None = None,
+        labels: str | None = None,
     ) -> RayProcess:
         """Start one worker raylet standing for pod ``pod`` of worker group ``group``.
 
@@ -196,6 +197,7 @@ class RayCluster:
         only its IP can map); worker ``n`` (from 0) listens on ``127.0.0.<3 + n>`` unless ``ip``
         says otherwise. A ``temp_dir`` of its own (as a pod has) lets workers start at once.
         ``instance_id`` is the pod name the raylet claims when it is not ``pod`` (an impostor).
+        ``labels``: the node's Ray labels, ``ray start --labels`` (``k1=v1,k2=v2``, Ray 2.49+).
         """
         ip = ip or f"127.0.0.{3 + len(self.workers)}"
         args = [
@@ -210,6 +212,8 @@ class RayCluster:
             args.append(f"--num-gpus={num_gpus}")
         if temp_dir is not None:
             args.append(f"--temp-dir={temp_dir}")
+        if labels is not None:
+            args.append(f"--labels={labels}")
         claimed = instance_id or pod
         labels = {"RAY_CLOUD_INSTANCE_ID": claimed, "RAY_NODE_TYPE_NAME": group} if labelled else {}
         proc = self._spawn(pod, group, args, labels)
