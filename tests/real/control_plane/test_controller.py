@@ -161,8 +161,22 @@ def passes(*controllers: RunningController, count: int = 3) -> None:
 
 
 def versions(objs: dict[Any, Any]) -> dict[Any, str]:
-    """Each object's resourceVersion."""
-    return {key: obj["metadata"]["resourceVersion"] for key, obj in objs.items()}
+    """Each object's content as the controller writes it: not its resourceVersion, which KEDA's
+    own writes move whenever it gets to them (status, a finalizer, a label,
+    ``advanced.scalingModifiers: {}``, the HPA's ``spec.replicas`` through ``/scale``); on a busy
+    machine KEDA first reconciles a new ScaledObject seconds after the controller made it."""
+    out = {}
+    for key, obj in objs.items():
+        body = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("metadata", "status")}
+        if key[0] == "ScaledObject":
+            body["spec"] = without_keda_defaults(body["spec"])
+        if key[0] == "RayWorkerGroup":
+            body["spec"].pop("replicas", None)  # the HPA's, through /scale
+        meta = obj["metadata"]
+        mine = {k: v for k, v in (meta.get("labels") or {}).items() if "keda.sh" not in k}
+        body["ours"] = {"labels": mine, "owners": meta.get("ownerReferences")}
+        out[key] = json.dumps(body, sort_keys=True)
+    return out
 
 
 def without_keda_defaults(spec: dict[str, Any]) -> dict[str, Any]:
