@@ -46,7 +46,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from tls_certs import Pem
 
-from keda_ray_scaler.demo.raylets import free_port
+from keda_ray_scaler.demo.raylets import distinct_free_ports, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "e2e" / "build.sh"
@@ -431,7 +431,7 @@ class ControlPlane:
         return write_kubeconfig(path, self.server, self.ca_file, user=user, cert=cert, key=key)
 
     def _start_etcd(self) -> None:
-        client = free_port()
+        client, peer = distinct_free_ports(2)  # one process's two ports: never the same one
         self.etcd_url = f"http://127.0.0.1:{client}"
         process = self._spawn(
             "etcd",
@@ -440,7 +440,7 @@ class ControlPlane:
                 "etcd",
                 f"--data-dir={self.workdir / 'etcd'}",
                 f"--client-url={self.etcd_url}",
-                f"--peer-url=http://127.0.0.1:{free_port()}",
+                f"--peer-url=http://127.0.0.1:{peer}",
             ],
         )
         wait_until(
@@ -601,21 +601,24 @@ class ControlPlane:
             "KEDA_CLUSTER_OBJECT_NAMESPACE": "keda",
             "KUBECONFIG": str(self.admin_kubeconfig),
         }
-        grpc_addr = f"127.0.0.1:{free_port()}"
+        # KEDA's five ports chosen together: ports chosen one by one were freed before the next
+        # was chosen, and the adapter once got its --secure-port again as its --port (bind:
+        # address already in use; the whole bed failed, 2026-11-28)
+        grpc, metrics, health, adapter_port, adapter_metrics = distinct_free_ports(5)
+        grpc_addr = f"127.0.0.1:{grpc}"
         operator = self._spawn(
             "keda-operator",
             [
                 self._bin("keda-operator"),
                 "--enable-cert-rotation=false",
                 f"--cert-dir={keda_dir}",
-                f"--metrics-bind-address=127.0.0.1:{free_port()}",
-                f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+                f"--metrics-bind-address=127.0.0.1:{metrics}",
+                f"--health-probe-bind-address=127.0.0.1:{health}",
                 f"--metrics-service-bind-address={grpc_addr}",
                 "--zap-log-level=info",
             ],
             env,
         )
-        adapter_port = free_port()
         adapter = self._spawn(
             "keda-adapter",
             [
@@ -630,7 +633,7 @@ class ControlPlane:
                 f"--lister-kubeconfig={self.admin_kubeconfig}",
                 f"--authentication-kubeconfig={self.admin_kubeconfig}",
                 f"--authorization-kubeconfig={self.admin_kubeconfig}",
-                f"--port={free_port()}",  # its own /metrics, :8080 by default
+                f"--port={adapter_metrics}",  # its own /metrics, :8080 by default
                 "--v=1",
             ],
             env,
