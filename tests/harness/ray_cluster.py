@@ -31,9 +31,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from keda_ray_scaler.demo.raylets import (
     distinct_free_ports,
@@ -386,3 +387,26 @@ def ray_driver(cluster: RayCluster) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+_State = TypeVar("_State")
+
+
+class _Reader(Protocol[_State]):
+    def read(self) -> Awaitable[_State]: ...
+
+
+async def read_until(
+    reader: _Reader[_State],
+    ok: Callable[[_State], bool],
+    deadline_s: float = 30.0,
+    every_s: float = 0.25,
+) -> _State:
+    """Poll ``reader`` (the agent's RayReader) until ``ok(state)`` or ``deadline_s``; the last
+    state either way. Ray reports demand and use with its resource-report delay."""
+    deadline = time.monotonic() + deadline_s
+    state = await reader.read()
+    while not ok(state) and time.monotonic() < deadline:
+        await asyncio.sleep(every_s)
+        state = await reader.read()
+    return state

@@ -9,9 +9,7 @@ cheapest, or counted the on-demand node's free CPUs as its capacity, and waited 
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +19,7 @@ from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import ClusterSpec, PlanningInput, Resources, WorkerGroup
 from keda_ray_scaler.planner import plan
-from tests.harness.ray_cluster import RayCluster, client_env, ray_cluster, ray_driver
+from tests.harness.ray_cluster import RayCluster, client_env, ray_cluster, ray_driver, read_until
 
 pytestmark = pytest.mark.ray
 
@@ -55,16 +53,6 @@ def cluster() -> Iterator[RayCluster]:
 @pytest.fixture(scope="module")
 def gcs(cluster: RayCluster) -> GcsConnection:
     return GcsConnection(cluster.gcs_address)
-
-
-async def read_until(reader: RayReader, ok: Callable[[RayState], bool]) -> RayState:
-    """Poll until ``ok(state)`` (Ray reports demand with its resource-report delay)."""
-    deadline = time.monotonic() + DEADLINE_S
-    state = await reader.read()
-    while not ok(state) and time.monotonic() < deadline:
-        await asyncio.sleep(0.25)
-        state = await reader.read()
-    return state
 
 
 def task(selector: dict[str, str]) -> Any:

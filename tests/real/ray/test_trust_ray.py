@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +21,7 @@ from keda_ray_scaler.agent.builder import build_agent
 from keda_ray_scaler.agent.loop import LoopSettings
 from keda_ray_scaler.agent.pod import PodInfo
 from keda_ray_scaler.agent.ray.ray_state import RayReader
-from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState
+from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY
 from keda_ray_scaler.agent.ray.refusals import Refusal
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.settings import AgentSettings
@@ -32,7 +32,7 @@ from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.decisions import GroupPlan
 from keda_ray_scaler.gcs.client import GcsConnection
 from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup, WorkerNode
-from tests.harness.ray_cluster import RayCluster, client_env, ray_cluster, ray_driver
+from tests.harness.ray_cluster import RayCluster, client_env, ray_cluster, ray_driver, read_until
 
 pytestmark = pytest.mark.ray
 
@@ -56,16 +56,6 @@ def cluster() -> Iterator[RayCluster]:
 def gcs(cluster: RayCluster) -> GcsConnection:
     """One GCS connection for the module."""
     return GcsConnection(cluster.gcs_address)
-
-
-async def read_until(reader: RayReader, ok: Callable[[RayState], bool]) -> RayState:
-    """Poll until ``ok(state)``; Ray reports demand and use with its resource-report delay."""
-    deadline = time.monotonic() + DEADLINE_S
-    state = await reader.read()
-    while not ok(state) and time.monotonic() < deadline:
-        await asyncio.sleep(0.25)
-        state = await reader.read()
-    return state
 
 
 def blocker_class() -> Any:
