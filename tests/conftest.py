@@ -184,6 +184,7 @@ _SUMMARY_LINES = (
     ("real_loop", "FIGURES", "e2e-local"),  # the real-control-plane test (Deployment mode)
     ("real_node", "FIGURES", "e2e-node"),  # the real node's own tests
     ("real_kuberay", "FIGURES", "e2e-kuberay"),  # KubeRay mode's test
+    ("real_optin", "FIGURES", "e2e-rayjob"),  # a RayJob opted in by its label
     ("test_real_faults", "FAULT_FIGURES", "e2e-faults"),  # the fault matrix
 )
 

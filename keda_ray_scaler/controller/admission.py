@@ -6,6 +6,9 @@ the server answers ``400``), asks :func:`~keda_ray_scaler.controller.sidecar.inj
 
 - an :class:`~keda_ray_scaler.controller.sidecar.Injection`: allowed, with its JSON Patch;
 - a skip: allowed, unchanged;
+- on an UPDATE by anyone but the cluster's agent, each worker group's ``replicas`` and
+  ``workersToDelete`` put back as they were (:mod:`~keda_ray_scaler.controller.counts`), beside
+  the injection or alone, with a warning per group;
 - a refused opt-in (malformed annotation, in-tree autoscaling): allowed unchanged, with an
   admission warning naming the field, which ``kubectl apply`` prints to whoever wrote it (the
   controller records the same as an event). Never denied: refusing to autoscale a cluster is no
@@ -20,8 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from keda_ray_scaler.controller.counts import KeptCounts, agent_user, kept_counts
+from keda_ray_scaler.controller.objects import bounded_name
 from keda_ray_scaler.controller.optin import Refusal
-from keda_ray_scaler.controller.sidecar import Injection, inject
+from keda_ray_scaler.controller.sidecar import Injection, Skip, inject
 from keda_ray_scaler.controller.template import ControllerTemplate
 
 #: The largest review body read (a RayCluster is well under 1.5 MiB, etcd's object limit).
@@ -46,18 +51,38 @@ def review(body: bytes, fragment: Mapping[str, Any], template: ControllerTemplat
     request = _request(body)
     response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
     decision = inject(request["object"], fragment, template)
-    if isinstance(decision, Injection):
-        patch = json.dumps(list(decision.patch), separators=(",", ":")).encode()
-        response |= {"patchType": "JSONPatch", "patch": base64.b64encode(patch).decode()}
-        outcome = "injected"
-    elif isinstance(decision, Refusal):
+    if isinstance(decision, Refusal):
         response["warnings"] = [f"keda-ray-scaler: not autoscaled: {decision.message}"]
-        outcome = "refused"
-    else:
-        outcome = decision.value
+        return _answer(response, "refused")
+    if decision is Skip.NOT_OPTED_IN:
+        return _answer(response, decision.value)
+    kept = _kept(request, template)
+    ops = [*(decision.patch if isinstance(decision, Injection) else ()), *kept.patch]
+    if ops:
+        patch = json.dumps(ops, separators=(",", ":")).encode()
+        response |= {"patchType": "JSONPatch", "patch": base64.b64encode(patch).decode()}
+    if kept.warnings:
+        response["warnings"] = list(kept.warnings)
+    if isinstance(decision, Injection):
+        return _answer(response, "injected")
+    return _answer(response, "counts_kept" if kept.patch else decision.value)
+
+
+def _answer(response: dict[str, Any], outcome: str) -> Answer:
     return Answer(
         {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}, outcome
     )
+
+
+def _kept(request: Mapping[str, Any], template: ControllerTemplate) -> KeptCounts:
+    """The agent's count fields put back on an UPDATE by anyone but the cluster's agent."""
+    new = request["object"]
+    old = request.get("oldObject")
+    meta = new.get("metadata") or {}
+    namespace = str(request.get("namespace") or meta.get("namespace") or "")
+    agent = agent_user(namespace, bounded_name(template.service_account(str(meta.get("name")))))
+    writer = str((request.get("userInfo") or {}).get("username") or "")
+    return kept_counts(new, old if isinstance(old, Mapping) else None, writer, agent)
 
 
 def _request(body: bytes) -> Mapping[str, Any]:

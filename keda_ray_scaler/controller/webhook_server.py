@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -85,6 +86,16 @@ class WebhookServer(ThreadingHTTPServer):
             registry=registry,
         )
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One log line, no traceback: a connection closed before or during the TLS handshake
+        (the kubelet's TCP readiness probe does that every period) or a peer gone mid-answer."""
+        error = sys.exc_info()[1]
+        log = structlog.get_logger(__name__)
+        if isinstance(error, OSError):
+            log.debug("webhook_connection_closed", peer=str(client_address), error=repr(error))
+        else:
+            log.error("webhook_request_failed", peer=str(client_address), error=repr(error))
 
     def get_request(self) -> tuple[Any, Any]:
         """Accept one connection and wrap it in TLS (the handshake runs in its thread)."""

@@ -200,6 +200,10 @@ def start_operator(cp: ControlPlane, bin_dir: Path, logs: Path) -> Process:
             f"--metrics-addr=127.0.0.1:{free_port()}",
             f"--health-probe-bind-address=127.0.0.1:{free_port()}",
             "--log-stdout-encoder=console",
+            # A RayJob's and a RayService's dashboard and Serve proxy through the API server
+            # (services/proxy, pods/proxy): the operator runs outside the bed's pod network and
+            # there is no CoreDNS or kube-proxy, so the head Service's name does not resolve.
+            "--use-kubernetes-proxy",
         ],
         logs,
         OPERATOR_ENV,

@@ -211,19 +211,8 @@ class KubeRayLoop:
         return self.base.agent_log()
 
     def operator_deletions(self) -> tuple[set[str], set[str]]:
-        """From KubeRay's own log: pods it deleted because ``workersToDelete`` named them, and
-        pods it deleted at random (more pods than replicas)."""
-        named: set[str] = set()
-        randomly: set[str] = set()
-        for line in self.operator.log.read_text(errors="replace").splitlines():
-            fields = line.split("\t")
-            if len(fields) < 5:
-                continue
-            if fields[3] == "Deleting pod":
-                named.add(json.loads(fields[4])["name"])
-            elif fields[3] == "Randomly deleting Pod":
-                randomly.add(json.loads(fields[4])["with name"])
-        return named, randomly
+        """:func:`operator_deletions` of this bed's operator."""
+        return operator_deletions(self.operator.log)
 
     def wait_pods(self, count: int, timeout_s: float) -> float:
         """Wait until the group has ``count`` Ready pods, each a live Ray node the agent sees
@@ -247,6 +236,22 @@ class KubeRayLoop:
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; (pods, Ready) seen: {seen[-40:]}") from None
         return time.monotonic() - start
+
+
+def operator_deletions(log: Path) -> tuple[set[str], set[str]]:
+    """From KubeRay's own log: pods it deleted because ``workersToDelete`` named them, and pods
+    it deleted at random (more pods than replicas)."""
+    named: set[str] = set()
+    randomly: set[str] = set()
+    for line in log.read_text(errors="replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) < 5:
+            continue
+        if fields[3] == "Deleting pod":
+            named.add(json.loads(fields[4])["name"])
+        elif fields[3] == "Randomly deleting Pod":
+            randomly.add(json.loads(fields[4])["with name"])
+    return named, randomly
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ import pytest
 import requests
 import yaml
 from apiserver_only import apiserver_only
+from kuberay_examples import example_without_agent
 from prometheus_client import CollectorRegistry
 from tls_certs import Certs, make_certs
 
@@ -38,13 +39,8 @@ NS = "ray"
 def example() -> dict[str, Any]:
     """The KubeRay example RayCluster, opted in, its head without the agent (as a user, or a
     RayJob's or RayService's controller, writes it)."""
-    cluster: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
-    cluster["metadata"].setdefault("labels", {})[OPT_IN_LABEL] = "enabled"
-    pod = cluster["spec"]["headGroupSpec"]["template"]["spec"]
-    pod["containers"] = [c for c in pod["containers"] if c["name"] != "agent"]
-    pod["volumes"] = [v for v in pod.get("volumes", []) if not v["name"].startswith("agent-")]
-    pod.pop("serviceAccountName")
-    pod.pop("automountServiceAccountToken")
+    cluster = example_without_agent()
+    del cluster["metadata"]["namespace"]
     return cluster
 
 
