@@ -82,6 +82,9 @@ REF_PREFIX = "localhost/krs"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 RAY_VERSION = "2.60.0"
+#: what rayproject/ray holds and the bed's workloads use: the dashboard and job submission
+#: (RayJob), Serve (RayService)
+RAY_REQUIREMENT = f"ray[default,serve]=={RAY_VERSION}"
 RAY_UID, RAY_GID = 1000, 100  # rayproject/ray: user "ray", group "users"
 RAY_HOME = "/home/ray"
 RAY_VENV = f"{RAY_HOME}/venv"
@@ -642,8 +645,9 @@ WHEELS_FOR_BOOKWORM = [
 
 
 def ray_wheels() -> Step:
-    """``ray[default]`` and its dependencies as wheels for CPython 3.11 on bookworm (host pip)."""
-    argv = [*WHEELS_FOR_BOOKWORM, f"ray[default]=={RAY_VERSION}"]
+    """:data:`RAY_REQUIREMENT` and its dependencies as wheels for CPython 3.11 on bookworm (host
+    pip)."""
+    argv = [*WHEELS_FOR_BOOKWORM, RAY_REQUIREMENT]
 
     def build(out: Path) -> None:
         run(sys.executable, "-m", *argv, "--dest", out / "wheels", quiet=True)
@@ -666,7 +670,7 @@ def ray_venv_layer(cache: Cache, rootfs: Step, wheels: Step) -> Step:
             shutil.copytree(wheel_dir, root / "tmp/wheels")
             chroot(root, "/usr/bin/python3", "-m", "venv", RAY_VENV, user=user, env=env)
             install = shlex.split("pip install --quiet --no-index --find-links /tmp/wheels")
-            chroot(root, *install, f"ray[default]=={RAY_VERSION}", user=user, env=env)
+            chroot(root, *install, RAY_REQUIREMENT, user=user, env=env)
             shutil.rmtree(root / "tmp/wheels")
             probe = root / "usr/local/bin/http-probe"
             probe.write_text(HTTP_PROBE)
@@ -678,7 +682,7 @@ def ray_venv_layer(cache: Cache, rootfs: Step, wheels: Step) -> Step:
             out,
             out / "tree",
             f"useradd ray; python3 -m venv {RAY_VENV}; "
-            f"pip install ray[default]=={RAY_VERSION}; http-probe",
+            f"pip install {RAY_REQUIREMENT}; http-probe",
             overlay_upper=True,
         )
 
@@ -766,7 +770,7 @@ def stage_config(stage: Stage, base: dict[str, Any]) -> dict[str, Any]:
     env = dict(e.partition("=")[::2] for e in config.get("Env", []))
     cmd_set = False
     for instruction, value in stage.instructions:
-        if instruction in CONTENT_INSTRUCTIONS:
+        if instruction in CONTENT_INSTRUCTIONS or instruction == "ARG":  # ARG: the build's only
             continue
         if "$" in value:
             raise ValueError(

@@ -81,6 +81,7 @@ def bed() -> Iterator[object]:
 #: two beds side by side, three workers, starved the machine's 2 CPUs: docs/testing.md.)
 REAL_NODE_ORDER = (
     "test_real_node.py",
+    "test_bed_networking.py",
     "test_vs_ray.py",
     "test_real_control_plane.py",
     "test_real_kuberay.py",
@@ -185,6 +186,7 @@ _SUMMARY_LINES = (
     ("real_node", "FIGURES", "e2e-node"),  # the real node's own tests
     ("real_kuberay", "FIGURES", "e2e-kuberay"),  # KubeRay mode's test
     ("real_optin", "FIGURES", "e2e-rayjob"),  # a RayJob opted in by its label
+    ("real_serve", "FIGURES", "e2e-rayservice"),  # a RayService opted in by its label
     ("test_real_faults", "FAULT_FIGURES", "e2e-faults"),  # the fault matrix
 )
 

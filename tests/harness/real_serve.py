@@ -1,0 +1,151 @@
+"""A RayService on the bed, opted in with one label (see :mod:`real_optin`), and its load.
+
+:func:`rayservice` is the shipped example's cluster spec on the real node (as a RayJob's) with
+the Serve application :mod:`serve_app` (copied to the share, which is on the replicas'
+``PYTHONPATH``): one deployment of ``{CPU: 5}`` replicas, Serve's own autoscaling on ongoing
+requests (one per replica), 1 to :data:`MAX_REPLICAS`. The head is on the node's network, so its
+Serve proxy answers at the node IP; :class:`Load` sends requests there from threads of the test,
+bounded in count and time, and counts what failed. :func:`replicas` reads Serve's own account of
+its replicas (the dashboard's REST API, with the cluster's Ray token).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+from bed import NAMESPACE
+from ray_on_node import NODE_IP
+from real_optin import cluster_spec
+
+from keda_ray_scaler.controller.optin import OPT_IN_LABEL
+
+APP = Path(__file__).with_name("serve_app.py")
+MAX_REPLICAS = 6
+SERVE_URL = f"http://{NODE_IP}:8000/"
+DASHBOARD = f"http://{NODE_IP}:8265"
+RS = ("ray.io", "v1", "rayservices")
+#: figures of the RayService test, printed as one ``e2e-rayservice:`` line (tests/conftest.py)
+FIGURES: dict[str, str] = {}
+
+SERVE_CONFIG = {
+    "http_options": {"host": "0.0.0.0", "port": 8000},
+    "applications": [
+        {
+            "name": "echo",
+            "import_path": "serve_app:app",
+            "route_prefix": "/",
+            "runtime_env": {"env_vars": {"PYTHONPATH": "/krs-e2e"}},
+            "deployments": [
+                {
+                    "name": "Echo",
+                    "ray_actor_options": {"num_cpus": 5},
+                    "max_ongoing_requests": 4,
+                    "autoscaling_config": {
+                        "min_replicas": 1,
+                        "max_replicas": MAX_REPLICAS,
+                        "target_ongoing_requests": 1,
+                        "upscale_delay_s": 2,
+                        "downscale_delay_s": 10,
+                        "metrics_interval_s": 1,
+                        "look_back_period_s": 2,
+                    },
+                }
+            ],
+        }
+    ],
+}
+
+
+def rayservice(name: str, share: Path, refs: dict[str, str]) -> dict[str, Any]:
+    """The RayService, opted in by its label only (module docstring)."""
+    shutil.copy(APP, share / APP.name)
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {OPT_IN_LABEL: "enabled"}},
+        "spec": {
+            "serveConfigV2": yaml.safe_dump(SERVE_CONFIG, sort_keys=False),
+            "rayClusterConfig": cluster_spec(share, refs),
+        },
+    }
+
+
+def replicas(token: str) -> dict[str, str]:
+    """Serve's RUNNING replicas of the application: replica id -> node IP (the pod's)."""
+    reply = requests.get(
+        f"{DASHBOARD}/api/serve/applications/",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=5,
+    )
+    reply.raise_for_status()
+    out: dict[str, str] = {}
+    for app in (reply.json().get("applications") or {}).values():
+        for deployment in (app.get("deployments") or {}).values():
+            for replica in deployment.get("replicas") or ():
+                if replica.get("state") == "RUNNING":
+                    out[str(replica.get("replica_id"))] = str(replica.get("node_ip"))
+    return out
+
+
+@dataclass
+class Load:
+    """``clients`` threads each sending ``GET /?s=seconds`` one after another until stopped, at
+    most ``limit`` requests in all and ``max_s`` seconds. Every answer counted by outcome."""
+
+    clients: int
+    seconds: float = 1.0
+    limit: int = 5000
+    max_s: float = 600.0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    pods: Counter[str] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> Load:
+        deadline = time.monotonic() + self.max_s
+        for n in range(self.clients):
+            thread = threading.Thread(target=self._run, args=(deadline,), name=f"load-{n}")
+            thread.daemon = True
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(15)
+
+    @property
+    def failed(self) -> int:
+        with self._lock:
+            return sum(n for outcome, n in self.outcomes.items() if outcome != "200")
+
+    @property
+    def sent(self) -> int:
+        with self._lock:
+            return sum(self.outcomes.values())
+
+    def _run(self, deadline: float) -> None:
+        session = requests.Session()
+        while not self._stop.is_set() and time.monotonic() < deadline and self.sent < self.limit:
+            try:
+                reply = session.get(SERVE_URL, params={"s": self.seconds}, timeout=30)
+                outcome, pod = str(reply.status_code), reply.text.strip()
+            except requests.RequestException as exc:
+                outcome, pod = type(exc).__name__, ""
+            with self._lock:
+                self.outcomes[outcome] += 1
+                if outcome == "200":
+                    self.pods[pod] += 1
+                elif len(self.failures) < 20:
+                    self.failures.append(f"{time.time():.1f} {outcome} {pod[:200]}")

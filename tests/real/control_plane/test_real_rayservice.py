@@ -1,0 +1,211 @@
+"""A RayService autoscaled with one label, on the real node with real KubeRay (``real_serve``).
+
+The RayService carries ``keda-ray-scaler.io/autoscaling: enabled`` and nothing else of ours;
+KubeRay makes its cluster, the chart's webhook and controller do the rest (``real_optin``).
+Serve's own replica autoscaling drives the pods: one replica (one pod) at rest; under load
+(:class:`real_serve.Load`) Serve wants :data:`real_serve.MAX_REPLICAS` replicas of ``{CPU: 5}``,
+three 10-CPU pods; the load gone, back to one replica and one pod. While scaled up and under
+load, a worker group is appended to the RayService's ``rayClusterConfig``: KubeRay rewrites the
+live cluster's whole spec in place (``modifyRayCluster``), which resets every group's
+``replicas`` and ``workersToDelete`` to the RayService's; the webhook puts the agent's back, so
+no pod goes, and nothing loops. Requests that failed, pods deleted while a replica ran on them,
+and objects left after the RayService is deleted must all be 0. The suite's summary ends with
+one ``e2e-rayservice:`` line.
+
+Alone, inside the bed (as the Makefile's ``BED``)::
+
+    KRS_E2E_BIN="$(bash e2e/build.sh)" KRS_E2E_IMAGES="$(.venv/bin/python e2e/images.py)" \\
+      bash e2e/netns.sh .venv/bin/pytest -q -n 0 tests/real/control_plane/test_real_rayservice.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bed import NAMESPACE, Bed, ray_namespace
+from control_plane import ControlPlane, wait_until
+from kubernetes import client
+from pod_watch import PodWatch
+from ray_on_node import make_share
+from real_kuberay import operator_deletions
+from real_loop import REAL_LOOP_MARKS, read_ray_token
+from real_optin import controller_release, ours
+from real_serve import FIGURES, MAX_REPLICAS, RS, Load, rayservice, replicas
+
+pytestmark = REAL_LOOP_MARKS
+
+SERVICE = "echo"
+GROUP = "cpu"
+PER_POD = 2  # {CPU: 5} replicas on a 10-CPU pod
+
+
+class Busy:
+    """Samples, every 0.5 s, which pods hold a RUNNING Serve replica (by pod IP) and every pod's
+    IP, so that a deletion can be checked against what its pod held just before."""
+
+    def __init__(self, core: client.CoreV1Api, token: str) -> None:
+        self.core, self.token = core, token
+        self.samples: list[tuple[float, set[str]]] = []  # (time, pod names holding a replica)
+        self.count = 0  # RUNNING replicas at the last sample
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="busy", daemon=True)
+
+    def __enter__(self) -> Busy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            with contextlib.suppress(Exception):
+                ips = set(replicas(self.token).values())
+                pods = self.core.list_namespaced_pod(NAMESPACE, label_selector="ray.io/group").items
+                held = {p.metadata.name for p in pods if p.status.pod_ip in ips}
+                self.count = len(replicas(self.token))
+                self.samples.append((time.time(), held))
+
+    def held_before(self, at: float) -> set[str]:
+        """The pods that held a replica at the last sample before ``at``."""
+        before = [held for t, held in self.samples if t <= at]
+        return before[-1] if before else set()
+
+
+def _service(custom: client.CustomObjectsApi) -> dict[str, Any]:
+    obj: dict[str, Any] = custom.get_namespaced_custom_object(*RS[:2], NAMESPACE, RS[2], SERVICE)
+    return obj
+
+
+def _cluster_name(custom: client.CustomObjectsApi) -> str:
+    status = _service(custom).get("status") or {}
+    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def _ready(custom: client.CustomObjectsApi) -> bool:
+    status = _service(custom).get("status") or {}
+    apps = (status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}
+    return (apps.get("echo") or {}).get("status") == "RUNNING"
+
+
+def _append_group(cp: ControlPlane, custom: client.CustomObjectsApi) -> None:
+    """A worker group appended to the RayService's cluster config (a copy of cpu)."""
+    groups = _service(custom)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    extra = copy.deepcopy(groups[0])
+    extra["groupName"] = "extra"
+    ops = [{"op": "add", "path": "/spec/rayClusterConfig/workerGroupSpecs/-", "value": extra}]
+    custom.patch_namespaced_custom_object(
+        *RS[:2], NAMESPACE, RS[2], SERVICE, ops, _content_type="application/json-patch+json"
+    )
+
+
+def _raycluster(cp: ControlPlane, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = cp.get_json("raycluster", name, "-n", NAMESPACE)
+    return found
+
+
+@pytest.fixture
+def share(bed: Bed) -> Path:
+    return make_share(Path(tempfile.mkdtemp(prefix="rayservice-", dir=bed.workdir)) / "share")
+
+
+@contextlib.contextmanager
+def _stage(bed: Bed) -> Iterator[tuple[client.CustomObjectsApi, PodWatch]]:
+    core = client.CoreV1Api(bed.api)
+    with (
+        ray_namespace(bed.cp),
+        controller_release(bed),
+        PodWatch(core, NAMESPACE, f"ray.io/node-type=worker,ray.io/group={GROUP}") as pods,
+    ):
+        yield client.CustomObjectsApi(bed.api), pods
+
+
+def test_a_labelled_rayservice_follows_serve_and_survives_an_in_place_rewrite(
+    bed: Bed, share: Path
+) -> None:
+    cp, core = bed.cp, client.CoreV1Api(bed.api)
+    with _stage(bed) as (custom, pods):
+        created = time.time()
+        cp.apply_docs([rayservice(SERVICE, share, bed.refs)])
+        wait_until(lambda: _ready(custom), timeout_s=600, what="the Serve app RUNNING")
+        ready_s = time.time() - created
+        cluster = _cluster_name(custom)
+        token = read_ray_token(cp, cluster, timeout_s=60)
+        wait_until(lambda: len(pods.running_pods(GROUP)) == 1, timeout_s=300, what="1 pod")
+        with Busy(core, token) as busy:
+            load = Load(clients=2 * MAX_REPLICAS).start()
+            loaded = time.time()
+            want = math.ceil(MAX_REPLICAS / PER_POD)
+            wait_until(
+                lambda: busy.count == MAX_REPLICAS and len(pods.running_pods(GROUP)) == want,
+                timeout_s=600,
+                what=f"{MAX_REPLICAS} replicas on {want} pods under load",
+                interval_s=0.5,
+            )
+            up_s = time.time() - loaded
+            before = _raycluster(cp, cluster)
+            appended = time.time()
+            _append_group(cp, custom)
+            wait_until(
+                lambda: len(_raycluster(cp, cluster)["spec"]["workerGroupSpecs"]) == 3,
+                timeout_s=120,
+                what="the group appended to the live cluster in place",
+            )
+            wait_until(
+                lambda: ("ScaledObject", f"ray-{cluster}-extra") in ours(cp, cluster),
+                timeout_s=120,
+                what="the appended group's ScaledObject",
+            )
+            after = _raycluster(cp, cluster)
+            generation = after["metadata"]["generation"]
+            time.sleep(10)  # a window for a loop to show: the generation must hold still
+            settled = _raycluster(cp, cluster)
+            load.stop()
+            stopped = time.time()
+            wait_until(
+                lambda: len(pods.running_pods(GROUP)) == 1 and busy.count == 1,
+                timeout_s=600,
+                what="back to 1 replica on 1 pod",
+                interval_s=0.5,
+            )
+            down_s = time.time() - stopped
+        deleted = pods.deleted_since(created, GROUP)
+        busy_deleted = {pod for pod, at in deleted if pod in busy.held_before(at)}
+        rewritten = [p for p, at in deleted if appended <= at <= stopped]
+        custom.delete_namespaced_custom_object(*RS[:2], NAMESPACE, RS[2], SERVICE)
+        wait_until(lambda: not ours(cp), timeout_s=240, what="every object of ours gone")
+        named, randomly = operator_deletions(bed.operator.log)
+        head = settled["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
+        cpu_before = before["spec"]["workerGroupSpecs"][0]
+        cpu_after = settled["spec"]["workerGroupSpecs"][0]
+    assert [c["name"] for c in head] == ["ray-head", "agent"]  # the sidecar kept
+    assert cpu_after.get("replicas") == cpu_before.get("replicas")  # the agent's count kept
+    assert settled["metadata"]["generation"] == generation, "the cluster's spec kept changing"
+    assert not rewritten, f"pods deleted after the in-place rewrite: {rewritten}"
+    assert not busy_deleted, f"pods deleted while holding a replica: {busy_deleted}"
+    assert not randomly, f"KubeRay deleted pods at random: {randomly}"
+    assert load.failed == 0, (load.outcomes, load.failures)
+    FIGURES.update(
+        {
+            "to app running": f"{ready_s:.1f} s",
+            "load to 3 pods": f"{up_s:.1f} s",
+            "load gone to 1 pod": f"{down_s:.1f} s",
+            "peak pods": str(pods.most_alive(GROUP, created)),
+            "requests": str(load.sent),
+            "failed": str(load.failed),
+            "busy pods deleted": str(len(busy_deleted)),
+            "deleted by the rewrite": str(len(rewritten)),
+            "pods deleted by name": str(len(named)),
+            "at random": str(len(randomly)),
+        }
+    )
