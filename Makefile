@@ -20,8 +20,9 @@ $(BIN)/keda-ray-scaler: pyproject.toml
 # (only when the machine has none), and on a systemd host the unit is disabled and stopped.
 # The real node's: the CNI plugins (bridge, host-local, loopback), debootstrap for the images'
 # root filesystem, busybox-static for the node's smoke-test image, libseccomp-dev for runc's
-# build (cgo), iproute2 and util-linux (unshare, nsenter) for the network namespace.
-DEBIAN_PACKAGES := prometheus shellcheck containernetworking-plugins debootstrap busybox-static libseccomp-dev pkg-config iproute2 util-linux
+# build (cgo), iproute2 and util-linux (unshare, nsenter) for the network namespace, iptables for
+# the bed's kube-proxy (iptables-restore, nf_tables backend).
+DEBIAN_PACKAGES := prometheus shellcheck containernetworking-plugins debootstrap busybox-static libseccomp-dev pkg-config iproute2 util-linux iptables
 
 deps-debian: ## Debian packages the tests need: Prometheus (and promtool), shellcheck, the real node's; starts nothing
 	dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
@@ -40,7 +41,9 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # time, the modules that start a real node one after another on one worker, the longest first
 # (tests/conftest.py, tests/harness/xdist_modules.py); each worker has a network namespace of its own
 # (tests/harness/worker_netns.py).
-# The real node's own checks (tests/real/node/test_real_node.py) and the fault matrix
+# The real node's own checks (tests/real/node/test_real_node.py), the bed's Service networking
+# (test_bed_networking.py), a RayJob and a RayService opted in by their label (test_real_rayjob.py,
+# test_real_rayservice.py: about 7 minutes together) and the fault matrix
 # (tests/real/node/test_real_faults.py, a real loop of its own: about 11 minutes) run in e2e-local only, for
 # CI's time (two beds side by side starved the 2 CPUs: docs/testing.md); the short form of the
 # side-by-side benchmark with Ray's own autoscaler (tests/real/node/test_vs_ray.py, the seed with 5 s
@@ -52,7 +55,10 @@ XDIST = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, Prometheus, gRPC, control plane, KEDA and the real node
 	$(BED) $(BIN)/pytest -q --durations=25 $(XDIST) \
-	  --ignore=tests/real/node/test_real_node.py --ignore=tests/real/node/test_real_faults.py $(PYTEST_ARGS)
+	  --ignore=tests/real/node/test_real_node.py --ignore=tests/real/node/test_real_faults.py \
+	  --ignore=tests/real/control_plane/test_bed_networking.py \
+	  --ignore=tests/real/control_plane/test_real_rayjob.py --ignore=tests/real/control_plane/test_real_rayservice.py \
+	  $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
 	bash e2e/build.sh >/dev/null
@@ -62,7 +68,7 @@ e2e-build: ## build (or find cached) the test bed's binaries and images; prints 
 # about 25 s a version cold, nothing warm): made here, before the suite's network namespace,
 # which has no route to PyPI. `make test` runs the oldest and the newest supported Ray
 # (tests/real/ray/test_ray_versions.py); test-ray-versions runs every version of the matrix.
-ray-venvs: ## the Ray venvs the version matrix's CI cases need (the oldest and newest Ray)
+ray-venvs: ## the Ray venvs CI needs: the matrix's oldest and newest Ray, and the label test's 2.51
 	$(PY) tools/ray_venvs.py
 
 test-ray-versions: install ## the agent's read and drain against every Ray of the matrix, both autoscaler modes
@@ -70,11 +76,17 @@ test-ray-versions: install ## the agent's read and drain against every Ray of th
 	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/real/ray/test_ray_versions.py $(PYTEST_ARGS)
 
 # One process: every module here starts a real node, and those run one after another anyway.
-e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:", "e2e-node:" and "vs-ray:" lines
-	@log=$$(mktemp); $(BED) $(BIN)/pytest -q -n 0 \
-	  tests/real/node/test_real_node.py tests/real/control_plane/test_real_control_plane.py tests/real/control_plane/test_real_kuberay.py tests/real/node/test_real_faults.py \
+# KubeRay: the newest release, v1.7.0, where its Go module can be had (the Go module proxy here
+# serves its .info and .mod but refuses its .zip; a module cache that holds it serves it), else
+# build.sh's default, v1.5.1, which `make test` (CI) runs; the e2e-kuberay line names it.
+E2E_LOCAL_KUBERAY ?= $(shell go mod download github.com/ray-project/kuberay/ray-operator@v1.7.0 >/dev/null 2>&1 && echo v1.7.0 || echo v1.5.1)
+e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-local:", "e2e-node:", "e2e-rayjob:", "e2e-rayservice:" and "vs-ray:" lines
+	@log=$$(mktemp); export KRS_KUBERAY_VERSION=$(E2E_LOCAL_KUBERAY); echo "e2e-local: KubeRay $$KRS_KUBERAY_VERSION"; \
+	  $(BED) $(BIN)/pytest -q -n 0 \
+	  tests/real/node/test_real_node.py tests/real/control_plane/test_bed_networking.py tests/real/control_plane/test_real_control_plane.py tests/real/control_plane/test_real_kuberay.py \
+	  tests/real/control_plane/test_real_rayjob.py tests/real/control_plane/test_real_rayservice.py tests/real/node/test_real_faults.py \
 	  tests/real/node/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
-	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|local|node)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
+	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|local|node|rayjob|rayservice)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench

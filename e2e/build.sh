@@ -5,7 +5,8 @@
 # stdout is a directory holding bin/ (links to every binary) and the data files the test reads;
 # progress and build times go to stderr.
 #
-#   controlplane   etcd + kube-apiserver + kube-controller-manager + kube-scheduler (k8s.io/kubernetes)
+#   controlplane   etcd + kube-apiserver + kube-controller-manager + kube-scheduler, and the real
+#                  node's kubelet and kube-proxy (k8s.io/kubernetes)
 #   kwok           fake nodes and pod status (sigs.k8s.io/kwok), kwok-stages/ its stage configs
 #   keda-operator, keda-adapter   (github.com/kedacore/keda/v2), keda-crds/ its CRDs,
 #                  keda-reference/ its externalscaler.proto and CRDs (for the compatibility tests)
@@ -15,6 +16,8 @@
 #   runc           runc (github.com/opencontainers/runc; cgo with Debian's libseccomp)
 #                  containerd and runc are the real node's runtime (tests/harness/real_node.py); its kubelet
 #                  is in the controlplane binary.
+#   coredns        CoreDNS with the few plugins the bed's cluster DNS needs (e2e/coredns/, our own
+#                  main over github.com/coredns/coredns; tests/harness/service_network.py runs it)
 #
 # Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e); KRS_KUBERAY_VERSION (default
 # v1.5.1) the KubeRay operator's version: v1.7.0 passes the KubeRay tests too, but the Go module
@@ -32,6 +35,11 @@ total=0
 
 grep -q "k8s.io/kubernetes ${KUBERNETES_VERSION}\$" "$here/controlplane/go.mod" || {
   echo "build.sh: KUBERNETES_VERSION=${KUBERNETES_VERSION} is not the version in controlplane/go.mod" >&2
+  exit 2
+}
+
+grep -q "github.com/coredns/coredns ${COREDNS_VERSION}\$" "$here/coredns/go.mod" || {
+  echo "build.sh: COREDNS_VERSION=${COREDNS_VERSION} is not the version in coredns/go.mod" >&2
   exit 2
 }
 
@@ -146,6 +154,12 @@ build_runc() {
     "github.com/opencontainers/runc@${RUNC_VERSION}"
 }
 
+# coredns: CoreDNS from its Go module through our own main (e2e/coredns/main.go), which links only
+# the plugins the bed's Corefile uses; no cgo.
+build_coredns() {
+  (cd "$here/coredns" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$1/bin/coredns" .)
+}
+
 start=$SECONDS
 component kwok echo "$KWOK_VERSION"
 kwok=$dir
@@ -161,14 +175,16 @@ component containerd echo "$CONTAINERD_VERSION"
 containerd=$dir
 component runc echo "$RUNC_VERSION"
 runc=$dir
+component coredns cat "$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/coredns/*.go
+coredns=$dir
 
 # The set the test uses: links to the components above.
-set_key="$(echo "$kwok $controlplane $keda $helm $kuberay $containerd $runc" | sha256sum | cut -c1-16)"
+set_key="$(echo "$kwok $controlplane $keda $helm $kuberay $containerd $runc $coredns" | sha256sum | cut -c1-16)"
 out="$root/set-$set_key"
 if [[ ! -d "$out" ]]; then
   rm -rf "$out.partial"
   mkdir -p "$out.partial/bin"
-  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay" "$containerd" "$runc"; do
+  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay" "$containerd" "$runc" "$coredns"; do
     for f in "$component_dir"/bin/*; do ln -s "$f" "$out.partial/bin/"; done
   done
   ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"

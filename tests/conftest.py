@@ -85,6 +85,8 @@ REAL_NODE_ORDER = (
     "test_vs_ray.py",
     "test_real_control_plane.py",
     "test_real_kuberay.py",
+    "test_real_rayjob.py",
+    "test_real_rayservice.py",
     "test_real_faults.py",
 )
 REAL_NODE_MODULES = frozenset(REAL_NODE_ORDER)

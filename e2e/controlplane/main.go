@@ -1,7 +1,7 @@
 // Command controlplane runs one component of a real Kubernetes cluster per process, for the
 // project's real-control-plane test: etcd (embedded), kube-apiserver, kube-controller-manager,
-// kube-scheduler and the kubelet of the real node, all built from their Go modules at the versions
-// pinned in go.mod. The first
+// kube-scheduler, and the kubelet and kube-proxy of the real node, all built from their Go modules
+// at the versions pinned in go.mod. The first
 // argument names the component; the rest are that component's own flags.
 //
 //	controlplane etcd --data-dir DIR --client-url http://127.0.0.1:2379 --peer-url http://127.0.0.1:2380
@@ -23,13 +23,14 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet [flags]")
+		fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy [flags]")
 		os.Exit(2)
 	}
 	component := os.Args[1]
@@ -46,6 +47,8 @@ func main() {
 		os.Exit(cli.Run(scheduler.NewSchedulerCommand()))
 	case "kubelet":
 		os.Exit(cli.Run(kubelet.NewKubeletCommand(context.Background())))
+	case "kube-proxy":
+		os.Exit(cli.Run(proxy.NewProxyCommand()))
 	default:
 		fmt.Fprintf(os.Stderr, "controlplane: unknown component %q\n", component)
 		os.Exit(2)

@@ -7,10 +7,11 @@ namespace (``e2e/netns.sh``; every listener on its loopback or the node IP, noth
   beside the real one for the deletion-cost race (``tests/harness/race.py``: its pods never run),
   and
   **one real node** (:mod:`real_node`: the kubelet, containerd and runc) that runs every pod
-  from images built here (``e2e/images.py``);
+  from images built here (``e2e/images.py``), with kube-proxy and CoreDNS beside it
+  (:mod:`service_network`): ClusterIPs route and Service names resolve, as on a cluster;
 - KubeRay's CRDs, the project's RayWorkerGroup CRD and the real KubeRay operator (leader
   election off, out of cluster, its init-container and probe injection off: both call the
-  head's Service DNS name or ``wget``, which the bed and the image do not have);
+  head's Service DNS name or ``wget``: the image has no wget; see OPERATOR_ENV);
 - a real Prometheus scraping the agent (every Ray head's agent listens on the node's network);
 - the scaler installed from the Helm chart (``helm upgrade --install``) with its real image: its
   gRPC probes, securityContext, limits and mTLS Secret enforced by the kubelet; KEDA's client
@@ -52,6 +53,7 @@ from kubernetes import client, config
 from prometheus_server import PrometheusServer
 from ray_on_node import AGENT_PORT, NODE_IP, NODE_SELECTOR, TOLERATIONS, load_images
 from real_node import RealNode, build_images, real_node
+from service_network import service_network
 
 from keda_ray_scaler.demo.raylets import free_port
 
@@ -59,8 +61,9 @@ NAMESPACE = "ray"
 KEDA_NAMESPACE = "keda"  # the control plane's KEDA_CLUSTER_OBJECT_NAMESPACE
 CRD = REPO / "manifests" / "kuberay" / "crd"
 #: KubeRay's operator: no init container (``ray health-check`` on the head's Service DNS name)
-#: and no probes (``wget`` on 52365) injected: neither works on the bed (no CoreDNS; the image
-#: has no wget). A user's cluster has both.
+#: and no probes (``wget`` on 52365) injected: the image has no wget, and the init container's
+#: name did not resolve before the bed had CoreDNS (:mod:`service_network`). A user's cluster
+#: has both.
 OPERATOR_ENV = {"ENABLE_INIT_CONTAINER_INJECTION": "false", "ENABLE_PROBES_INJECTION": "false"}
 #: How long a Ray cluster's namespace may take to go (its pods' graceful stop included; 19-33 s
 #: measured): under ``ControlPlane.kubectl``'s own 120 s, so kubectl's message says what is left.
@@ -111,6 +114,7 @@ def start_bed(
         if kwok:  # only for the deletion-cost race (tests/harness/race.py): its pods never run
             cp.add_nodes(1, prefix="fake-node", cpu="16", memory="64Gi")
         node = stack.enter_context(real_node(cp, bin_dir, images))
+        stack.enter_context(service_network(cp, node))
         install_crds(cp, bin_dir)
         (workdir / "logs").mkdir()
         operator = start_operator(cp, bin_dir, workdir / "logs")
@@ -201,8 +205,8 @@ def start_operator(cp: ControlPlane, bin_dir: Path, logs: Path) -> Process:
             f"--health-probe-bind-address=127.0.0.1:{free_port()}",
             "--log-stdout-encoder=console",
             # A RayJob's and a RayService's dashboard and Serve proxy through the API server
-            # (services/proxy, pods/proxy): the operator runs outside the bed's pod network and
-            # there is no CoreDNS or kube-proxy, so the head Service's name does not resolve.
+            # (services/proxy, pods/proxy): the operator runs on this machine, whose resolver
+            # does not know the cluster's names (CoreDNS serves pods only, service_network).
             "--use-kubernetes-proxy",
         ],
         logs,
@@ -247,9 +251,10 @@ def scaler_pki(workdir: Path) -> Authority:
     return ca
 
 
-#: The scaler pod listens on the node's network: with no kube-proxy on the bed, its Service's
-#: ClusterIP does not route, and a pod IP would change with every restart of the pod. A user's
-#: ScaledObject names the Service (``keda-ray-scaler.keda-ray-scaler.svc:9090``).
+#: The scaler pod listens on the node's network, as it did before the bed had kube-proxy
+#: (:mod:`service_network`): its certificate names the node IP, and a pod IP would change with
+#: every restart of the pod. A user's ScaledObject names the Service
+#: (``keda-ray-scaler.keda-ray-scaler.svc:9090``).
 SCALER_ADDRESS = f"{NODE_IP}:9090"
 
 
@@ -279,7 +284,7 @@ def _escape(key: str) -> str:
 def install_scaler(cp: ControlPlane, workdir: Path, bin_dir: Path, values: dict[str, str]) -> None:
     """``helm upgrade --install`` the scaler's chart with its real image; the server Secret made
     by hand (no cert-manager here), as docs/getting-started.md says. Then the one change the
-    bed needs (no kube-proxy): the pod on the node's network (see SCALER_ADDRESS)."""
+    bed makes: the pod on the node's network (see SCALER_ADDRESS)."""
     tls = workdir / "scaler-tls"
     cp.kubectl("create", "namespace", chart_install.NAMESPACE)
     cp.kubectl(

@@ -51,6 +51,7 @@ from keda_ray_scaler.demo.raylets import distinct_free_ports, free_port
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "e2e" / "build.sh"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+SERVICE_CIDR = "10.0.0.0/24"  # the API server's Service range (ClusterIPs)
 _STOP_GRACE_S = 2.0  # then SIGKILL: everything lives in a temporary directory
 
 
@@ -471,7 +472,7 @@ class ControlPlane:
                 f"--kubelet-client-key={p / 'apiserver-kubelet-client.key'}",
                 f"--kubelet-certificate-authority={p / 'ca.crt'}",
                 "--kubelet-preferred-address-types=InternalIP",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={p / 'sa.crt'}",
                 f"--service-account-signing-key-file={p / 'sa.key'}",

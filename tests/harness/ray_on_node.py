@@ -9,13 +9,16 @@ On the real node (:mod:`real_node`) that overlay says, besides the test's timing
   ``imagePullPolicy: Never`` (no registry here);
 - **where**: every Ray pod pinned to the real node (its label as nodeSelector, and the toleration
   of its taint: :func:`real_node.RealNode.pin`); the fake kwok nodes beside it run nothing;
-- **addresses**: there is no CoreDNS and no kube-proxy on the bed, so no Service name or
-  ClusterIP resolves. The head runs on the node's network (``hostNetwork``) at the node IP with
+- **addresses**: the bed now runs kube-proxy and CoreDNS (``tests/harness/service_network.py``):
+  ClusterIPs route from pods and from the bed's processes, and pods on the bridge resolve
+  ``<service>.<namespace>.svc.cluster.local``, so a head on the pod network joined by its
+  Service's name works as on a cluster. These overlays keep the layout they had before the bed
+  had either: the head runs on the node's network (``hostNetwork``) at the node IP with
   ``--node-ip-address`` given (Ray's own probe of 8.8.8.8 fails at once in the bed's network
   namespace, which has no route out); workers run on the pod bridge, join the head at the node
   IP and announce their pod IP (downward API); the agent reaches the API server at the node's
   loopback (``KUBERNETES_SERVICE_HOST``/``_PORT`` override what the kubelet derives from the
-  ``kubernetes`` Service);
+  ``kubernetes`` Service, which has no endpoints: the API server listens on loopback only);
 - **size**: the real node has the machine's 2 CPUs, so pods request little; Ray's *logical*
   resources come from ``--num-cpus``/``--num-gpus`` (``rayStartParams`` in KubeRay mode), as the
   example says, and need not exist physically (the gpu group's ``nvidia.com/gpu`` request goes:
@@ -134,7 +137,8 @@ def container_ops(container: str, resources: Mapping[str, Any]) -> list[Op]:
 
 
 def agent_env_ops(container: str, apiserver_port: int) -> list[Op]:
-    """The agent sidecar reaches the API server at the node's loopback (no kube-proxy)."""
+    """The agent sidecar reaches the API server at the node's loopback (the ``kubernetes``
+    Service has no endpoints on the bed: the API server listens on loopback only)."""
     return [
         ("add", f"{container}/env/-", env("KUBERNETES_SERVICE_HOST", "127.0.0.1")),
         ("add", f"{container}/env/-", env("KUBERNETES_SERVICE_PORT", str(apiserver_port))),

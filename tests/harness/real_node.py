@@ -14,8 +14,13 @@ Usage, with the whole test process inside the network namespace of ``e2e/netns.s
 
 Network: the kubelet refuses a loopback node IP, so the node IP is ``10.200.0.1/32`` on the
 ``lo`` of a private network namespace (``NODE_IP``; ``in_node_netns()`` tells whether we run in
-one). Pods get ``10.201.0.0/24`` on the bridge ``rn-cni0`` with a route to the node IP; the
-namespace has no route out, so no pod (and no test process) can reach anything beyond it.
+one). Pods get ``10.201.0.0/24`` on the bridge ``rn-cni0`` with routes to the node IP and to the
+Service range (``SERVICE_CIDR``); the namespace has no route out, so no pod (and no test process)
+can reach anything beyond it. Pods resolve names through the cluster DNS on the node IP
+(``clusterDNS``, ``clusterDomain: cluster.local``) and reach ClusterIPs: CoreDNS and kube-proxy
+run beside the node when the bed (``tests/harness/bed.py``) starts them
+(``tests/harness/service_network.py``); a node started alone has neither, and its pods' lookups
+fail at once (nothing listens on the node IP's port 53).
 
 What the node is:
 
@@ -66,12 +71,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from control_plane import REPO, ControlPlane, Process, spawn, wait_until, write_kubeconfig
+from control_plane import (
+    REPO,
+    SERVICE_CIDR,
+    ControlPlane,
+    Process,
+    spawn,
+    wait_until,
+    write_kubeconfig,
+)
 
 NODE_IP = "10.200.0.1"
 POD_SUBNET = "10.201.0.0/24"
 POD_GATEWAY = "10.201.0.1"
 BRIDGE = "rn-cni0"
+CLUSTER_DOMAIN = "cluster.local"
+CLUSTER_DNS = NODE_IP  # the kubelet's clusterDNS: CoreDNS listens there (service_network.py)
 NODE_LABEL = ("keda-ray-scaler.io/node", "real")
 NODE_TAINT = {"key": NODE_LABEL[0], "value": NODE_LABEL[1], "effect": "NoSchedule"}
 CRASH_LOOP_MAX_S = 5  # the kubelet's back-off cap: see the module docstring
@@ -359,7 +374,8 @@ temp = '{c / "tmp"}'
 """
         (c / "config.toml").write_text(config)
         # A bridge inside the namespace: containerd wants an IP on eth0 (loopback alone is not
-        # enough), and isGateway alone gives no route to the node IP (CNI plugins 1.1.1).
+        # enough), and isGateway alone gives no route to the node IP (CNI plugins 1.1.1); nor to
+        # the Service range, whose ClusterIPs kube-proxy translates on the node's side.
         cni = {
             "cniVersion": "1.0.0",
             "name": "krs-realnode",
@@ -372,7 +388,7 @@ temp = '{c / "tmp"}'
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": POD_SUBNET, "gateway": POD_GATEWAY}]],
-                        "routes": [{"dst": f"{NODE_IP}/32"}],
+                        "routes": [{"dst": f"{NODE_IP}/32"}, {"dst": SERVICE_CIDR}],
                         "dataDir": str(self.state / "cni" / "ipam"),
                     },
                 }
@@ -468,7 +484,9 @@ temp = '{c / "tmp"}'
                 "x509": {"clientCAFile": str(self.cp.ca_file)},
             },
             "authorization": {"mode": "AlwaysAllow"},
-            "resolvConf": str(resolv),
+            "resolvConf": str(resolv),  # dnsPolicy Default, and ClusterFirst with hostNetwork
+            "clusterDNS": [CLUSTER_DNS],  # dnsPolicy ClusterFirst on the pod network
+            "clusterDomain": CLUSTER_DOMAIN,
             "podLogsDir": str(self.pod_logs),
             "volumePluginDir": str(self.state / "kubelet" / "volume-plugins"),
             "imageGCHighThresholdPercent": 100,  # never collect the imported images

@@ -23,9 +23,9 @@ Real: etcd, kube-apiserver (RBAC, Node authorization, aggregation), kube-control
 (HPA, ReplicaSet, Deployment controllers), kube-scheduler, a real node (kubelet, containerd,
 runc) running the head pod with the agent sidecar, the worker pods and the scaler's pod from
 the product's own images, KEDA's operator and metrics adapter, Prometheus, Ray, mTLS. Not real:
-KEDA and Prometheus run as processes beside the node (in its network namespace), no CoreDNS or
-kube-proxy (see ``ray_on_node``). Each step prints its figures, and the suite's summary ends with
-one ``e2e-local:`` line.
+KEDA and Prometheus run as processes beside the node (in its network namespace), and so do
+kube-proxy and CoreDNS, which this Ray cluster does not use (see ``ray_on_node``). Each step
+prints its figures, and the suite's summary ends with one ``e2e-local:`` line.
 
 Build: ``e2e/build.sh`` and ``e2e/images.py`` (run by ``make e2e-local`` / ``make test``; cached
 outside the repository); run inside ``e2e/netns.sh``.

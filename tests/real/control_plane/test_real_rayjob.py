@@ -37,6 +37,7 @@ pytestmark = REAL_LOOP_MARKS
 
 JOB = "seed"
 GROUP = "cpu"
+TASKS = 20  # rayjob_driver.py's
 #: what the controller makes for the example's cluster: per worker group (cpu, gpu) a
 #: RayWorkerGroup and a ScaledObject; the agent's ServiceAccount, Role and RoleBinding
 OBJECTS = 7
@@ -57,9 +58,9 @@ def test_a_labelled_rayjob_scales_up_for_its_job_back_down_and_leaves_nothing(
     workdir = Path(tempfile.mkdtemp(prefix="rayjob-", dir=bed.workdir))
     share = make_share(workdir / "share")
     with (
-        ray_namespace(cp),
+        ray_namespace(cp, workdir),
         controller_release(bed),
-        PodWatch(core, NAMESPACE, f"ray.io/node-type=worker,ray.io/group={GROUP}") as pods,
+        PodWatch(core, NAMESPACE, "ray.io/node-type=worker") as pods,
     ):
         created = time.time()
         cp.apply_docs([rayjob(JOB, share, bed.refs)])
@@ -84,7 +85,13 @@ def test_a_labelled_rayjob_scales_up_for_its_job_back_down_and_leaves_nothing(
             interval_s=0.5,
         )
         ten = time.time() - created
-        busy = {p.read_text() for p in (share / "markers").glob("[0-9]*")}
+        markers = share / "markers"
+        wait_until(  # Ray places the last tasks a moment after their nodes join
+            lambda: len(list(markers.glob("[0-9]*"))) == TASKS,
+            timeout_s=300,
+            what=f"all {TASKS} tasks started",
+        )
+        busy = {p.read_text() for p in markers.glob("[0-9]*")}
         released = time.time()
         (share / "release").touch()
         wait_until(
@@ -102,10 +109,14 @@ def test_a_labelled_rayjob_scales_up_for_its_job_back_down_and_leaves_nothing(
         )
         left_s = time.time() - gone_at
         peak = pods.most_alive(GROUP, created)
-        named, randomly = operator_deletions(bed.operator.log)
+        named, randomly = (  # this cluster's: the operator's log holds the whole session
+            {pod for pod in found if pod.startswith(f"{cluster}-")}
+            for found in operator_deletions(bed.operator.log)
+        )
         assert peak == EXPECTED_PODS
         assert not randomly, f"KubeRay deleted pods at random: {randomly}"
         assert len(busy) == EXPECTED_PODS, busy  # the seed used every pod it made
+        assert pods.most_alive("gpu", created) == 0  # a group the seed never asks for
         writes = controller_samples().get("ray_scaler_controller_writes_total", 0.0)
     FIGURES.update(
         {

@@ -120,12 +120,12 @@ def share(bed: Bed) -> Path:
 
 
 @contextlib.contextmanager
-def _stage(bed: Bed) -> Iterator[tuple[client.CustomObjectsApi, PodWatch]]:
+def _stage(bed: Bed, logs: Path) -> Iterator[tuple[client.CustomObjectsApi, PodWatch]]:
     core = client.CoreV1Api(bed.api)
     with (
-        ray_namespace(bed.cp),
+        ray_namespace(bed.cp, logs),
         controller_release(bed),
-        PodWatch(core, NAMESPACE, f"ray.io/node-type=worker,ray.io/group={GROUP}") as pods,
+        PodWatch(core, NAMESPACE, "ray.io/node-type=worker") as pods,
     ):
         yield client.CustomObjectsApi(bed.api), pods
 
@@ -134,7 +134,7 @@ def test_a_labelled_rayservice_follows_serve_and_survives_an_in_place_rewrite(
     bed: Bed, share: Path
 ) -> None:
     cp, core = bed.cp, client.CoreV1Api(bed.api)
-    with _stage(bed) as (custom, pods):
+    with _stage(bed, share.parent) as (custom, pods):
         created = time.time()
         cp.apply_docs([rayservice(SERVICE, share, bed.refs)])
         wait_until(lambda: _ready(custom), timeout_s=600, what="the Serve app RUNNING")
@@ -184,7 +184,11 @@ def test_a_labelled_rayservice_follows_serve_and_survives_an_in_place_rewrite(
         rewritten = [p for p, at in deleted if appended <= at <= stopped]
         custom.delete_namespaced_custom_object(*RS[:2], NAMESPACE, RS[2], SERVICE)
         wait_until(lambda: not ours(cp), timeout_s=240, what="every object of ours gone")
-        named, randomly = operator_deletions(bed.operator.log)
+        named, randomly = (  # this cluster's: the operator's log holds the whole session
+            {pod for pod in found if pod.startswith(f"{cluster}-")}
+            for found in operator_deletions(bed.operator.log)
+        )
+        gpu_pods = pods.most_alive("gpu", created)
         head = settled["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
         cpu_before = before["spec"]["workerGroupSpecs"][0]
         cpu_after = settled["spec"]["workerGroupSpecs"][0]
@@ -201,6 +205,7 @@ def test_a_labelled_rayservice_follows_serve_and_survives_an_in_place_rewrite(
             "load to 3 pods": f"{up_s:.1f} s",
             "load gone to 1 pod": f"{down_s:.1f} s",
             "peak pods": str(pods.most_alive(GROUP, created)),
+            "gpu pods": str(gpu_pods),
             "requests": str(load.sent),
             "failed": str(load.failed),
             "busy pods deleted": str(len(busy_deleted)),
