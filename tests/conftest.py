@@ -85,8 +85,10 @@ REAL_NODE_ORDER = (
     "test_vs_ray.py",
     "test_real_control_plane.py",
     "test_real_kuberay.py",
+    "test_real_labels.py",
     "test_real_rayjob.py",
     "test_real_rayservice.py",
+    "test_real_rayservice_upgrade.py",
     "test_real_faults.py",
 )
 REAL_NODE_MODULES = frozenset(REAL_NODE_ORDER)
@@ -187,8 +189,10 @@ _SUMMARY_LINES = (
     ("real_loop", "FIGURES", "e2e-local"),  # the real-control-plane test (Deployment mode)
     ("real_node", "FIGURES", "e2e-node"),  # the real node's own tests
     ("real_kuberay", "FIGURES", "e2e-kuberay"),  # KubeRay mode's test
+    ("real_labels", "FIGURES", "e2e-labels"),  # label selectors and priority on KubeRay
     ("real_optin", "FIGURES", "e2e-rayjob"),  # a RayJob opted in by its label
     ("real_serve", "FIGURES", "e2e-rayservice"),  # a RayService opted in by its label
+    ("real_serve", "UPGRADE_FIGURES", "e2e-rayservice-upgrade"),  # its upgrade under load
     ("test_real_faults", "FAULT_FIGURES", "e2e-faults"),  # the fault matrix
 )
 

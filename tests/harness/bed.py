@@ -109,7 +109,9 @@ def start_bed(
     refs = load_images(images)
     with contextlib.ExitStack() as stack:
         cp = stack.enter_context(
-            ControlPlane.start(workdir / "cp", bin_dir, hpa_sync_s=hpa_sync_s, kwok=kwok)
+            ControlPlane.start(
+                workdir / "cp", bin_dir, hpa_sync_s=hpa_sync_s, kwok=kwok, node_ip=NODE_IP
+            )
         )
         if kwok:  # only for the deletion-cost race (tests/harness/race.py): its pods never run
             cp.add_nodes(1, prefix="fake-node", cpu="16", memory="64Gi")

@@ -305,6 +305,11 @@ class ControlPlane:
     bin_dir: Path
     hpa_sync_s: float = 2.0
     kwok: bool = True
+    #: the real node's IP, where pods reach the API server (the bed only: its network namespace
+    #: holds nothing but loopback and that IP): the API server listens there too and advertises
+    #: it, so the ``kubernetes`` Service has that endpoint and pods on the bridge reach the API
+    #: server at its ClusterIP through kube-proxy, as on a cluster. None: loopback only.
+    node_ip: str | None = None
     processes: dict[str, Process] = field(default_factory=dict)
     apiserver_port: int = 0
     ca: Authority | None = None
@@ -342,10 +347,16 @@ class ControlPlane:
     @classmethod
     @contextlib.contextmanager
     def start(
-        cls, workdir: Path, bin_dir: Path, *, hpa_sync_s: float = 2.0, kwok: bool = True
+        cls,
+        workdir: Path,
+        bin_dir: Path,
+        *,
+        hpa_sync_s: float = 2.0,
+        kwok: bool = True,
+        node_ip: str | None = None,
     ) -> Iterator[ControlPlane]:
         """Start everything (kwok only with ``kwok``); stop every process (by PID) on exit."""
-        cp = cls(workdir, bin_dir, hpa_sync_s, kwok)
+        cp = cls(workdir, bin_dir, hpa_sync_s, kwok, node_ip)
         try:
             cp.boot()
             yield cp
@@ -406,6 +417,7 @@ class ControlPlane:
         front.pair.write(self.pki, "front-proxy-ca")
         front.issue("front-proxy-client", client=True).write(self.pki, "front-proxy-client")
         hosts = ["127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc", "10.0.0.1"]
+        hosts += [self.node_ip] if self.node_ip else []
         ca.issue("kube-apiserver", server=True, hosts=hosts).write(self.pki, "apiserver")
         # The API server's client certificate towards kubelets (logs, exec, port-forward).
         ca.issue(
@@ -457,10 +469,13 @@ class ControlPlane:
                 self._bin("controlplane"),
                 "kube-apiserver",
                 f"--etcd-servers={self.etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                *(
+                    ("--bind-address=127.0.0.1", "--advertise-address=127.0.0.1")
+                    if self.node_ip is None
+                    else ("--bind-address=0.0.0.0", f"--advertise-address={self.node_ip}")
+                ),
                 f"--secure-port={self.apiserver_port}",
-                "--endpoint-reconciler-type=none",
+                f"--endpoint-reconciler-type={'none' if self.node_ip is None else 'lease'}",
                 f"--cert-dir={p}",
                 f"--tls-cert-file={p / 'apiserver.crt'}",
                 f"--tls-private-key-file={p / 'apiserver.key'}",

@@ -5,15 +5,17 @@ installed from the chart as the README installs them, KubeRay making the cluster
 ``controller.enabled`` for the namespace ``ray`` (one replica), its webhook certificate made
 here as docs/getting-started.md says for a cluster without cert-manager, then the adaptations
 the bed needs and a user's cluster does not, all of the same kind as the scaler's own
-(:func:`bed.install_scaler`): there is no kube-proxy and no CoreDNS on the bed, so
+(:func:`bed.install_scaler`): the bed's processes (KEDA, the API server) resolve names with this
+machine's resolver, not CoreDNS, and the controller pod keeps the node's network as the scaler
+does, so
 
 - the controller pod runs on the node's network and reaches the API server at the node's
   loopback (``KUBERNETES_SERVICE_HOST``), as the agent sidecar does;
 - its ScaledObjects name the scaler at the node IP (``--scaler-address``, :data:`SCALER_ADDRESS`);
 - the API server calls the webhook at the node IP (``clientConfig.url``; the API server runs on
   this machine and resolves a Service to its ClusterIP, which nothing routes);
-- the sidecar fragment (the chart's ConfigMap) gains the agent's API server address and the
-  test's timings (``--interval=1 --settle-delay=1``), as :mod:`real_kuberay`'s overlay does.
+- the sidecar fragment (the chart's ConfigMap) gains the test's timings (``--interval=1
+  --settle-delay=1``), as :mod:`real_kuberay`'s overlay does.
 
 On exit the release goes back to the bed's values (the controller, its Roles, webhook and
 ConfigMap removed). A RayJob here is the shipped example's cluster spec without the agent
@@ -78,17 +80,19 @@ def _values(bed: Bed) -> dict[str, str]:
     return values
 
 
-def _controller_values(bed: Bed, ca: bytes) -> dict[str, str]:
-    return {
+def _controller_values(bed: Bed, ca: bytes, shipped: bool) -> dict[str, str]:
+    values = {
         **_values(bed),
         "controller.enabled": "true",
         "controller.namespaces[0]": NAMESPACE,
         "controller.replicas": "1",  # on the node's network: one port each
-        "controller.resyncSeconds": "5",
-        "controller.scaledObject.pollingInterval": str(POLLING_INTERVAL_S),
-        "controller.scaledObject.cooldownPeriod": str(COOLDOWN_S),
         "controller.webhook.caBundle": base64.b64encode(ca).decode(),
     }
+    if not shipped:
+        values["controller.resyncSeconds"] = "5"
+        values["controller.scaledObject.pollingInterval"] = str(POLLING_INTERVAL_S)
+        values["controller.scaledObject.cooldownPeriod"] = str(COOLDOWN_S)
+    return values
 
 
 def _webhook_secret(cp: ControlPlane, workdir: Path) -> bytes:
@@ -111,14 +115,16 @@ def _bed_env(apiserver_port: int) -> list[dict[str, Any]]:
     ]
 
 
-def _adapt_sidecar(cp: ControlPlane) -> None:
-    """The sidecar ConfigMap's agent: the API server's address, the test's timings."""
+def _adapt_sidecar(cp: ControlPlane, shipped: bool) -> None:
+    """The sidecar ConfigMap's agent: the test's timings (unless ``shipped``). It reaches the API
+    server as any pod does, at the ``kubernetes`` Service's ClusterIP (kube-proxy, the
+    API server's endpoint at the node IP: :mod:`service_network`, ``ControlPlane.node_ip``), from
+    the node's network and from the pod network alike."""
     name = f"{CONTROLLER}-sidecar"
     cm = cp.get_json("configmap", name, f"--namespace={chart_install.NAMESPACE}")
     fragment = yaml.safe_load(cm["data"]["head-pod-template.yaml"])
     (agent,) = [c for c in fragment["spec"]["containers"] if c["name"] == "agent"]
-    agent["env"] += _bed_env(cp.apiserver_port)
-    agent["args"] += ["--interval=1", "--settle-delay=1"]
+    agent["args"] += [] if shipped else ["--interval=1", "--settle-delay=1"]
     cm["data"]["head-pod-template.yaml"] = yaml.safe_dump(fragment, sort_keys=False)
     cp.kubectl("replace", "-f", "-", input=json.dumps(cm))
 
@@ -179,16 +185,18 @@ def _controller_ready(core: client.CoreV1Api) -> bool:
 
 
 @contextlib.contextmanager
-def controller_release(bed: Bed) -> Iterator[None]:
+def controller_release(bed: Bed, *, shipped: bool = False) -> Iterator[None]:
     """The bed's release with the controller and webhook (module docstring), until the block
-    ends; then the release as the bed installed it. Call inside the namespace's block."""
+    ends; then the release as the bed installed it. Call inside the namespace's block.
+    ``shipped``: the chart's own ScaledObject settings, resync and agent timings (the
+    side-by-side benchmark's production settings), not the test's."""
     cp = bed.cp
     helm = str(bed.bin_dir / "bin" / "helm")
     workdir = Path(tempfile.mkdtemp(prefix="controller-", dir=bed.workdir))
     ca = _webhook_secret(cp, workdir)
     try:
-        chart_install.install(helm, cp.admin_kubeconfig, _controller_values(bed, ca))
-        _adapt_sidecar(cp)
+        chart_install.install(helm, cp.admin_kubeconfig, _controller_values(bed, ca, shipped))
+        _adapt_sidecar(cp, shipped)
         _adapt_webhook(cp, ca)
         _adapt_controller(cp)
         wait_until(

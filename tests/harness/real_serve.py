@@ -11,19 +11,37 @@ its replicas (the dashboard's REST API, with the cluster's Ray token).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import requests
 import yaml
-from bed import NAMESPACE
-from ray_on_node import NODE_IP
-from real_optin import cluster_spec
+from bed import NAMESPACE, Bed, ray_namespace
+from kuberay_examples import example_without_agent
+from kubernetes import client
+from pod_watch import PodWatch
+from ray_on_node import (
+    HEAD_RESOURCES,
+    NODE_IP,
+    SHARE_VOLUME_MOUNT,
+    START_GATE,
+    WORKER_RESOURCES,
+    Op,
+    container_ops,
+    env,
+    pod_ops,
+    share_volume,
+)
+from real_loop import IDLE_TIMEOUT_S
+from real_optin import cluster_spec, controller_release
 
 from keda_ray_scaler.controller.optin import OPT_IN_LABEL
 
@@ -32,8 +50,11 @@ MAX_REPLICAS = 6
 SERVE_URL = f"http://{NODE_IP}:8000/"
 DASHBOARD = f"http://{NODE_IP}:8265"
 RS = ("ray.io", "v1", "rayservices")
+SERVICE = "echo"  # the RayService the tests make
 #: figures of the RayService test, printed as one ``e2e-rayservice:`` line (tests/conftest.py)
 FIGURES: dict[str, str] = {}
+#: figures of the upgrade test, one ``e2e-rayservice-upgrade:`` line
+UPGRADE_FIGURES: dict[str, str] = {}
 
 SERVE_CONFIG = {
     "http_options": {"host": "0.0.0.0", "port": 8000},
@@ -64,8 +85,52 @@ SERVE_CONFIG = {
 }
 
 
-def rayservice(name: str, share: Path, refs: dict[str, str]) -> dict[str, Any]:
-    """The RayService, opted in by its label only (module docstring)."""
+def pod_network_spec(share: Path, refs: dict[str, str]) -> dict[str, Any]:
+    """The example's cluster spec without the agent with every pod on the pod network, as on a
+    cluster: workers join the head at its Service's name (KubeRay's default address; CoreDNS and
+    kube-proxy on the bed, :mod:`service_network`), the agent reaches the API server at the
+    ``kubernetes`` ClusterIP. Two such clusters run side by side (a RayService's upgrade); on
+    the node's network their heads' ports would collide. Ray's own address probe needs a route
+    out, so each Ray node is told its pod IP."""
+    doc = {"spec": example_without_agent()["spec"]}
+    head = "/spec/headGroupSpec"
+    head_pod = f"{head}/template/spec"
+    ray_head = f"{head_pod}/containers/0"
+    cpu = "/spec/workerGroupSpecs/0"
+    worker = f"{cpu}/template/spec/containers/0"
+    pod_ip = [env("MY_POD_IP", field="status.podIP")]
+    ops: list[Op] = [
+        *pod_ops(head_pod, host_network=False),
+        ("add", f"{head}/rayStartParams/node-ip-address", "$MY_POD_IP"),
+        ("remove", f"{head}/rayStartParams/dashboard-host", None),  # KubeRay's 0.0.0.0
+        *container_ops(ray_head, HEAD_RESOURCES),
+        ("add", f"{ray_head}/env", pod_ip),
+        ("add", f"{head_pod}/volumes/-", share_volume(share)),
+        ("add", f"{ray_head}/volumeMounts", [SHARE_VOLUME_MOUNT]),
+        ("replace", f"{cpu}/idleTimeoutSeconds", IDLE_TIMEOUT_S),
+        *pod_ops(f"{cpu}/template/spec", host_network=False),
+        ("add", f"{cpu}/rayStartParams/node-ip-address", "$MY_POD_IP"),
+        *container_ops(worker, WORKER_RESOURCES),
+        ("add", f"{worker}/command", START_GATE),
+        ("add", f"{worker}/env", pod_ip),
+        ("add", f"{cpu}/template/spec/volumes", [share_volume(share)]),
+        ("add", f"{worker}/volumeMounts", [SHARE_VOLUME_MOUNT]),
+    ]
+    patch = jsonpatch.JsonPatch(
+        [{"op": o, "path": p, **({} if o == "remove" else {"value": v})} for o, p, v in ops]
+    )
+    spec: dict[str, Any] = patch.apply(doc)["spec"]
+    for group in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]:
+        for container in group["template"]["spec"]["containers"]:
+            container["image"] = refs["ray"]
+    return spec
+
+
+def rayservice(
+    name: str, share: Path, refs: dict[str, str], *, pod_network: bool = False
+) -> dict[str, Any]:
+    """The RayService, opted in by its label only (module docstring); with ``pod_network``, its
+    clusters as :func:`pod_network_spec` says."""
     shutil.copy(APP, share / APP.name)
     return {
         "apiVersion": "ray.io/v1",
@@ -73,7 +138,9 @@ def rayservice(name: str, share: Path, refs: dict[str, str]) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {OPT_IN_LABEL: "enabled"}},
         "spec": {
             "serveConfigV2": yaml.safe_dump(SERVE_CONFIG, sort_keys=False),
-            "rayClusterConfig": cluster_spec(share, refs),
+            "rayClusterConfig": (
+                pod_network_spec(share, refs) if pod_network else cluster_spec(share, refs)
+            ),
         },
     }
 
@@ -101,6 +168,7 @@ class Load:
     most ``limit`` requests in all and ``max_s`` seconds. Every answer counted by outcome."""
 
     clients: int
+    url: str = SERVE_URL
     seconds: float = 1.0
     limit: int = 5000
     max_s: float = 600.0
@@ -139,7 +207,7 @@ class Load:
         session = requests.Session()
         while not self._stop.is_set() and time.monotonic() < deadline and self.sent < self.limit:
             try:
-                reply = session.get(SERVE_URL, params={"s": self.seconds}, timeout=30)
+                reply = session.get(self.url, params={"s": self.seconds}, timeout=30)
                 outcome, pod = str(reply.status_code), reply.text.strip()
             except requests.RequestException as exc:
                 outcome, pod = type(exc).__name__, ""
@@ -149,3 +217,25 @@ class Load:
                     self.pods[pod] += 1
                 elif len(self.failures) < 20:
                     self.failures.append(f"{time.time():.1f} {outcome} {pod[:200]}")
+
+
+def service_of(custom: client.CustomObjectsApi) -> dict[str, Any]:
+    obj: dict[str, Any] = custom.get_namespaced_custom_object(*RS[:2], NAMESPACE, RS[2], SERVICE)
+    return obj
+
+
+def app_running(custom: client.CustomObjectsApi) -> bool:
+    status = service_of(custom).get("status") or {}
+    apps = (status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}
+    return (apps.get("echo") or {}).get("status") == "RUNNING"
+
+
+@contextlib.contextmanager
+def stage(bed: Bed, logs: Path) -> Iterator[tuple[client.CustomObjectsApi, PodWatch]]:
+    core = client.CoreV1Api(bed.api)
+    with (
+        ray_namespace(bed.cp, logs),
+        controller_release(bed),
+        PodWatch(core, NAMESPACE, "ray.io/node-type=worker") as pods,
+    ):
+        yield client.CustomObjectsApi(bed.api), pods

@@ -26,24 +26,32 @@ import math
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bed import NAMESPACE, Bed, ray_namespace
+from bed import NAMESPACE, Bed
 from control_plane import ControlPlane, wait_until
 from kubernetes import client
-from pod_watch import PodWatch
 from ray_on_node import make_share
 from real_kuberay import operator_deletions
 from real_loop import REAL_LOOP_MARKS, read_ray_token
-from real_optin import controller_release, ours
-from real_serve import FIGURES, MAX_REPLICAS, RS, Load, rayservice, replicas
+from real_optin import ours
+from real_serve import (
+    FIGURES,
+    MAX_REPLICAS,
+    RS,
+    SERVICE,
+    Load,
+    app_running,
+    rayservice,
+    replicas,
+    service_of,
+    stage,
+)
 
 pytestmark = REAL_LOOP_MARKS
 
-SERVICE = "echo"
 GROUP = "cpu"
 PER_POD = 2  # {CPU: 5} replicas on a 10-CPU pod
 
@@ -82,25 +90,14 @@ class Busy:
         return before[-1] if before else set()
 
 
-def _service(custom: client.CustomObjectsApi) -> dict[str, Any]:
-    obj: dict[str, Any] = custom.get_namespaced_custom_object(*RS[:2], NAMESPACE, RS[2], SERVICE)
-    return obj
-
-
 def _cluster_name(custom: client.CustomObjectsApi) -> str:
-    status = _service(custom).get("status") or {}
+    status = service_of(custom).get("status") or {}
     return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
-
-
-def _ready(custom: client.CustomObjectsApi) -> bool:
-    status = _service(custom).get("status") or {}
-    apps = (status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}
-    return (apps.get("echo") or {}).get("status") == "RUNNING"
 
 
 def _append_group(cp: ControlPlane, custom: client.CustomObjectsApi) -> None:
     """A worker group appended to the RayService's cluster config (a copy of cpu)."""
-    groups = _service(custom)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    groups = service_of(custom)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
     extra = copy.deepcopy(groups[0])
     extra["groupName"] = "extra"
     ops = [{"op": "add", "path": "/spec/rayClusterConfig/workerGroupSpecs/-", "value": extra}]
@@ -119,25 +116,14 @@ def share(bed: Bed) -> Path:
     return make_share(Path(tempfile.mkdtemp(prefix="rayservice-", dir=bed.workdir)) / "share")
 
 
-@contextlib.contextmanager
-def _stage(bed: Bed, logs: Path) -> Iterator[tuple[client.CustomObjectsApi, PodWatch]]:
-    core = client.CoreV1Api(bed.api)
-    with (
-        ray_namespace(bed.cp, logs),
-        controller_release(bed),
-        PodWatch(core, NAMESPACE, "ray.io/node-type=worker") as pods,
-    ):
-        yield client.CustomObjectsApi(bed.api), pods
-
-
 def test_a_labelled_rayservice_follows_serve_and_survives_an_in_place_rewrite(
     bed: Bed, share: Path
 ) -> None:
     cp, core = bed.cp, client.CoreV1Api(bed.api)
-    with _stage(bed, share.parent) as (custom, pods):
+    with stage(bed, share.parent) as (custom, pods):
         created = time.time()
         cp.apply_docs([rayservice(SERVICE, share, bed.refs)])
-        wait_until(lambda: _ready(custom), timeout_s=600, what="the Serve app RUNNING")
+        wait_until(lambda: app_running(custom), timeout_s=600, what="the Serve app RUNNING")
         ready_s = time.time() - created
         cluster = _cluster_name(custom)
         token = read_ray_token(cp, cluster, timeout_s=60)
