@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -51,6 +51,7 @@ from ray_on_node import (
 from real_loop import (
     AGENT_CONTAINER,
     IDLE_TIMEOUT_S,
+    Docs,
     RealLoop,
     _restarts,
     agent_sample,
@@ -255,9 +256,11 @@ def operator_deletions(log: Path) -> tuple[set[str], set[str]]:
 
 
 @contextlib.contextmanager
-def kuberay_loop(bed: Bed) -> Iterator[KubeRayLoop]:
+def kuberay_loop(
+    bed: Bed, transform: Callable[[Docs], Docs] | None = None
+) -> Iterator[KubeRayLoop]:
     """``manifests/kuberay/example`` on ``bed`` (module docstring), in a namespace of its own
-    deleted on exit."""
+    deleted on exit; ``transform`` changes the overlay's objects before they are applied."""
     workdir = Path(tempfile.mkdtemp(prefix="kuberay-", dir=bed.workdir))
     cp = bed.cp
     with contextlib.ExitStack() as stack:
@@ -267,7 +270,7 @@ def kuberay_loop(bed: Bed) -> Iterator[KubeRayLoop]:
         core = client.CoreV1Api(bed.api)
         custom = client.CustomObjectsApi(bed.api)
         overlay = _overlay(workdir, share, bed.refs, cp.apiserver_port)
-        apply_overlay(cp, overlay, "--server-side")
+        apply_overlay(cp, overlay, "--server-side", transform=transform)
         pods = stack.enter_context(
             PodWatch(core, NAMESPACE, f"ray.io/cluster={CLUSTER},ray.io/node-type=worker")
         )

@@ -91,11 +91,18 @@ def _pair_problem(key: str, value: str) -> str | None:
     return key_problem(key) or value_problem(value)
 
 
+#: the prefix of Ray's dynamic placement-group node labels
+RAY_PG_LABEL = "_PG_"
+
+
 def node_labels(
     labels: Mapping[str, str], dynamic: Mapping[str, str], node: str
 ) -> tuple[Labels, list[Refused]]:
-    """A node's labels (``dynamic`` over ``labels``), the ones breaking a rule left out."""
-    merged = {**labels, **dynamic}
+    """A node's labels (``dynamic`` over ``labels``), the ones breaking a rule left out. Ray's
+    own placement-group labels (``_PG_<group id>``, empty value: Ray sets one on every node
+    holding a bundle; no selector names them, and they are no Kubernetes key) are left out
+    without a refusal (seen on the real node: 164 refusals in one run)."""
+    merged = {k: v for k, v in {**labels, **dynamic}.items() if not k.startswith(RAY_PG_LABEL)}
     if not merged:
         return Labels(), []
     kept: dict[str, str] = {}
