@@ -1,5 +1,5 @@
-"""What one agent poll and one ``/metrics`` render cost at 10, 100 and 1,000 nodes, when Ray's
-answer is unchanged and when it changed (issue 39).
+"""What one agent poll, one look between polls and one ``/metrics`` render cost at 10, 100 and
+1,000 nodes, when Ray's answer is unchanged and when it changed (issue 39).
 
 The agent polls as it runs (``AgentLoop.poll_once`` with its ``RayReader`` and ``GcsClient``,
 export only: no scale-down step) against a GCS stand-in in another process that answers
@@ -17,9 +17,13 @@ polls (:func:`answers`):
 Demand is the GCS's sum (``--demand-read gcs``): the bench's earlier "one poll", as issue 39
 quoted it; rule R1's two calls more are ``bench.agent_bench``'s. After each poll one scrape is
 rendered as Prometheus asks it (OpenMetrics), plain and gzipped, by the app the agent serves and
-by ``prometheus_client``'s own app on the same registry (what the agent served before).
+by ``prometheus_client``'s own app on the same registry (what the agent served before); then
+the looks until the next poll (``StatusWatch.look``, what the agent does every
+``--watch-interval``: the call and the steady part of its bytes against the poll's), each
+reading the next answer.
 Printed: CPU (``time.process_time``, this process only: the stand-in's is not counted) and, for
-the poll, wall milliseconds; medians of the repeats.
+the poll, wall milliseconds; medians of the repeats; and what an unchanged cluster costs per
+``--interval`` of 5 s: one poll and a look every 0.5 s between.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from multiprocessing.queues import Queue
 from typing import Any
+
+from bench.agent_bench import HEAD_ID
+from bench.agent_look import HEAD_SHAPES, LOOKS_PER_INTERVAL, looked, r1_watch
 
 SIZES = (10, 100, 1_000)
 REPEATS = 15
@@ -85,19 +92,30 @@ def answers(nodes: int, polls: int, *, changed: bool, idle: bool = True) -> list
 
 def serve_answers(replies: Sequence[bytes], ports: Queue[int]) -> None:
     """In a process of its own: a GCS stand-in on 127.0.0.1 answering ``GetClusterStatus`` with
-    ``replies`` in turn (cycling), ``InternalKVGet`` with "not found"."""
+    ``replies`` in turn (cycling), ``InternalKVGet`` with "not found"; also the head's raylet
+    (``GetAllNodeInfo`` names it, ``GetResourceLoad`` answers :data:`HEAD_SHAPES` shapes)."""
     from concurrent import futures
 
     import grpc
 
+    from bench.agent_bench import synthetic_head_load
+    from keda_ray_scaler.gcs._generated import gcs_pb2
     from keda_ray_scaler.gcs._generated import gcs_service_pb2 as gs
 
+    head_load = synthetic_head_load(HEAD_SHAPES)
     calls = iter(range(1 << 62))
     not_found = gs.InternalKVGetReply(status=gs.GcsStatus(code=17)).SerializeToString()
     cluster_id = gs.GetClusterIdReply(cluster_id=b"\x01" * 28).SerializeToString()
+    port: list[int] = []  # the stand-in's own: it is the head's raylet too
 
     def status(_request: bytes, _context: Any) -> bytes:
         return replies[next(calls) % len(replies)]
+
+    def head(_request: bytes, _context: Any) -> bytes:
+        info = gcs_pb2.GcsNodeInfo(
+            node_id=HEAD_ID, node_manager_address="127.0.0.1", node_manager_port=port[0]
+        )
+        return gs.GetAllNodeInfoReply(node_info_list=[info]).SerializeToString()
 
     def handlers(service: str, methods: dict[str, Callable[[bytes, Any], bytes]]) -> Any:
         rpcs = {name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in methods.items()}
@@ -107,11 +125,16 @@ def serve_answers(replies: Sequence[bytes], ports: Queue[int]) -> None:
     server.add_generic_rpc_handlers(
         (
             handlers("ray.rpc.autoscaler.AutoscalerStateService", {"GetClusterStatus": status}),
-            handlers("ray.rpc.NodeInfoGcsService", {"GetClusterId": lambda _r, _c: cluster_id}),
+            handlers(
+                "ray.rpc.NodeInfoGcsService",
+                {"GetClusterId": lambda _r, _c: cluster_id, "GetAllNodeInfo": head},
+            ),
             handlers("ray.rpc.InternalKVGcsService", {"InternalKVGet": lambda _r, _c: not_found}),
+            handlers("ray.rpc.NodeManagerService", {"GetResourceLoad": lambda _r, _c: head_load}),
         )
     )
-    ports.put(server.add_insecure_port("127.0.0.1:0"))
+    port.append(server.add_insecure_port("127.0.0.1:0"))
+    ports.put(port[0])
     server.start()
     server.wait_for_termination()
 
@@ -176,19 +199,25 @@ async def _polls(address: str, polls: int) -> dict[str, list[float]]:
     from keda_ray_scaler.agent.http.metrics_server import metrics_app
     from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
     from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
+    from keda_ray_scaler.agent.ray.status_watch import Look, StatusWatch
     from keda_ray_scaler.gcs.client import GcsConnection
+    from keda_ray_scaler.gcs.raylet import HeadRaylet
 
     spec = spec_of()
     registry = CollectorRegistry()
     collector = SnapshotCollector(registry)
     gcs = GcsConnection(address)
-    reader = RayReader(gcs, spec, demand=DemandRead.GCS)
+    raylet = HeadRaylet()
+    reader = RayReader(gcs, spec, demand=DemandRead.GCS, raylet=raylet)
+    gcs_only = StatusWatch(gcs, lambda: reader.seen, raylet, every_s=0.5, timeout_s=5.0)
+    watch = await r1_watch(gcs, reader, raylet)
     settings = LoopSettings(scale_down=False)
     clock = PollClock()
     loop = AgentLoop(spec, reader, collector, AgentMetrics(registry, "bench"), clock, settings)
     ours, before = metrics_app(registry, collector), metrics_app(registry)
     apps = dict(zip(SCRAPES, (ours, ours, before, before), strict=True))
-    out: dict[str, list[float]] = {name: [] for name in ("poll", "poll_wall", *SCRAPES)}
+    names = ("poll", "poll_wall", "look", "gcs_look", *SCRAPES)
+    out: dict[str, list[float]] = {name: [] for name in names}
     for k in range(polls + 1):
         clock.t += INTERVAL_MS / 1000
         cpu, wall = time.process_time(), time.perf_counter()
@@ -198,14 +227,18 @@ async def _polls(address: str, polls: int) -> dict[str, list[float]]:
         scrapes = {
             name: timed(partial(scrape, app, name.endswith("_gz"))) for name, app in apps.items()
         }
+        looks, gcs_looks = await looked(watch), await looked(gcs_only)
         if k:  # the first poll starts every cache
             out["poll"].append(poll[0])
             out["poll_wall"].append(poll[1])
+            out["look"].extend(looks)
+            out["gcs_look"].extend(gcs_looks)
             for name, (spent, _) in scrapes.items():
                 out[name].append(spent)
     held = gcs.held()
     if held is not None:
         await held.close()
+    out["same"] = [float(watch.seen[Look.SAME])]
     return out
 
 
@@ -229,11 +262,14 @@ def main() -> None:
     from keda_ray_scaler.telemetry import configure_logging
 
     configure_logging(json=True, level="info")  # as the agent runs: debug lines filtered
-    print(f"one poll, then one /metrics render, ms (median of {REPEATS}):")
+    print(f"one poll, one /metrics render, one look, ms (median of {REPEATS}):")
     print(
         f"{'nodes':>6} {'answer':<18} {'poll CPU':>9} {'wall':>6} | {'render CPU':>10} "
-        f"{'gzip':>6} | {'before: render':>14} {'gzip':>6}"
+        f"{'gzip':>6} | {'before: render':>14} {'gzip':>6} | {'look CPU':>8} {'same':>4} "
+        f"{'gcs only':>8}"
     )
+    idle: list[str] = []
+    looks = (REPEATS + 1) * LOOKS_PER_INTERVAL
     for nodes in SIZES:
         cases = (
             ("unchanged", answers(nodes, REPEATS + 1, changed=False)),
@@ -245,11 +281,19 @@ def main() -> None:
             print(
                 f"{nodes:>6} {label:<18} {f['poll']:9.2f} {f['poll_wall']:6.2f} | "
                 f"{f['render']:10.2f} {f['render_gz']:6.2f} | "
-                f"{f['before']:14.2f} {f['before_gz']:6.2f}",
+                f"{f['before']:14.2f} {f['before_gz']:6.2f} | {f['look']:8.2f} {f['same']:4.0f} "
+                f"{f['gcs_look']:8.2f}",
                 flush=True,
             )
+            if label == "unchanged":
+                per = f["poll"] + LOOKS_PER_INTERVAL * f["look"]
+                idle.append(f"{nodes:>6} nodes: {per:.1f} ms CPU per 5 s")
     print("before: prometheus_client's own app on the same registry (the agent's /metrics before")
-    print("  it served the snapshot as written)")
+    print("  it served the snapshot as written); look: rule R1's (the head raylet's queue, then")
+    print(f"  the GCS's reply), same: of its {looks} looks, those that saw no change; gcs only:")
+    print("  the look with --demand-read gcs (no raylet read)")
+    print(f"an unchanged cluster, one poll and {LOOKS_PER_INTERVAL} looks per --interval:")
+    print("\n".join(idle))
 
 
 if __name__ == "__main__":

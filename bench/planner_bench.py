@@ -7,6 +7,8 @@ Prints, each with its target and PASS/FAIL:
    three other groups, <= 50 ms; (b) 1,000 running pods with free capacity and 2,000 demands,
    < 100 ms, with Ray's v2 scheduler on smaller slices of the same shape beside it;
    (c) 10,000 pods, 100,000 bundles in 50 shapes, <= 1 s, and its peak memory (tracemalloc);
+   (f) labels (issue 37): 1,000 pods over 20 labelled groups, 10,000 bundles under 100
+   distinct selector lists (``bench.label_instances``), < 50 ms;
    (d) a scaling table: time follows distinct shapes and pods, not the raw bundle count;
    (e) the ``plan`` command end to end (a new process reading JSON files) beside Ray's v1
    scheduler (``bench.ray_v1``) on (a) and (b): >= 100x faster.
@@ -41,6 +43,7 @@ from bench.instances import (
     pr64175,
     random_instance,
 )
+from bench.label_instances import labelled
 from bench.ray_v1 import schedule_v1
 from keda_ray_scaler.cli.plan import describe as describe_decision
 from keda_ray_scaler.decisions import Plan
@@ -166,6 +169,14 @@ def speed(plan: PlanFn) -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"    peak memory of one plan (tracemalloc, input excluded): {peak / 2**20:.1f} MiB")
+
+    inp = labelled()
+    t, cpu, p = best_cpu_of(plan, inp, 7)
+    print(
+        f"[{verdict(t < 0.050)}] (f) labels: 1,000 pods over 20 labelled groups, 10,000 bundles,"
+        f" 100 distinct selectors: {_ms(t)} [{_ms(cpu)}] (target < 50 ms);"
+        f" new pods {sum(new_pods(p).values())}, unplaceable {sum(u.count for u in p.unplaceable)}"
+    )
 
     scaling(plan)
     cli_speed()

@@ -55,6 +55,7 @@ class Bed:
     pods: PodWatch  # every worker pod of the cluster "demo", both sides
     core: client.CoreV1Api
     custom: client.CustomObjectsApi
+    test_bed: TestBed  # the tests' bed itself (the RayJob and RayService workloads use it)
 
 
 @contextlib.contextmanager
@@ -94,4 +95,5 @@ def on_bed(started: TestBed, profile: Profile) -> Iterator[Bed]:
         yield Bed(
             profile, started.workdir, share, started.refs, started.cp, started.node,
             started.operator, started.prometheus, pods, core, client.CustomObjectsApi(started.api),
+            started,
         )  # fmt: skip

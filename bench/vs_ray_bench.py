@@ -13,8 +13,11 @@ It needs the bed: root, inside ``e2e/netns.sh``, with ``KRS_E2E_BIN`` and ``KRS_
 (``make bench-vs-ray`` sets them). Elsewhere it prints one line saying why and returns. It is a
 benchmark: a side that fails is printed as an error, the run goes on, the exit status is 0.
 
-``KRS_VS_RAY_PROFILES`` (``production,fast``), ``KRS_VS_RAY_WORKLOADS`` (``a,b,c,d``; about 55
-minutes for all of them, both sides) and ``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run.
+``KRS_VS_RAY_PROFILES`` (``production,fast``), ``KRS_VS_RAY_WORKLOADS`` (``a,b,c,d,f,g``; about
+55 minutes for a-d, both sides, and 40 more at production settings for f and g) and
+``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run. The RayJob (f) and RayService (g) workloads
+make their own clusters through KubeRay (:mod:`bench.vs_ray_optin`): no RayCluster ``demo``, no
+hop probe, no CPU figures.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from bench.vs_ray_clusters import cluster
 from bench.vs_ray_figures import Figures, figures
 from bench.vs_ray_hops import HopProbe, budget_lines
 from bench.vs_ray_profile import PROFILES, Profile
+from bench.vs_ray_rayjob import run_rayjob
+from bench.vs_ray_rayservice import run_rayservice
 from bench.vs_ray_table import Results, table, vs_ray_line
 from bench.vs_ray_workloads import RUNNERS, SPECS, Run
 
@@ -44,11 +49,13 @@ from pod_watch import PodEvent  # isort: skip
 from real_node import skip_reason as node_skip_reason  # isort: skip
 
 PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
-WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,c,d").split(",")
+WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,c,d,f,g").split(",")
 SIDES = os.environ.get("KRS_VS_RAY_SIDES", "ours,ray").split(",")
 #: how long beyond the idle timeout, HPA window and cooldown a run is watched for its last pods
 OBSERVE_AFTER_S = 90.0
 SHIPPED = {"idle_s": 60, "down_window_s": 60, "cooldown_s": 30}
+#: the workloads whose clusters KubeRay makes (a RayJob, a RayService): a runner per side each
+OPTIN_RUNNERS = {"f": run_rayjob, "g": run_rayservice}
 
 
 def isolate_home() -> None:
@@ -90,6 +97,8 @@ def observe_s(profile: Profile, groups: tuple[str, ...]) -> float:
 
 def run_side(bed: Bed, side: str, key: str) -> Figures:
     """One side's run of workload ``key`` on a fresh cluster; its figures."""
+    if key in OPTIN_RUNNERS:
+        return OPTIN_RUNNERS[key](bed, side)
     spec = SPECS[key]
     group = spec.groups[0]
     with cluster(bed, side, spec.groups) as c, contextlib.ExitStack() as probing:
@@ -179,7 +188,8 @@ def run(profiles: list[str], workloads: list[str], on: TestBed | None = None) ->
 
 def print_results(results: Results, took_s: float) -> None:
     """The table and the ``vs-ray:`` line."""
-    print(f"\nRay 2.60.0 autoscaler v2 (KubeRay 1.5.1 sidecar) vs keda-ray-scaler, "
+    kuberay = os.environ.get("KRS_KUBERAY_VERSION") or "v1.5.1"  # e2e/build.sh's default
+    print(f"\nRay 2.60.0 autoscaler v2 (KubeRay {kuberay} sidecar) vs keda-ray-scaler, "
           f"{took_s:.0f} s, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     for line in table(results):
         print(line)

@@ -1,8 +1,8 @@
 """The side-by-side table and the closing ``vs-ray:`` line (issue 16, item 3).
 
 One table: a row per (profile, workload, figure), columns ours | Ray | ours/Ray. The last line
-begins ``vs-ray:`` and gives, per profile and workload, peak pods, pod-seconds and the time to
-all needed pods, ours / Ray's.
+begins ``vs-ray:`` and gives, per profile and workload, peak pods, pod-seconds, the time to all
+needed pods, pods deleted while busy and failed tasks (requests, for workload g), ours / Ray's.
 """
 
 from __future__ import annotations
@@ -29,16 +29,21 @@ def _ratio(ours: float | None, ray: float | None) -> str:
     return f"{ours / ray:.2f}"
 
 
-def _cpu(side: tuple[str, ...]) -> Callable[[Figures], float]:
-    def total(f: Figures) -> float:
+def _cpu(side: tuple[str, ...]) -> Callable[[Figures], float | None]:
+    def total(f: Figures) -> float | None:
+        """The side's components' CPU seconds; ``None`` when none was read (workloads f, g)."""
+        if not f.cpu:
+            return None
         return sum(f.cpu.get(c, 0.0) for c in side if not math.isnan(f.cpu.get(c, 0.0)))
 
     return total
 
 
+#: the first row: tasks, or (workload g) requests, done / failed
+DONE_ROW = "tasks (g: requests) done / failed"
 #: (label, reader, digits) of every row
 ROWS: list[tuple[str, Callable[[Figures], float | None], int]] = [
-    ("tasks done / failed", lambda f: None, 0),
+    (DONE_ROW, lambda f: None, 0),
     ("first pod created (s)", lambda f: f.first_pod_s, 1),
     ("first pod Ready (s)", lambda f: f.first_ready_s, 1),
     ("all needed pods Ready (s)", lambda f: f.all_needed_s, 1),
@@ -62,7 +67,7 @@ def _cell(
 ) -> str:
     if not isinstance(f, Figures):
         return "error" if f else "-"
-    if row == "tasks done / failed":
+    if row == DONE_ROW:
         return f"{f.done}/{f.failed}" + ("" if f.finished else " !")
     return _num(reader(f), digits)
 
@@ -77,18 +82,14 @@ def table(results: Results) -> list[str]:
         for row, reader, digits in ROWS:
             a, b = _cell(row, ours, reader, digits), _cell(row, ray, reader, digits)
             ratio = "-"
-            if (
-                isinstance(ours, Figures)
-                and isinstance(ray, Figures)
-                and row != "tasks done / failed"
-            ):
+            if isinstance(ours, Figures) and isinstance(ray, Figures) and row != DONE_ROW:
                 x, y = reader(ours), reader(ray)
                 ratio = _ratio(None if x is None else float(x), None if y is None else float(y))
             lines.append(f"{profile:<11}{workload:<10}{row:<36}{a:>10}{b:>10}{ratio:>10}")
         for side, f in (("ours", ours), ("ray", ray)):
             if isinstance(f, Figures):
                 parts = ", ".join(f"{k} {_num(v, 2)}" for k, v in sorted(f.cpu.items()))
-                lines.append(f"{'':<21}{side} CPU by component: {parts}")
+                lines += [f"{'':<21}{side} CPU by component: {parts}"] if parts else []
                 lines += [f"{'':<21}{side}: {note}" for note in f.notes]
             elif f:
                 lines.append(f"{'':<21}{side} error: {f}")
@@ -100,7 +101,8 @@ def _pair(ours: float | None, ray: float | None, digits: int) -> str:
 
 
 def vs_ray_line(results: Results) -> str:
-    """``vs-ray: <profile> <workload> peak o/r pod-s o/r (ratio) all-pods o/r s; ...``."""
+    """``vs-ray: <profile> <workload> peak o/r pod-s o/r (ratio) all-pods o/r s busy-deleted o/r
+    failed o/r; ...``."""
     parts = []
     for (profile, workload), sides in results.items():
         ours, ray = sides.get("ours"), sides.get("ray")
@@ -114,5 +116,6 @@ def vs_ray_line(results: Results) -> str:
             f" ({_ratio(ours.pod_seconds, ray.pod_seconds)})"
             f" all-pods {_pair(ours.all_needed_s, ray.all_needed_s, 1)} s"
             f" busy-deleted {ours.busy_deleted}/{ray.busy_deleted}"
+            f" failed {ours.failed}/{ray.failed}"
         )
     return "vs-ray: " + ("; ".join(parts) or "nothing ran")

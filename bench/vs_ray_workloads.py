@@ -22,6 +22,9 @@ the
 - **d, cycles**: the real-control-plane test's random waves (seed 20261123), 14 waves 6 s apart
   of 1-6 tasks of ``{CPU: 5}``, 1-5 s each. Needed: at most 3 pods at a time (a wave's tasks on
   10-CPU pods; waves do not overlap once pods are there).
+- **f, rayjob** and **g, rayservice**: the seed as a RayJob, and a Serve application under a load
+  step as a RayService; KubeRay makes their clusters, so each side's objects differ
+  (``bench/vs_ray_rayjob.py``, ``bench/vs_ray_rayservice.py``, ``bench/vs_ray_optin.py``).
 """
 
 from __future__ import annotations
@@ -130,7 +133,10 @@ SHORT_FORM_WAVES = [
     (t, [SHORT_FORM_S if d > 0 else d for d in durations]) for t, durations in SEED_WAVES
 ]
 SEED_SHORT_FORM = Spec("s", "seed, short form: 20 x {CPU: 5}, 5 s", ("cpu",), {"cpu": 10}, 20)
-SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE, SEED_SHORT_FORM)}
+RAYJOB = Spec("f", "rayjob: the seed as a RayJob", ("cpu",), {"cpu": 10}, 20)
+#: the requests are counted as they are sent (``tasks`` is 0 here)
+RAYSERVICE = Spec("g", "rayservice: Serve 1 -> 6 replicas under load", ("cpu",), {"cpu": 3}, 0)
+SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE, SEED_SHORT_FORM, RAYJOB, RAYSERVICE)}
 
 
 def _submit(

@@ -18,6 +18,7 @@
 #                  is in the controlplane binary.
 #   coredns        CoreDNS with the few plugins the bed's cluster DNS needs (e2e/coredns/, our own
 #                  main over github.com/coredns/coredns; tests/harness/service_network.py runs it)
+#   kind           kind (sigs.k8s.io/kind), for the kind cluster of e2e/kind/
 #
 # Environment: KRS_E2E_CACHE (default ~/.cache/keda-ray-scaler/e2e); KRS_KUBERAY_VERSION (default
 # v1.5.1) the KubeRay operator's version: v1.7.0 passes the KubeRay tests too, but the Go module
@@ -160,6 +161,11 @@ build_coredns() {
   (cd "$here/coredns" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$1/bin/coredns" .)
 }
 
+# kind: a plain `go install` (its go.mod has no replace); e2e/kind/node-image.sh reads its module.
+build_kind() {
+  GOBIN="$1/bin" go install -ldflags "-s -w" "sigs.k8s.io/kind@${KIND_VERSION}"
+}
+
 start=$SECONDS
 component kwok echo "$KWOK_VERSION"
 kwok=$dir
@@ -177,14 +183,16 @@ component runc echo "$RUNC_VERSION"
 runc=$dir
 component coredns cat "$here"/coredns/go.mod "$here"/coredns/go.sum "$here"/coredns/*.go
 coredns=$dir
+component kind echo "$KIND_VERSION"
+kind=$dir
 
 # The set the test uses: links to the components above.
-set_key="$(echo "$kwok $controlplane $keda $helm $kuberay $containerd $runc $coredns" | sha256sum | cut -c1-16)"
+set_key="$(echo "$kwok $controlplane $keda $helm $kuberay $containerd $runc $coredns $kind" | sha256sum | cut -c1-16)"
 out="$root/set-$set_key"
 if [[ ! -d "$out" ]]; then
   rm -rf "$out.partial"
   mkdir -p "$out.partial/bin"
-  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay" "$containerd" "$runc" "$coredns"; do
+  for component_dir in "$kwok" "$controlplane" "$keda" "$helm" "$kuberay" "$containerd" "$runc" "$coredns" "$kind"; do
     for f in "$component_dir"/bin/*; do ln -s "$f" "$out.partial/bin/"; done
   done
   ln -s "$kwok/kwok-stages" "$out.partial/kwok-stages"

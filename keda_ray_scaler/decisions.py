@@ -10,7 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from keda_ray_scaler.labels import Selectors
+from keda_ray_scaler.labels import LabelSelector, Selectors
 from keda_ray_scaler.model import DemandKind, Resources, Strategy, WorkerGroup
 
 
@@ -37,6 +37,19 @@ class Unplaceable:
     kind: DemandKind = DemandKind.TASK
     strategy: Strategy | None = None  # for placement-group bundles
     selectors: Selectors = ()  # the demand's label selectors, in fallback order
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """Bundles of demand with label selectors given pods of one worker group, and the selector
+    that admitted them there: the first of the list the pods' labels satisfy."""
+
+    group: str
+    count: int
+    selectors: Selectors  # the demand's list, in fallback order
+    by: LabelSelector  # the one of them the pods satisfy first (the list's first, or a fallback)
+    shapes: tuple[Resources, ...]  # the shapes of the demand with this list (one, mostly)
+    existing: bool = False  # on pods that exist (their free capacity), else on new pods
 
 
 class DecisionKind(enum.StrEnum):
@@ -118,3 +131,5 @@ class Plan:
     groups: Mapping[str, GroupPlan]
     unplaceable: tuple[Unplaceable, ...] = ()
     decisions: tuple[Decision, ...] = field(default=())  # about no group (unknown groups)
+    #: tasks, actors and placement-group bundles with label selectors: where each went, and why
+    placed: tuple[Placed, ...] = ()

@@ -105,6 +105,14 @@ class Labels(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self._map[key]
 
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        """The value of ``key``, or ``default``: the dict's own lookup (the planner asks often;
+        one signature stands for Mapping.get's overloads, hence the ignore)."""
+        return self._map.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._map
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._map)
 

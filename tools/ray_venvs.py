@@ -7,10 +7,10 @@ root): ``python3 -m venv`` plus ``pip install ray==<version>`` (plain ``ray``: t
 heads with ``--include-dashboard=false``) and the version's constraints, if any. A marker file
 ``.krs-ready`` (holding what was installed) is written last, so a warm run costs nothing and
 a broken install is redone. Without arguments: the versions CI runs (the oldest and the
-newest); ``--all`` (or ``KRS_RAY_VERSIONS=all``): the whole matrix. It needs the network (PyPI),
-so ``make`` runs it before the suite's network namespace; ``tests/real/ray/test_ray_versions.py``
-only
-reads the venvs it made. Prints each venv's path and how long it took.
+newest, and the label test's); ``--all`` (or ``KRS_RAY_VERSIONS=all``): the whole matrix. It
+needs the network (PyPI), so ``make`` runs it before the suite's network namespace;
+``tests/real/ray/test_ray_versions.py`` and ``test_labels_ray.py`` only read the venvs it made.
+Prints each venv's path and how long it took.
 """
 
 from __future__ import annotations
@@ -22,11 +22,16 @@ import sys
 import time
 from pathlib import Path
 
+#: The oldest Ray whose autoscaler v2 scales the worker group a label selector asks for (with
+#: KubeRay 1.5): ``tests/real/ray/test_labels_ray.py`` runs a head of it beside the newest.
+LABELS_OLDEST = "2.51.2"
 #: Every Ray version the matrix runs, oldest first; the range the agent supports is
 #: ``keda_ray_scaler.gcs.versions``'s and these are its edges and points between.
-MATRIX = ("2.10.0", "2.30.0", "2.47.1", "2.60.0")
-#: The versions CI runs on every ``make test``: the oldest and the newest.
+MATRIX = ("2.10.0", "2.30.0", "2.47.1", LABELS_OLDEST, "2.60.0")
+#: The versions ``test_ray_versions.py`` runs on every ``make test``: the oldest and the newest.
 CI = (MATRIX[0], MATRIX[-1])
+#: The venvs ``make ray-venvs`` makes for ``make test``: CI's and the label test's.
+NEEDED = (*CI, LABELS_OLDEST)
 #: Extra pins a version needs on Python 3.11 (none found so far).
 CONSTRAINTS: dict[str, tuple[str, ...]] = {}
 MARKER = ".krs-ready"
@@ -74,7 +79,7 @@ def ensure(version: str) -> float:
 
 def main(argv: list[str]) -> int:
     every = "--all" in argv or os.environ.get("KRS_RAY_VERSIONS") == "all"
-    versions = [a for a in argv if not a.startswith("-")] or list(MATRIX if every else CI)
+    versions = [a for a in argv if not a.startswith("-")] or list(MATRIX if every else NEEDED)
     for version in versions:
         took = ensure(version)
         print(f"ray-venv {version}: {venv_dir(version)} ({took:.0f} s)")

@@ -1,7 +1,7 @@
 // Command controlplane runs one component of a real Kubernetes cluster per process, for the
 // project's real-control-plane test: etcd (embedded), kube-apiserver, kube-controller-manager,
-// kube-scheduler, and the kubelet and kube-proxy of the real node, all built from their Go modules
-// at the versions pinned in go.mod. The first
+// kube-scheduler, the kubelet and kube-proxy of the real node, and kubeadm and kubectl (for the kind
+// node image, e2e/kind/), all built from their Go modules at the versions pinned in go.mod. The first
 // argument names the component; the rest are that component's own flags.
 //
 //	controlplane etcd --data-dir DIR --client-url http://127.0.0.1:2379 --peer-url http://127.0.0.1:2380
@@ -15,22 +15,39 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubeadm "k8s.io/kubernetes/cmd/kubeadm/app"
+	kubeadmerrors "k8s.io/kubernetes/cmd/kubeadm/app/util/errors"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func main() {
+	// Called by a component's name (a link, as in the kind node image's component images, whose
+	// pods kubeadm starts as `kube-apiserver --flags...`): run that component. `etcd` by that
+	// name is etcd's own command line (kubeadm's flags), not the bed's few flags below.
+	switch name := filepath.Base(os.Args[0]); name {
+	case "etcd":
+		etcdmain.Main(os.Args)
+		return
+	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubeadm", "kubectl":
+		os.Args = append([]string{name, name}, os.Args[1:]...)
+	}
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy [flags]")
+		fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubeadm|kubectl [flags]")
 		os.Exit(2)
 	}
 	component := os.Args[1]
@@ -49,6 +66,14 @@ func main() {
 		os.Exit(cli.Run(kubelet.NewKubeletCommand(context.Background())))
 	case "kube-proxy":
 		os.Exit(cli.Run(proxy.NewProxyCommand()))
+	case "kubeadm":
+		kubeadmerrors.HandleError(kubeadm.Run())
+	case "kubectl":
+		// as cmd/kubectl does: the verbosity first, so building the command can log
+		_, _ = logs.GlogSetter(kubectl.GetLogVerbosity(os.Args))
+		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
+			kubectlutil.CheckErr(err)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "controlplane: unknown component %q\n", component)
 		os.Exit(2)

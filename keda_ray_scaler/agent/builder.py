@@ -1,7 +1,8 @@
 """One place that wires the agent: the CLI (``keda-ray-scaler agent``) and the demo both call
 :func:`build_agent`, so the two can never wire it differently.
 
-Parts: the Ray reader and drainer on one GCS connection, the ``/metrics`` exporter, the poll loop
+Parts: the Ray reader, the look between polls (with ``--watch-interval``) and the drainer on one
+GCS connection, the ``/metrics`` exporter, the poll loop
 (:class:`~keda_ray_scaler.agent.loop.AgentLoop`) and, with a pod source, the join tracker and
 the victim controller (with the KubeRay applier when one is made). What differs between callers
 is passed in: the pod source (Kubernetes pod cache or the demo's pods), the settings, an applier
@@ -26,19 +27,21 @@ from keda_ray_scaler.agent.joining.join_tracker import JoinTracker
 from keda_ray_scaler.agent.joining.joins import PodEntry, PodJoinFacts
 from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.loop import AgentLoop, StateReader
-from keda_ray_scaler.agent.loop_parts import NO_PLANNED, PlannedVictims, PodList
+from keda_ray_scaler.agent.loop_parts import NO_PLANNED, NO_WATCH, PlannedVictims, PodList, Watch
 from keda_ray_scaler.agent.modes import Applier
 from keda_ray_scaler.agent.ray.drain import RayDrainer
 from keda_ray_scaler.agent.ray.ray_state import RayReader
 from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 from keda_ray_scaler.agent.ray.resource_names import StandInLog
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
+from keda_ray_scaler.agent.ray.status_watch import StatusWatch
 from keda_ray_scaler.agent.settings import AgentSettings
 from keda_ray_scaler.agent.victims.controller import VictimController
 from keda_ray_scaler.agent.victims.fence import Fence
 from keda_ray_scaler.agent.victims.ledger import VictimLedger
 from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.gcs.client import GcsConnection
+from keda_ray_scaler.gcs.raylet import HeadRaylet
 from keda_ray_scaler.gcs.versions import UnsupportedRayVersion
 from keda_ray_scaler.model import ClusterSpec
 from keda_ray_scaler.planner import plan
@@ -116,6 +119,18 @@ def _scale_down(
     return _ScaleDown(joins, victims, made, partial(pod_entries, source))
 
 
+def _watch(
+    gcs: GcsConnection, reader: RayReader, raylet: HeadRaylet, settings: AgentSettings
+) -> Watch:
+    """The look between polls every ``--watch-interval`` (none at 0), on the reader's GCS
+    connection and head raylet, against what the reader's last read saw."""
+    every_s = settings.loop.watch_interval_s
+    if every_s <= 0:
+        return NO_WATCH
+    timeout_s = settings.ray_timeout_s
+    return StatusWatch(gcs, lambda: reader.seen, raylet, every_s=every_s, timeout_s=timeout_s)
+
+
 def build_agent(
     spec: ClusterSpec | SpecView,
     gcs: GcsConnection,
@@ -140,6 +155,7 @@ def build_agent(
     registry = registry if registry is not None else CollectorRegistry()
     specs = spec_view(spec)
     source = pods if settings.loop.scale_down else None
+    raylet = HeadRaylet()  # the reader's and the look's
     reader = RayReader(
         gcs,
         specs,
@@ -148,6 +164,7 @@ def build_agent(
         on_unsupported=on_unsupported,
         demand=settings.demand_read,
         refusals=RefusalLog(registry, specs.spec.name),
+        raylet=raylet,
     )
     parts = None
     if source is not None:
@@ -161,6 +178,7 @@ def build_agent(
         clock,
         settings.loop,
         planned=planned if planned is not None else NO_PLANNED,
+        watch=_watch(gcs, reader, raylet, settings),
     )
     if parts is None:
         return Agent(loop(), reader, registry)

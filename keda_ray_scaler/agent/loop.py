@@ -14,15 +14,17 @@ Each poll:
 5. unless scale-down is off, plan on Ray's demand as read (not filtered) and hand the plan to
    the victim controller, then publish again so newly confirmed victims show at once.
 
+Between polls it looks at Ray every ``--watch-interval`` (``ray/status_watch.py``) and polls at
+once when a look sees a change or fails, else at ``--interval``, the floor (``until_next_poll``).
+
 The parts driven besides Ray (the victim protocol, the pods, the join tracker, KubeRay mode's
-leads) are always there: an absent one is its "off" implementation
+leads, the look) are always there: an absent one is its "off" implementation
 (:mod:`~keda_ray_scaler.agent.loop_parts`), so no step asks whether a part exists.
 
 The worker groups are read afresh at each poll (a
-:class:`~keda_ray_scaler.agent.interfaces.SpecView`:
-in KubeRay mode the RayCluster's watch), so a group added, removed or changed is planned with its
-new values at the next poll. While the view is not fresh (the RayCluster deleted, unreadable or
-invalid) the poll reads nothing and plans nothing: ``success=0``, the last snapshot kept.
+:class:`~keda_ray_scaler.agent.interfaces.SpecView`: in KubeRay mode the RayCluster's watch), so
+a group added, removed or changed is planned with its new values at the next poll. While the
+view is not fresh the poll reads nothing and plans nothing: ``success=0``, the last snapshot kept.
 
 When Ray cannot be read: ``success=0``, the error is counted, and the last good snapshot stays
 exported with its own (old) time, so no reader takes old demand for fresh; before any success,
@@ -48,25 +50,22 @@ from keda_ray_scaler.agent.loop_parts import (
     NO_JOINS,
     NO_PLANNED,
     NO_VICTIMS,
+    NO_WATCH,
     JoinStep,
     Planned,
     PodList,
     Victims,
+    Watch,
     no_pods,
+    until_next_poll,
 )
 from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S, UseHistory
-from keda_ray_scaler.agent.ray.ray_state import POLL_INTERVAL_S
+from keda_ray_scaler.agent.ray.ray_state import POLL_INTERVAL_S, WATCH_INTERVAL_S
 from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.agent.ray.shape_bound import DEFAULT_MAX_SHAPES, bound_shapes
 from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.errors import KubernetesError, RayError
-from keda_ray_scaler.model import (
-    ClusterSpec,
-    Demand,
-    PlanningInput,
-    Resources,
-    WorkerNode,
-)
+from keda_ray_scaler.model import ClusterSpec, Demand, PlanningInput, Resources, WorkerNode
 
 log = structlog.get_logger(__name__)
 
@@ -81,7 +80,8 @@ class StateReader(Protocol):
 class LoopSettings:
     """Poll settings.
 
-    - ``interval_s``: seconds between polls (Ray's autoscaler polls every 5 s too).
+    - ``interval_s``: seconds between polls at most (Ray's autoscaler polls every 5 s too).
+    - ``watch_interval_s``: seconds between looks at Ray between polls (``StatusWatch``); 0: none.
     - ``max_shapes``: bound on demand series; overflow merged conservatively and counted.
     - ``scale_down``: False runs export only: no plan, no victim protocol.
     - ``use_window_s``: how long a rise of use that pending demand does not explain is taken
@@ -91,6 +91,7 @@ class LoopSettings:
     """
 
     interval_s: float = POLL_INTERVAL_S
+    watch_interval_s: float = WATCH_INTERVAL_S
     max_shapes: int = DEFAULT_MAX_SHAPES
     scale_down: bool = True
     use_window_s: float = DEFAULT_WINDOW_S
@@ -117,6 +118,7 @@ class AgentLoop:
         pods: PodList = no_pods,
         joins: JoinStep = NO_JOINS,
         planned: Planned = NO_PLANNED,
+        watch: Watch = NO_WATCH,
     ) -> None:
         self._specs = spec_view(cluster)
         self._planned = planned  # KubeRay mode's leads: every published input planned
@@ -125,9 +127,7 @@ class AgentLoop:
         self._metrics = metrics
         self._clock = clock
         self._settings = settings or LoopSettings()
-        self._victims = victims
-        self._pods = pods
-        self._joins = joins
+        self._victims, self._pods, self._joins, self._watch = victims, pods, joins, watch
         spec = self._specs.spec
         self._last: schema.ClusterSnapshot = schema.ClusterSnapshot(
             PlanningInput(spec), snapshot_time_s=0.0, success=False
@@ -275,7 +275,8 @@ class AgentLoop:
         return not self._memory.stale
 
     async def run(self) -> None:
-        """Poll every ``interval_s`` until cancelled; a poll that crashes is a failed poll.
+        """Poll until cancelled: at every ``interval_s``, and at once when a look between polls
+        sees a change (:func:`~keda_ray_scaler.agent.loop_parts.until_next_poll`).
 
         No exception ends the loop: an unexpected one is counted (``poll_errors`` and
         ``poll_crashes``), logged once with its traceback, and the data already exported is
@@ -286,7 +287,8 @@ class AgentLoop:
                 await self.poll_once()
             except Exception:  # a bug must not stop polling silently while /metrics lives on
                 self._crashed()
-            await self._clock.sleep(self._settings.interval_s)
+            pace = (self._clock, self._settings.interval_s, self._watch)
+            await until_next_poll(*pace, watched=self._last.success, rising=self._planned.rising)
 
     def _crashed(self) -> None:
         """The bookkeeping of a crashed poll; made of steps that cannot raise in turn."""

@@ -1,5 +1,5 @@
-"""What the poll loop drives besides Ray: each part a protocol with an "off" implementation, so
-the loop calls every part at every poll and an absent part is one that does nothing.
+"""What the poll loop drives besides its Ray read: each part a protocol with an "off"
+implementation, so the loop calls every part and an absent part is one that does nothing.
 
 - :class:`Victims`: the victim protocol on a poll's input (:class:`PlannedVictims`: the
   planner's plan handed to ``victims.VictimController``); off: :class:`NoVictims`.
@@ -7,18 +7,27 @@ the loop calls every part at every poll and an absent part is one that does noth
 - :class:`JoinStep`: the pods against Ray's nodes (``joining.JoinTracker``); off: :class:`NoJoins`.
 - :class:`Planned`: gets every published input (KubeRay mode's leads, ``PlannedTargets``); off:
   :class:`NoPlanned`.
+- :class:`Watch`: a cheap look at Ray between polls (``ray.status_watch.StatusWatch``); off:
+  :class:`NoWatch`. :func:`until_next_poll` is the wait between two polls, with or without one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol
+
+import structlog
 
 from keda_ray_scaler.agent.joining.join_tracker import JoinView
 from keda_ray_scaler.agent.joining.joins import PodEntry
+from keda_ray_scaler.agent.ray.status_watch import Look
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import PlanningInput
+
+log = structlog.get_logger(__name__)
 
 #: The planner the victim protocol steps on (:func:`keda_ray_scaler.planner.plan`).
 Planner = Callable[[PlanningInput], Plan]
@@ -117,11 +126,15 @@ class NoJoins:
 
 
 class Planned(Protocol):
-    """Gets every input the loop publishes (at the poll's time), and a failed poll's clear."""
+    """Gets every input the loop publishes (at the poll's time), and a failed poll's clear;
+    ``rising()``: a rise is held until a second poll plans it too (the loop polls at its next
+    look then, not at the next change)."""
 
     def observe(self, inp: PlanningInput, at: float) -> None: ...
 
     def clear(self) -> None: ...
+
+    def rising(self) -> bool: ...
 
 
 class NoPlanned:
@@ -133,6 +146,66 @@ class NoPlanned:
     def clear(self) -> None:
         """Nothing to clear."""
 
+    def rising(self) -> bool:
+        """Nothing held."""
+        return False
+
+
+class Watch(Protocol):
+    """A look at Ray between polls, ``every_s`` apart (0: none): whether a poll would read
+    anything new (:class:`~keda_ray_scaler.agent.ray.status_watch.Look`)."""
+
+    @property
+    def every_s(self) -> float: ...
+
+    async def look(self) -> Look: ...
+
+
+class NoWatch:
+    """No look: the loop sleeps from one poll to the next."""
+
+    every_s = 0.0
+
+    async def look(self) -> Look:
+        """Never asked (``every_s`` is 0); unknown if it were."""
+        return Look.FAILED
+
+
+class Wake(Enum):
+    """Why the loop polls again (:func:`until_next_poll`)."""
+
+    INTERVAL = "interval"  # the poll interval passed: the floor
+    CHANGED = "changed"  # a look saw Ray say something new
+    FAILED = "failed"  # a look could not read Ray: the poll finds out (and marks the data stale)
+    CONFIRM = "confirm"  # the lead holds a rise for a second poll
+
+
+async def until_next_poll(
+    clock: Clock, interval_s: float, watch: Watch, *, watched: bool, rising: Callable[[], bool]
+) -> Wake:
+    """Wait ``interval_s``; with a ``watch``, after a ``watched`` (successful) poll, look every
+    ``watch.every_s`` and end the wait at the first look that is not :attr:`Look.SAME`, or at
+    once when the lead holds a rise (``rising()``). A look publishes nothing: the data's time
+    is a poll's. After a failed poll nothing is looked at: the next poll is the interval's."""
+    every_s = watch.every_s if watched else 0.0
+    if every_s <= 0:
+        await clock.sleep(interval_s)
+        return Wake.INTERVAL
+    due = clock.now() + interval_s
+    while due - clock.now() > every_s:
+        await clock.sleep(every_s)
+        if rising():
+            return Wake.CONFIRM
+        try:
+            look = await watch.look()
+        except Exception:  # a bug in a look: the poll reads Ray itself
+            log.exception("look between polls crashed")
+            return Wake.FAILED
+        if look is not Look.SAME:
+            return Wake.CHANGED if look is Look.CHANGED else Wake.FAILED
+    await clock.sleep(max(due - clock.now(), 0.0))
+    return Wake.INTERVAL
+
 
 #: The parts that are off, shared (none holds state).
-NO_VICTIMS, NO_JOINS, NO_PLANNED = NoVictims(), NoJoins(), NoPlanned()
+NO_VICTIMS, NO_JOINS, NO_PLANNED, NO_WATCH = NoVictims(), NoJoins(), NoPlanned(), NoWatch()

@@ -19,7 +19,12 @@ from keda_ray_scaler.agent.http.agent_health import DEFAULT_INTERVALS, MIN_MAX_A
 from keda_ray_scaler.agent.joining.joins import DEFAULT_JOIN_TIMEOUT_S, BackoffSettings
 from keda_ray_scaler.agent.kube.kube_settings import GROUP_LABEL, worker_selector
 from keda_ray_scaler.agent.ray.demand_filter import DEFAULT_WINDOW_S
-from keda_ray_scaler.agent.ray.ray_state import GCS_TIMEOUT_S, POLL_INTERVAL_S, DemandRead
+from keda_ray_scaler.agent.ray.ray_state import (
+    GCS_TIMEOUT_S,
+    POLL_INTERVAL_S,
+    WATCH_INTERVAL_S,
+    DemandRead,
+)
 from keda_ray_scaler.agent.ray.shape_bound import DEFAULT_MAX_SHAPES
 from keda_ray_scaler.agent.victims.marks import VictimSettings
 from keda_ray_scaler.cli import add_command, add_logging_flags
@@ -64,7 +69,14 @@ def _ray_flags(p: argparse.ArgumentParser) -> None:
         "--interval",
         type=float,
         default=POLL_INTERVAL_S,
-        help=f"seconds between polls ({POLL_INTERVAL_S:g})",
+        help=f"seconds between polls at most ({POLL_INTERVAL_S:g})",
+    )
+    g.add_argument(
+        "--watch-interval",
+        type=float,
+        default=WATCH_INTERVAL_S,
+        help="seconds between cheap looks at the GCS between polls; a change of demand or "
+        f"nodes is polled at once; 0 = none, poll every --interval only ({WATCH_INTERVAL_S:g})",
     )
     g.add_argument(
         "--ray-timeout",
@@ -246,6 +258,7 @@ def agent_settings(args: argparse.Namespace) -> AgentSettings:
     return AgentSettings(
         loop=LoopSettings(
             interval_s=args.interval,
+            watch_interval_s=args.watch_interval,
             max_shapes=args.max_shapes,
             scale_down=not args.no_scale_down,
             use_window_s=args.use_window,
@@ -267,6 +280,11 @@ def seal_key(path: Path | None) -> bytes | None:
 def validate(args: argparse.Namespace) -> None:
     """Flag values a parser type cannot check; raises :class:`ConfigError` naming the flag."""
     _check(args.interval > 0, "--interval", f"must be > 0, got {args.interval:g}")
+    _check(
+        0 <= args.watch_interval < math.inf,
+        "--watch-interval",
+        f"must be >= 0, got {args.watch_interval:g}",
+    )
     _check(args.ray_timeout > 0, "--ray-timeout", f"must be > 0, got {args.ray_timeout:g}")
     _check(args.use_window >= 0, "--use-window", f"must be >= 0, got {args.use_window:g}")
     _check(

@@ -8,15 +8,17 @@ from typing import Any
 
 from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.config import load_cluster_spec, load_snapshot
-from keda_ray_scaler.decisions import Decision, DecisionKind, Plan, Why
+from keda_ray_scaler.decisions import Decision, DecisionKind, Placed, Plan, Unplaceable, Why
+from keda_ray_scaler.labels import Selectors, selectors_text
 from keda_ray_scaler.model import Resources
 from keda_ray_scaler.planner import plan
 
 #: What ``plan --help`` says the command does.
 _DESCRIPTION = (
     "Print, per worker group, the target replicas, the pods kept busy, the pods to add "
-    "and the removable pods in order, then the demand that cannot be placed, with a "
-    "reason. Bad input exits with code 2 and one line naming the file and field."
+    "and the removable pods in order, then where demand with label selectors went and by "
+    "which selector, then the demand that cannot be placed, with a reason. Bad input exits "
+    "with code 2 and one line naming the file and field."
 )
 
 
@@ -66,6 +68,7 @@ def plan_to_json(p: Plan) -> dict[str, Any]:
             for name, g in p.groups.items()
         },
         "decisions": [decision_to_json(d) for d in p.decisions],
+        "placed": [placed_to_json(x) for x in p.placed],
         "unplaceable": [
             {
                 "resources": _resources(u.resources),
@@ -74,9 +77,26 @@ def plan_to_json(p: Plan) -> dict[str, Any]:
                 "detail": u.detail,
                 "kind": u.kind.value,
                 "strategy": u.strategy.value if u.strategy else None,
+                "selectors": _selectors(u.selectors),
             }
             for u in p.unplaceable
         ],
+    }
+
+
+def _selectors(sels: Selectors) -> list[str]:
+    return [str(s) for s in sels]
+
+
+def placed_to_json(x: Placed) -> dict[str, Any]:
+    """Where demand with label selectors went, as plain JSON values."""
+    return {
+        "group": x.group,
+        "count": x.count,
+        "selectors": _selectors(x.selectors),
+        "by": str(x.by),
+        "shapes": [_resources(r) for r in x.shapes],
+        "existing": x.existing,
     }
 
 
@@ -114,15 +134,35 @@ def plan_to_table(p: Plan) -> str:
     for name, g in p.groups.items():
         lines.extend(f"  {name}: {describe(d)}" for d in g.decisions)
     lines.extend(f"  cluster: {describe(d)}" for d in p.decisions)
+    if p.placed:
+        lines.append("placed by label selector:")
+        lines.extend(f"  {describe_placed(x)}" for x in p.placed)
     if p.unplaceable:
         lines.append("unplaceable:")
-        for u in p.unplaceable:
-            what = u.kind.value + (f" {u.strategy.value}" if u.strategy else "")
-            detail = f" ({u.detail})" if u.detail else ""
-            lines.append(f"  {u.count} x {u.resources} [{what}]: {u.reason.value}{detail}")
+        lines.extend(f"  {describe_unplaceable(u)}" for u in p.unplaceable)
     else:
         lines.append("unplaceable: none")
     return "\n".join(lines)
+
+
+def describe_placed(x: Placed) -> str:
+    """``{CPU: 2} x3 [market-type=spot;*] -> on-demand by fallback * (existing pods)``: the
+    shapes, the bundles, the demand's selectors, the group, the fallback that admitted it
+    when not the first, and whether the pods exist."""
+    shapes = "|".join(map(str, x.shapes)) or "{}"
+    line = f"{shapes} x{x.count} [{selectors_text(x.selectors)}] -> {x.group}"
+    if x.selectors and x.by != x.selectors[0]:
+        line += f" by fallback {x.by}"
+    return line + (" (existing pods)" if x.existing else "")
+
+
+def describe_unplaceable(u: Unplaceable) -> str:
+    """``2 x {CPU: 2} [task] [market-type=gpu-spot]: reason (detail)``; the selectors only
+    when the demand has some."""
+    what = u.kind.value + (f" {u.strategy.value}" if u.strategy else "")
+    sels = f" [{selectors_text(u.selectors)}]" if u.selectors else ""
+    detail = f" ({u.detail})" if u.detail else ""
+    return f"{u.count} x {u.resources} [{what}]{sels}: {u.reason.value}{detail}"
 
 
 def decision_to_json(d: Decision) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """``keda-ray-scaler status``: ask a running scaler what KEDA would get, as KEDA asks it.
 
-For each worker group: ``GetMetricSpec`` (the metric name), ``GetMetrics`` (the target, and the
-data age from the trailing metadata ``krs-data-age-seconds``) and ``IsActive``, with the trigger
-metadata a ScaledObject carries (``rayCluster``, ``workerGroup``, ``maxAgeSeconds``), the
-namespace a ScaledObject lives in (``--namespace``: the scaler answers a namespace only about
+For each worker group: ``GetMetricSpec`` (the metric name), ``GetMetrics`` (the target, the
+data age from the trailing metadata ``krs-data-age-seconds`` and the label selectors of the
+demand planned onto the group's pods from ``krs-label-selectors``) and ``IsActive``, with the
+trigger metadata a ScaledObject carries (``rayCluster``, ``workerGroup``, ``maxAgeSeconds``),
+the namespace a ScaledObject lives in (``--namespace``: the scaler answers a namespace only about
 its own Ray clusters) and the TLS of KEDA's TriggerAuthentication (``caCert``,
 ``tlsClientCert``, ``tlsClientKey``). Exit 0 when every group answered, 1 when one did not
 (its gRPC status is printed), 2 on bad flags.
@@ -25,7 +26,7 @@ from keda_ray_scaler.cli import add_command
 from keda_ray_scaler.errors import ConfigError
 from keda_ray_scaler.rpc._generated import externalscaler_pb2 as pb
 from keda_ray_scaler.rpc._generated import externalscaler_pb2_grpc as pb_grpc
-from keda_ray_scaler.rpc.servicer import DATA_AGE_KEY
+from keda_ray_scaler.rpc.servicer import DATA_AGE_KEY, SELECTORS_KEY
 from keda_ray_scaler.rpc.trigger import KEY_CLUSTER, KEY_GROUP, KEY_MAX_AGE
 
 _WHERE = "status"
@@ -38,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         subparsers,
         "status",
         "Call a running scaler like KEDA does and print each worker group's "
-        "target, active flag and data age.",
+        "target, active flag, data age and the label selectors behind its target.",
     )
     p.add_argument("--address", required=True, help="the scaler's HOST:PORT (KEDA's scalerAddress)")
     g = p.add_argument_group("worker groups")
@@ -74,6 +75,8 @@ class GroupStatus:
     active: bool | None = None
     data_age_s: float | None = None
     error: str | None = None
+    #: the label selectors of the demand planned onto the group's pods (``|`` between lists)
+    selectors: str = ""
 
 
 def _check(ok: bool, flag: str, problem: str) -> None:
@@ -146,33 +149,41 @@ def ask(
         details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
         first = (details or "").splitlines()[0] if details else ""
         return GroupStatus(cluster, group, error=f"{code}: {first}")
-    ages = [v for k, v in call.trailing_metadata() or () if k == DATA_AGE_KEY]
+    trailing = dict(call.trailing_metadata() or ())
+    age = trailing.get(DATA_AGE_KEY)
     return GroupStatus(
         cluster,
         group,
         target=int(reply.metricValues[0].metricValue),
         active=bool(active.result),
-        data_age_s=float(ages[0]) if ages else None,
+        data_age_s=float(age) if age is not None else None,
+        selectors=str(trailing.get(SELECTORS_KEY, "")),
     )
 
 
 def render(rows: Sequence[GroupStatus], out: TextIO, output: str) -> None:
-    """A table (or JSON lines) of the answers."""
+    """A table (or JSON lines) of the answers; the SELECTORS column only when a group's
+    target has label selectors behind it (an error then goes in that last column)."""
     if output == "json":
         for row in rows:
             print(json.dumps(asdict(row)), file=out)
         return
-    table: list[tuple[str, ...]] = [("CLUSTER", "GROUP", "TARGET", "ACTIVE", "DATA AGE")]
+    show = any(r.selectors for r in rows)
+    table: list[tuple[str, ...]] = [
+        ("CLUSTER", "GROUP", "TARGET", "ACTIVE", "DATA AGE", *(("SELECTORS",) if show else ()))
+    ]
     for r in rows:
         if r.error is not None:
-            table.append((r.cluster, r.group, "-", "-", r.error))
+            table.append((r.cluster, r.group, "-", "-", *(("-",) if show else ()), r.error))
             continue
         age = "?" if r.data_age_s is None else f"{r.data_age_s:.1f} s"
-        table.append((r.cluster, r.group, str(r.target), str(r.active).lower(), age))
-    widths = [max(len(row[i]) for row in table) for i in range(4)]
+        answer = (r.cluster, r.group, str(r.target), str(r.active).lower(), age)
+        table.append((*answer, r.selectors or "-") if show else answer)
+    padded = len(table[0]) - 1
+    widths = [max(len(row[i]) for row in table) for i in range(padded)]
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        print("  ".join([*cells, line[4]]), file=out)
+        print("  ".join([*cells, line[padded]]), file=out)
 
 
 def run(args: argparse.Namespace) -> int:

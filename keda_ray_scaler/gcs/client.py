@@ -1,7 +1,8 @@
 """The agent's client of a Ray head's GCS: five RPCs over ``grpc.aio``, no Ray library.
 
 - ``AutoscalerStateService/GetClusterStatus``: the call behind Ray's
-  ``GcsClient.get_cluster_status()``, one consistent ``GetClusterStatusReply`` per poll;
+  ``GcsClient.get_cluster_status()``, one consistent ``GetClusterStatusReply`` per poll (also
+  as its bytes, unparsed: the watch between polls, :mod:`keda_ray_scaler.gcs.steady`);
 - ``InternalKVGcsService/InternalKVGet``: ``request_resources()``'s key under autoscaler v1;
 - ``AutoscalerStateService/DrainNode``: the call behind ``GcsClient.drain_node()``;
 - ``NodeResourceInfoGcsService/GetAllResourceUsage``: each node's last pulled load (the queued
@@ -82,6 +83,10 @@ class GcsClient:
         self.address = address
         self._channel = aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._autoscaler = AutoscalerStateServiceStub(self._channel)
+        self._status_bytes = self._channel.unary_unary(
+            "/ray.rpc.autoscaler.AutoscalerStateService/GetClusterStatus",
+            request_serializer=autoscaler_pb2.GetClusterStatusRequest.SerializeToString,
+        )  # no response deserializer: the reply's bytes as sent
         self._kv = InternalKVGcsServiceStub(self._channel)
         self._usage = NodeResourceInfoGcsServiceStub(self._channel)
         self._nodes = NodeInfoGcsServiceStub(self._channel)
@@ -107,6 +112,16 @@ class GcsClient:
         reply: autoscaler_pb2.GetClusterStatusReply = await self._call(
             "GetClusterStatus",
             self._autoscaler.GetClusterStatus,
+            autoscaler_pb2.GetClusterStatusRequest(),
+            timeout_s,
+        )
+        return reply
+
+    async def get_cluster_status_bytes(self, timeout_s: float) -> bytes:
+        """``GetClusterStatus``' reply as the GCS serialized it, not parsed."""
+        reply: bytes = await self._call(
+            "GetClusterStatus",
+            self._status_bytes,
             autoscaler_pb2.GetClusterStatusRequest(),
             timeout_s,
         )

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from keda_ray_scaler.packing.shapes import UNBOUNDED, GroupSpec, Need, Vec, fit_count, minus, size
+from keda_ray_scaler.packing.shapes import (
+    UNBOUNDED,
+    GroupSpec,
+    Need,
+    Vec,
+    fit_count,
+    label_of,
+    minus,
+    size,
+)
 
 #: A class of interchangeable existing pods: ``(group index, total, free)``.
 ClassKey = tuple[int, Vec, Vec]
@@ -24,10 +33,12 @@ class ExistingPods:
 
     The counterpart of :class:`~keda_ray_scaler.packing.newpods.NewPods` for pods that already
     run: placing ``k`` copies on a class is arithmetic, and :meth:`copy` is what the packer's
-    ``fork`` calls to try a choice and roll it back.
+    ``fork`` calls to try a choice and roll it back. A shape with a label id goes only on pods
+    whose admission class (the last entry of their vectors) admits it; how many went on each
+    class is tallied in :attr:`placed`.
     """
 
-    __slots__ = ("best_fit", "classes", "groups", "order")
+    __slots__ = ("best_fit", "biggest", "classes", "groups", "order", "placed", "rank", "width")
 
     def __init__(
         self,
@@ -41,6 +52,14 @@ class ExistingPods:
         self.groups = groups
         self.order = order
         self.best_fit = best_fit
+        self.width = len(groups[0].capacity) if groups else 0  # a pod vector's entries
+        #: the largest pod of any group, per resource (best-fit order measures against it)
+        self.biggest = tuple(max(gr.shares[i] for gr in groups) for i in range(self.width))
+        #: (label id, group index, admission class) -> bundles with that label id placed on
+        #: the group's pods of that class
+        self.placed: dict[tuple[int, int, int], int] = {}
+        #: each class's place in :meth:`in_order`, a pure function of the key (copies share it)
+        self.rank: dict[ClassKey, tuple[bool, float, float, str, Vec]] = {}
         self.classes: dict[ClassKey, PodClass] = {}
         for g, total, free, pod in pods:
             cls = self.classes.get((g, total, free))
@@ -51,8 +70,11 @@ class ExistingPods:
                 cls.pods.append(pod)
 
     def copy(self) -> ExistingPods:
-        """An independent copy (the groups and order, immutable, are shared)."""
-        other = ExistingPods(self.groups, self.order, (), self.best_fit)
+        """An independent copy (the groups, order and biggest, immutable, are shared)."""
+        other = ExistingPods.__new__(ExistingPods)
+        other.groups, other.order, other.best_fit = self.groups, self.order, self.best_fit
+        other.width, other.biggest, other.rank = self.width, self.biggest, self.rank
+        other.placed = dict(self.placed)
         other.classes = {k: PodClass(v.count, list(v.pods)) for k, v in self.classes.items()}
         return other
 
@@ -77,23 +99,34 @@ class ExistingPods:
         """Classes in the order they take demand: partly used before wholly free (so idle pods
         stay removable), non-GPU before GPU, least free space first; with ``best_fit``, least
         free space first, wholly free or not."""
-        order, groups = self.order, self.groups
+        order, groups, biggest, rank = self.order, self.groups, self.biggest, self.rank
 
         def key(k: ClassKey) -> tuple[bool, float, float, str, Vec]:
+            known = rank.get(k)
+            if known is not None:
+                return known
             g, total, free = k
             if self.best_fit:
                 share = sum(f / b for f, b in zip(free, biggest, strict=True) if b)
-                return (False, order[g], share, groups[g].name, free)
-            return (free == total, order[g], size(free, groups[g]), groups[g].name, free)
-
-        biggest = [max(gr.shares[i] for gr in groups) for i in range(len(groups[0].shares))]
+                known = (False, order[g], share, groups[g].name, free)
+            else:
+                known = (free == total, order[g], size(free, groups[g]), groups[g].name, free)
+            rank[k] = known
+            return known
 
         return sorted(self.classes, key=key)
 
+    def admits(self, key: ClassKey, label: int) -> bool:
+        """Whether the pods of class ``key`` may hold label id ``label`` (0: no label)."""
+        return not label or self.groups[key[0]].takes(label, key[2][-1])
+
     def place(self, shape: Vec, need: Need, count: int, most: int = UNBOUNDED) -> int:
         """Put up to ``count`` copies (at most ``most`` per pod) on the classes in :meth:`keys`
-        order; returns what is left."""
+        order (those admitting its label id); returns what is left."""
+        label = label_of(shape, self.width)
         for key in self.in_order():
+            if label and not self.admits(key, label):
+                continue
             per = min(fit_count(key[2], need), most)
             if per == 0:
                 continue
@@ -106,6 +139,8 @@ class ExistingPods:
             taken = full + (1 if rem else 0)
             if cls.count > taken:
                 self._add(key, cls.count - taken, cls.pods[taken:])
+            if label:
+                self._tally(label, key, full * per + rem)
             count -= full * per + rem
             if count == 0:
                 break
@@ -123,7 +158,13 @@ class ExistingPods:
         g, total, free = key
         dest = (g, total, minus(free, shape, 1))
         self._add(dest, 1, cls.pods[:1])
+        self._tally(label_of(shape, self.width), key, 1)
         return dest
+
+    def _tally(self, label: int, key: ClassKey, n: int) -> None:
+        if label and n:
+            at = (label, key[0], key[2][-1])
+            self.placed[at] = self.placed.get(at, 0) + n
 
     def _add(self, key: ClassKey, n: int, pods: list[str]) -> None:
         """``n`` pods (``pods``, a list this class now owns) into class ``key``."""

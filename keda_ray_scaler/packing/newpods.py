@@ -12,6 +12,7 @@ from keda_ray_scaler.packing.shapes import (
     Need,
     Vec,
     fit_count,
+    label_of,
     minus,
     size,
 )
@@ -20,22 +21,41 @@ from keda_ray_scaler.packing.shapes import (
 class NewPods:
     """Pods planned but not yet existing: open classes ``(group index, free) -> count``.
 
-    Small and cheap to copy, so the packer can try a choice and roll it back.
+    Small and cheap to copy, so the packer can try a choice and roll it back. Shapes with a
+    label id go only on pods of groups that admit it (:meth:`GroupSpec.takes`); how many went
+    on each group's pods is tallied in :attr:`placed`.
     """
 
-    __slots__ = ("avoidable", "biggest", "count", "groups", "limits", "open", "rank")
+    __slots__ = (
+        "avoidable",
+        "biggest",
+        "count",
+        "groups",
+        "limits",
+        "open",
+        "placed",
+        "rank",
+        "spare",
+        "width",
+    )
 
     def __init__(self, groups: Sequence[GroupSpec], limits: Limits) -> None:
         self.groups = groups
         self.limits = limits  # what may still be opened; every pod opened is taken from it
         self.count = [0] * len(groups)  # new pods per group so far
+        self.width = len(groups[0].capacity) if groups else 0  # a pod vector's entries
+        #: (label id, group index) -> bundles with that label id placed on the group's new pods
+        self.placed: dict[tuple[int, int], int] = {}
         self.open: dict[tuple[int, Vec], int] = {}
         #: GPU pods opened for demand asking no GPU that a non-GPU group could hold (Ray avoids)
         self.avoidable = 0
         #: best-fit order of open classes; a pure function of the key, so copies share it
         self.rank: dict[tuple[int, Vec], tuple[float, float, tuple[int, Vec]]] = {}
+        #: a free vector's share of the largest pod (:meth:`unused`); shared by copies alike
+        self.spare: dict[Vec, float] = {}
         #: the largest pod of any group, per resource (which need a class most likely fails);
-        #: infinite for a label dimension, so it weighs nothing in shares
+        #: infinite where only the capacity has an amount (an admission class), so it weighs
+        #: nothing in shares
         self.biggest = tuple(
             max(s) or (math.inf if max(c) else 1)
             for s, c in zip(
@@ -46,10 +66,12 @@ class NewPods:
         )
 
     def copy(self) -> NewPods:
-        """An independent copy (the groups, rank and biggest, pure functions of the groups,
-        are shared)."""
+        """An independent copy (the groups, rank, spare and biggest, pure functions of the
+        groups, are shared)."""
         other = NewPods.__new__(NewPods)
         other.groups, other.rank, other.biggest = self.groups, self.rank, self.biggest
+        other.spare, other.width = self.spare, self.width
+        other.placed = dict(self.placed)
         other.limits = self.limits.copy()
         other.count = list(self.count)
         other.avoidable = self.avoidable
@@ -81,11 +103,14 @@ class NewPods:
 
     def unused(self) -> float:
         """Free space of the new pods, as shares of the largest pod of any group, summed."""
-        big = self.biggest
-        return sum(
-            n * sum(f / b for f, b in zip(free, big, strict=True))
-            for (_, free), n in self.open.items()
-        )
+        spare, total = self.spare, 0.0
+        for (_, free), n in self.open.items():
+            share = spare.get(free)
+            if share is None:
+                big = self.biggest  # infinite on an admission class: it weighs nothing
+                share = spare[free] = sum(f / b for f, b in zip(free, big, strict=True) if f)
+            total += n * share
+        return total
 
     def cost(self) -> float:
         """Total price of the new pods."""
@@ -126,6 +151,7 @@ class NewPods:
             self.open[key] = n - 1
         dest = (key[0], minus(key[1], shape, 1))
         self.open[dest] = self.open.get(dest, 0) + 1
+        self.tally(label_of(shape, self.width), key[0], 1)
         return dest
 
     def room(self, g: int) -> int:
@@ -153,17 +179,18 @@ class NewPods:
     def fill(
         self, shape: Vec, need: Need, count: int, order: Sequence[float], most: int = UNBOUNDED
     ) -> int:
-        """Put up to ``count`` copies (at most ``most`` per pod) on the free space of open pods;
-        returns what is left."""
+        """Put up to ``count`` copies (at most ``most`` per pod) on the free space of open pods
+        (of groups admitting its label id); returns what is left."""
         if not self.open or count <= 0:
             return count
-        rank = self.rank
+        rank, groups = self.rank, self.groups
+        label = label_of(shape, self.width)
         fitting = []
         # the shape's largest need first: most classes fail there, without a call
         biggest = self.biggest
         i0, a0 = max(need, key=lambda t: t[1] / biggest[t[0]])
         for key in self.open:
-            if key[1][i0] < a0:
+            if key[1][i0] < a0 or (label and not groups[key[0]].takes(label)):
                 continue
             per = fit_count(key[1], need)
             if per > most:
@@ -171,14 +198,22 @@ class NewPods:
             if per:
                 r = rank.get(key)
                 if r is None:
-                    r = rank[key] = (order[key[0]], size(key[1], self.groups[key[0]]), key)
+                    r = rank[key] = (order[key[0]], size(key[1], groups[key[0]]), key)
                 fitting.append((r, per))
         fitting.sort()
         for (_, _, key), per in fitting:
-            count = self._take(key, per, shape, count)
+            left = self._take(key, per, shape, count)
+            if label:
+                self.tally(label, key[0], count - left)
+            count = left
             if count == 0:
                 break
         return count
+
+    def tally(self, label: int, g: int, n: int) -> None:
+        """Count ``n`` bundles of label id ``label`` placed on group ``g``'s new pods."""
+        if label and n:
+            self.placed[(label, g)] = self.placed.get((label, g), 0) + n
 
     def open_for(
         self,
@@ -198,13 +233,16 @@ class NewPods:
         room = self.room(g)
         if full >= room:
             self.add(g, room, minus(cap, shape, per), avoidable)
-            return count - room * per
-        self.add(g, full, minus(cap, shape, per), avoidable)
-        count = rem
-        if rem and not whole_only:
-            self.add(g, 1, minus(cap, shape, rem), avoidable)
-            count = 0
-        return count
+            left = count - room * per
+        else:
+            self.add(g, full, minus(cap, shape, per), avoidable)
+            left = rem
+            if rem and not whole_only:
+                self.add(g, 1, minus(cap, shape, rem), avoidable)
+                left = 0
+        if len(shape) > self.width:
+            self.tally(label_of(shape, self.width), g, count - left)
+        return left
 
     def _take(self, key: tuple[int, Vec], per: int, shape: Vec, count: int) -> int:
         pods = self.open.pop(key)

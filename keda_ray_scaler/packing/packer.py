@@ -10,17 +10,36 @@ from keda_ray_scaler.packing.existingpods import ExistingPods
 from keda_ray_scaler.packing.newpods import NewPods
 from keda_ray_scaler.packing.patterns import place_patterns
 from keda_ray_scaler.packing.shapes import (
+    UNBOUNDED,
     Candidate,
     GroupSpec,
     Need,
     Strategies,
     Vec,
     fit_count,
+    label_of,
     need_of,
 )
 
 #: Immutable values a fork shares with its packer; every other field is copied.
 _SHARED = (bool, int, float, str, tuple, Strategies)
+
+
+class Memo:
+    """What the packer derives from a shape alone, remembered: per shape, the groups whose
+    pods can hold it (labels and size, room aside) and whether a non-GPU one is among them;
+    per (group, shape, copies), the scorer's verdict (strategies are pure). Pure functions of
+    their keys, so a fork shares them: :meth:`copy` is the memo itself."""
+
+    __slots__ = ("holders", "scores")
+
+    def __init__(self) -> None:
+        self.holders: dict[Vec, tuple[tuple[int, ...], bool]] = {}
+        self.scores: dict[tuple[int, Vec, int], tuple[int, float, float]] = {}
+
+    def copy(self) -> Memo:
+        """This memo itself (see the class docstring)."""
+        return self
 
 
 @dataclass(slots=True, init=False)
@@ -40,10 +59,17 @@ class Packer:
        cheapest cost per copy) and the option with the fewest unplaced bundles, then the best
        scorer tier (:class:`GroupScorer`, Ray's GPU avoidance), then the lowest total new-pod
        cost, then the least unused capacity of the new pods, then the best utilisation, then
-       the group name, wins. Only groups of the highest ``priority`` among those that fit and
-       have room are options (:attr:`GroupSpec.priority`; all alike by default). With
-       ``patterns=True``, pods are opened by repeated best patterns instead (see
-       :func:`.patterns.place_patterns`).
+       the group name, wins. Options are the groups of the highest ``priority``
+       (:attr:`GroupSpec.priority`; all alike by default) among those that fit and have room,
+       among the GPU groups and among the others apart for a shape asking no GPU: the order is
+       unplaced bundles, GPU avoidance, priority, cost, unused capacity, utilisation. Options
+       of the avoided tier are not rolled out once one of the better tier leaves nothing
+       unplaced, and the lookahead covers only the shapes linked to the current one by groups
+       both can use (:meth:`_linked`): neither changes a comparison. With ``patterns=True``,
+       pods are opened by repeated best patterns instead (see :func:`.patterns.place_patterns`).
+
+    Labels: a shape with a label id goes only on pods that admit it (:mod:`.shapes`); groups
+    that do not are no options for it.
 
     Bound: ``O(S * (C log C + L * O * R))`` for ``S`` distinct shapes, ``C`` pod classes,
     ``O`` options (at most 2 per group), ``L`` lookahead and ``R`` open new-pod classes, each
@@ -57,7 +83,7 @@ class Packer:
     portfolio of orders and re-runs, bring it to the integer optimum on most small inputs.
 
     State: :attr:`existing` and :attr:`new`, each changed only by its own methods; the other
-    fields are fixed at construction.
+    fields are fixed at construction (:attr:`memo` only remembers what they imply).
     """
 
     groups: tuple[GroupSpec, ...]
@@ -66,6 +92,8 @@ class Packer:
     patterns: bool
     gpu_groups: tuple[bool, ...]  # per group: its pods have GPUs
     ranked: bool  # some group has a priority: new pods only from the highest that can take one
+    width: int  # entries of a pod vector: a longer shape's next entry is its label id
+    memo: Memo  # what follows from a shape alone (shared by forks)
     order: tuple[float, ...]  # per group: its rank when pods tie (GPU groups last)
     existing: ExistingPods  # the pods that run, as classes of identical free space
     new: NewPods  # the pods planned so far
@@ -94,6 +122,8 @@ class Packer:
         self.gpu_groups = tuple(gpu_index >= 0 and gr.capacity[gpu_index] > 0 for gr in groups)
         self.order = tuple(float(gpu) for gpu in self.gpu_groups)
         self.ranked = len({gr.priority for gr in groups}) > 1
+        self.width = len(self.groups[0].capacity) if self.groups else 0
+        self.memo = Memo()
         self.existing = ExistingPods(self.groups, self.order, existing, best_fit)
         self.new = new
 
@@ -102,11 +132,21 @@ class Packer:
         gpu = self.gpu_index
         if not self.gpu_groups[g] or shape[gpu]:
             return False
-        need = need_of(shape)
-        return any(
-            not self.gpu_groups[h] and fit_count(grp.capacity, need) > 0
-            for h, grp in enumerate(self.groups)
-        )
+        return self.holding(shape)[1]
+
+    def holding(self, shape: Vec) -> tuple[tuple[int, ...], bool]:
+        """The groups whose pods can hold ``shape`` (labels and size), and whether a non-GPU
+        group is among them (:class:`Memo`)."""
+        known = self.memo.holders.get(shape)
+        if known is None:
+            need, label = need_of(shape, self.width), label_of(shape, self.width)
+            found = tuple(
+                g
+                for g, grp in enumerate(self.groups)
+                if grp.takes(label) and fit_count(grp.capacity, need) > 0
+            )
+            known = self.memo.holders[shape] = (found, any(not self.gpu_groups[g] for g in found))
+        return known
 
     # --- state ----------------------------------------------------------------------------
 
@@ -144,8 +184,10 @@ class Packer:
         for shape, count in demand:
             if count > 0:
                 merged[shape] = merged.get(shape, 0) + count
+        width = self.width
         queue = [
-            (s, need_of(s), merged[s]) for s in self.strategies.orderer(list(merged), self.groups)
+            (s, need_of(s, width), merged[s])
+            for s in self.strategies.orderer(list(merged), self.groups)
         ]
         left = [(s, n, self.existing.place(s, n, c)) for s, n, c in queue]
         left = [x for x in left if x[2]]
@@ -158,29 +200,36 @@ class Packer:
                 out.append((shape, rest))
         return out
 
-    def _candidates(self, new: NewPods, shape: Vec, need: Need) -> list[int]:
-        """Groups that could take a new pod for ``shape`` now: of those, the highest priority."""
-        cands = [
-            g
-            for g, grp in enumerate(self.groups)
-            if new.room(g) > 0 and fit_count(grp.capacity, need) > 0
-        ]
-        if self.ranked and len(cands) > 1:
-            top = max(self.groups[g].priority for g in cands)
-            return [g for g in cands if self.groups[g].priority == top]
-        return cands
+    def _candidates(self, new: NewPods, shape: Vec) -> list[int]:
+        """Groups that could take a new pod for ``shape`` now (room, labels, size): of those,
+        the highest priority among the GPU groups and among the others when the shape asks no
+        GPU (GPU avoidance ranks before priority), else the highest of all."""
+        cands = [g for g in self.holding(shape)[0] if new.room(g) > 0]
+        if not self.ranked or len(cands) < 2:
+            return cands
+        gpu = self.gpu_index
+        tier = self.gpu_groups if gpu >= 0 and not shape[gpu] else (False,) * len(self.groups)
+        top: dict[bool, int] = {}
+        for g in cands:
+            p = self.groups[g].priority
+            top[tier[g]] = max(top.get(tier[g], p), p)
+        return [g for g in cands if self.groups[g].priority == top[tier[g]]]
 
     def _score(self, g: int, shape: Vec, copies: int) -> tuple[int, float, float]:
-        grp = self.groups[g]
-        return self.strategies.scorer(
-            Candidate(grp.name, grp.shares, grp.cost, shape, copies, self.gpu_index)
-        )
+        key = (g, shape, copies)
+        known = self.memo.scores.get(key)
+        if known is None:
+            grp = self.groups[g]
+            known = self.memo.scores[key] = self.strategies.scorer(
+                Candidate(grp.name, grp.shares, grp.cost, shape, copies, self.gpu_index)
+            )
+        return known
 
     def greedy_group(self, new: NewPods, shape: Vec, need: Need, count: int) -> int | None:
         """Cheapest cost per placed copy, then best score, then name."""
         best: tuple[int, float, float, float, str] | None = None
         choice = None
-        for g in self._candidates(new, shape, need):
+        for g in self._candidates(new, shape):
             grp = self.groups[g]
             per = min(fit_count(grp.capacity, need), count)
             tier, lo, mean = self._score(g, shape, per)
@@ -206,12 +255,12 @@ class Packer:
         self, shape: Vec, need: Need, count: int, rest: Sequence[tuple[Vec, Need, int]]
     ) -> int:
         order = self.order
-        ahead = rest[: self.strategies.lookahead]
+        ahead = self._linked(shape, rest[: self.strategies.lookahead])
         while count:
             count = self.new.fill(shape, need, count, order)
             if not count:
                 break
-            cands = self._candidates(self.new, shape, need)
+            cands = self._candidates(self.new, shape)
             if not cands:
                 break
             options: list[tuple[int, bool]] = []
@@ -229,20 +278,46 @@ class Packer:
                 continue
             best: tuple[int, int, float, float, float, float, str, bool] | None = None
             pick = options[0]
-            for g, whole in options:
+            scored = [
+                (self._score(g, shape, min(fit_count(self.groups[g].capacity, need), count)), g, w)
+                for g, w in options
+            ]
+            for (tier, lo, mean), g, whole in sorted(scored, key=lambda o: o[0][0]):
+                if best is not None and best[0] == 0 and best[1] < tier:
+                    break  # nothing left unplaced at a better tier: no later option can win
                 trial = self.new.copy()
                 left = trial.open_for(g, shape, need, count, whole, self.avoid(g, shape))
                 unplaced = self._greedy(trial, shape, need, left)
                 for s, n, c in ahead:
                     unplaced += self._greedy(trial, s, n, c)
                 grp = self.groups[g]
-                tier, lo, mean = self._score(g, shape, min(fit_count(grp.capacity, need), count))
                 key = (unplaced, tier, trial.cost(), trial.unused(), -lo, -mean, grp.name, whole)
                 if best is None or key < best:
                     best, pick = key, (g, whole)
             avoid = self.avoid(pick[0], shape)
             count = self.new.open_for(pick[0], shape, need, count, pick[1], avoid)
         return count
+
+    def _linked(
+        self, shape: Vec, ahead: Sequence[tuple[Vec, Need, int]]
+    ) -> Sequence[tuple[Vec, Need, int]]:
+        """The lookahead shapes whose completion can differ between the options for
+        ``shape``: those linked to the groups that can hold it through groups they share (a
+        zone's demand never looks at another zone's). All of them while maxWorkers binds."""
+        if self.new.limits.cluster < UNBOUNDED // 2 or len(ahead) == 0:
+            return ahead
+        groups = set(self.holding(shape)[0])
+        linked: set[Vec] = set()
+        grown = True
+        while grown:
+            grown = False
+            for s, _, _ in ahead:
+                held = self.holding(s)[0]
+                if s not in linked and not groups.isdisjoint(held):
+                    linked.add(s)
+                    groups.update(held)
+                    grown = True
+        return ahead if len(linked) == len(ahead) else [a for a in ahead if a[0] in linked]
 
 
 _FIELDS = tuple(f.name for f in fields(Packer))

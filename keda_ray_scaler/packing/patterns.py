@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from keda_ray_scaler.packing.shapes import Need, Vec, fit_count, minus
+from keda_ray_scaler.packing.shapes import Need, Vec, fit_count, label_of, minus
 
 if TYPE_CHECKING:
     from keda_ray_scaler.packing.packer import Packer
@@ -63,11 +63,10 @@ def place_patterns(packer: Packer, left: Sequence[tuple[Vec, Need, int]]) -> lis
 
     After the free space of pods already planned is filled (first fit decreasing), each
     round fills one pod of every group with room by a small bounded knapsack (the most
-    demand that fits one pod, each shape worth its cheapest cost per copy), picks the group
-    of the highest priority, then with the most worth per cost (GPU groups last for patterns
-    without GPU), and opens as
-    many pods with that pattern as the counts allow at once: rounds grow with distinct
-    patterns, not bundles.
+    demand that fits one pod and its labels admit, each shape worth its cheapest cost per
+    copy), picks the group by GPU avoidance (GPU groups last for patterns without GPU), then
+    the highest priority, then the most worth per cost, and opens as many pods with that
+    pattern as the counts allow at once: rounds grow with distinct patterns, not bundles.
     """
     order = packer.order
     rest: dict[Vec, int] = {}
@@ -78,12 +77,14 @@ def place_patterns(packer: Packer, left: Sequence[tuple[Vec, Need, int]]) -> lis
             rest[shape], needs[shape] = count, need
     # a shape's price: the least cost per copy of holding it alone; a pattern's worth is
     # the sum of its prices, and the group giving the most worth per cost wins
+    labels = {shape: label_of(shape, packer.width) for shape in rest}
+    labelled = any(labels.values())
     value: dict[Vec, float] = {}
     for shape in rest:
         fits = [
             (grp.cost / n, n)
             for grp in packer.groups
-            if (n := fit_count(grp.capacity, needs[shape]))
+            if grp.takes(labels[shape]) and (n := fit_count(grp.capacity, needs[shape]))
         ]
         value[shape] = min(fits)[0] if fits else 0.0
     gpu = packer.gpu_index
@@ -93,24 +94,25 @@ def place_patterns(packer: Packer, left: Sequence[tuple[Vec, Need, int]]) -> lis
         for g, grp in enumerate(packer.groups):
             if packer.new.room(g) <= 0:
                 continue
-            pattern, worth = knapsack(grp.capacity, rest, needs, value)
+            mine = {s: n for s, n in rest.items() if grp.takes(labels[s])} if labelled else rest
+            pattern, worth = knapsack(grp.capacity, mine, needs, value)
             if not pattern:
                 continue
             waste = packer.gpu_groups[g] and not any(s[gpu] for s in pattern)
-            key = (-grp.priority, 1 if waste else 0, grp.cost / worth, -worth, grp.name)
+            key = (1 if waste else 0, -grp.priority, grp.cost / worth, -worth, grp.name)
             if best is None or key < best:
                 best, pick = key, (g, pattern)
         if pick is None:
             break
         g, pattern = pick
         times = min(packer.new.room(g), *(rest[s] // n for s, n in pattern.items()))
-        free = list(packer.groups[g].capacity)
+        free = packer.groups[g].capacity
         for s, n in pattern.items():
-            for i, a in enumerate(s):
-                free[i] -= a * n
+            free = minus(free, s, n)
+            packer.new.tally(labels[s], g, n * times)
             rest[s] -= n * times
             if not rest[s]:
                 del rest[s]
         avoid = any(packer.avoid(g, s) for s in pattern) and not any(s[gpu] for s in pattern)
-        packer.new.add(g, times, tuple(free), avoid)
+        packer.new.add(g, times, free, avoid)
     return [(s, rest[s]) for s, _, _ in left if rest.get(s)]

@@ -3,6 +3,15 @@
 A shape is a resource vector over the packer's resource index, in Ray fixed-point units. The
 strategies are small protocols: a :class:`ShapeOrderer` (which shape first) and a
 :class:`GroupScorer` (which worker group a new pod should come from).
+
+Labels (the planner's :mod:`~keda_ray_scaler.planner.admission`): in an input with label
+selectors every pod vector ends in its *admission class* (an index into its group's
+:attr:`GroupSpec.admits`; 0 for the group's new pods), and a shape asking for labels is one
+entry longer than a pod vector: that entry is its *label id*, which only pods whose class
+admits it may hold (:func:`label_of`). The class entry of a shape is 0, so placing a shape
+never changes a pod's class, and the label id is beyond every pod vector, so it is never
+subtracted (:func:`minus` stops at the pod vector's end). Without labels, vectors are resources
+only and nothing is checked.
 """
 
 from __future__ import annotations
@@ -23,11 +32,12 @@ UNBOUNDED = 1 << 62
 class GroupSpec:
     """The packer's view of one worker group: one pod's capacity and price, by index.
 
-    ``capacity`` may end in label dimensions (the planner's :mod:`~keda_ray_scaler.planner.
-    admission`: a pod's admission of demand with label selectors, as an amount no demand runs
-    out of); ``shares`` is the capacity without them (zeros there), what utilisation, free
-    space and scores are measured against. ``priority``: among groups that can take a shape,
-    only those of the highest priority are considered for new pods.
+    ``capacity`` ends in the admission class entry when the input has labels (0: new pods);
+    ``shares`` is the capacity with 0 there, what utilisation, free space and scores are
+    measured against. ``admits``: per admission class of the group's pods, the label ids they
+    admit (none: no labelled shape). ``priority``: among groups that can take a shape (in the
+    scorer's same tier: GPU avoidance ranks first), only those of the highest priority are
+    considered for new pods.
     """
 
     name: str
@@ -35,16 +45,26 @@ class GroupSpec:
     cost: float
     priority: int = 0
     shares: Vec = ()
+    admits: tuple[frozenset[int], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.shares:
             object.__setattr__(self, "shares", self.capacity)
 
+    def takes(self, label: int, cls: int = 0) -> bool:
+        """Whether this group's pods of admission class ``cls`` may hold label id ``label``."""
+        return not label or (cls < len(self.admits) and label in self.admits[cls])
+
+
+def label_of(shape: Vec, width: int) -> int:
+    """The label id of ``shape`` over pod vectors of ``width`` entries; 0: none."""
+    return shape[width] if len(shape) > width else 0
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A worker group considered for new pods: ``copies`` of ``shape`` would go on each pod;
-    ``capacity`` is the group's :attr:`GroupSpec.shares` (no label dimensions)."""
+    ``capacity`` is the group's :attr:`GroupSpec.shares` (no admission class)."""
 
     group: str
     capacity: Vec
@@ -90,30 +110,45 @@ def ray_scorer(candidate: Candidate) -> tuple[int, float, float]:
     return tier, min(utils), sum(utils) / len(utils)
 
 
-def scarcity_rank(shape: Vec, groups: Sequence[GroupSpec]) -> tuple[float, ...]:
+def scarcity_rank(
+    shape: Vec, groups: Sequence[GroupSpec], biggest: Sequence[int] | None = None
+) -> tuple[float, ...]:
     """Sort key of a shape: scarcest first, then largest.
 
-    Scarcity is how many groups have every resource the shape names (a GPU or custom-resource
-    shape goes before a CPU one, so the pods it opens are known before generic demand fills
-    their leftovers); size is the dominant share of the largest pod of any group.
+    Scarcity is how many groups have every resource the shape names and admit its label (a
+    GPU, custom-resource or labelled shape goes before a generic one, so the pods it opens are
+    known before generic demand fills their leftovers); size is the dominant share of the
+    largest pod of any group (``biggest``, per pod-vector entry, when the caller has it).
     """
-    width = len(shape)
-    biggest = [max((g.capacity[i] for g in groups), default=0) for i in range(width)]
-    kinds = sum(1 for g in groups if all(g.capacity[i] for i, a in enumerate(shape) if a))
-    shares = [a / b if b else float(a) for a, b in zip(shape, biggest, strict=True)]
+    width = len(groups[0].capacity) if groups else len(shape)
+    big = biggest if biggest is not None else _biggest(groups, width)
+    label = label_of(shape, width)
+    need = shape[:width]
+    kinds = sum(
+        1 for g in groups if g.takes(label) and all(g.capacity[i] for i, a in enumerate(need) if a)
+    )
+    shares = [a / b if b else float(a) for a, b in zip(need, big, strict=True)]
     return (float(kinds), -max(shares, default=0.0), -sum(shares), *map(float, shape))
+
+
+def _biggest(groups: Sequence[GroupSpec], width: int) -> list[int]:
+    """The largest pod of any group, per pod-vector entry."""
+    return [max((g.capacity[i] for g in groups), default=0) for i in range(width)]
 
 
 def scarcity_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
     """Scarcest first, then largest dominant share (see :func:`scarcity_rank`)."""
-    return sorted(shapes, key=lambda s: scarcity_rank(s, groups))
+    big = _biggest(groups, len(groups[0].capacity)) if groups else None
+    return sorted(shapes, key=lambda s: scarcity_rank(s, groups, big))
 
 
 def smallest_first_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
     """Smallest dominant share first: holds the most bundles when maxReplicas or maxWorkers bind."""
 
+    big = _biggest(groups, len(groups[0].capacity)) if groups else None
+
     def key(shape: Vec) -> tuple[float, float, Vec]:
-        _, neg_dominant, neg_total, *_ = scarcity_rank(shape, groups)
+        _, neg_dominant, neg_total, *_ = scarcity_rank(shape, groups, big)
         return (-neg_dominant, -neg_total, shape)
 
     return sorted(shapes, key=key)
@@ -132,17 +167,20 @@ class ResourceFirstOrderer:
     def __call__(self, shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
         i = self.index
         biggest = max((g.capacity[i] for g in groups), default=0) or 1
-        return sorted(shapes, key=lambda s: (-s[i] / biggest, scarcity_rank(s, groups)))
+        big = _biggest(groups, len(groups[0].capacity)) if groups else None
+        return sorted(shapes, key=lambda s: (-s[i] / biggest, scarcity_rank(s, groups, big)))
 
 
 def dominant_share_orderer(shapes: Sequence[Vec], groups: Sequence[GroupSpec]) -> list[Vec]:
     """Largest dominant share first (share of the largest pod of any group), then by vector."""
-    return sorted(shapes, key=lambda s: scarcity_rank(s, groups)[1:])
+    big = _biggest(groups, len(groups[0].capacity)) if groups else None
+    return sorted(shapes, key=lambda s: scarcity_rank(s, groups, big)[1:])
 
 
-def need_of(shape: Vec) -> Need:
-    """The non-zero entries of ``shape``."""
-    return tuple((i, a) for i, a in enumerate(shape) if a)
+def need_of(shape: Vec, width: int | None = None) -> Need:
+    """The non-zero entries of ``shape``; with ``width`` (a pod vector's), those within it:
+    a label id is no need, pods admit it or not (:meth:`GroupSpec.takes`)."""
+    return tuple((i, a) for i, a in enumerate(shape[:width]) if a)
 
 
 def fit_count(free: Vec, need: Need) -> int:
@@ -158,7 +196,9 @@ def fit_count(free: Vec, need: Need) -> int:
 
 
 def minus(free: Vec, shape: Vec, times: int) -> Vec:
-    return tuple(f - s * times for f, s in zip(free, shape, strict=True))
+    """``free`` less ``times`` copies of ``shape``; a shape's label id, beyond the pod vector,
+    is not subtracted (the module docstring)."""
+    return tuple(f - s * times for f, s in zip(free, shape, strict=False))  # a label id: longer
 
 
 def size(free: Vec, group: GroupSpec) -> float:

@@ -2,7 +2,7 @@
 
 Pure: no I/O, no clock, no environment. Shaped like Ray's autoscaler v2
 (``ResourceDemandScheduler.schedule`` in ``ray/autoscaler/v2/scheduler.py``): a context built
-once (:mod:`.context`; label selectors as label dimensions, :mod:`.admission`), pods above a
+once (:mod:`.context`; label selectors as label ids, :mod:`.admission`), pods above a
 cap set aside (:mod:`.caps`), one function per rule
 (:mod:`.rules`: minReplicas, request_resources, placement groups, tasks under upscalingSpeed),
 a run of them (:mod:`.solve`), a search over runs under a work budget (:mod:`.search`),

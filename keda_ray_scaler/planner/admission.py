@@ -1,12 +1,17 @@
-"""Label selectors as resource dimensions: which pods may hold which demand; pure.
+"""Label selectors as label ids and admission classes: which pods may hold which demand; pure.
 
-The packer knows only resources, so a demand's label selectors become one: a *label dimension*
-per selector list (and fallback tier). A pod whose labels admit the demand has
-:data:`LABEL_UNITS` of it, more copies than any pod could hold of anything; any other pod has
-none; each bundle of the demand asks 1. Fitting, packing, group choice and the search then go on
-unchanged. Demand without selectors has no dimension: an input without any plans exactly as
-before. Shares, scores and free space leave these dimensions out
-(:attr:`~keda_ray_scaler.packing.shapes.GroupSpec.shares`).
+The packer knows resources, and one number more per shape (:mod:`~keda_ray_scaler.packing.
+shapes`): a demand's selector list (and fallback tier) becomes a *label id*, the entry after
+its resources, and every pod vector ends in its *admission class*, an index into its group's
+:attr:`~keda_ray_scaler.packing.shapes.GroupSpec.admits`: the label ids those pods admit. Class
+0 is the group's new pods; each distinct label view of its existing pods (their labels on the
+keys any selector names) is a class of its own. So a vector grows by two entries at most,
+whatever the number of selectors, and placing demand never changes a pod's class.
+
+An input without selectors has no label ids and no class entry: it plans exactly as before, at
+the same cost. A list no group and no pod tells apart (its first tier some group satisfies
+admits every group, and every existing pod satisfies one of its selectors) gets no label id
+either: it plans as demand without selectors. Equal lists share their id.
 
 Who admits what, as Ray 2.60's v2 scheduler (``autoscaler/v2/scheduler.py``:
 ``_try_schedule_one`` admits a node satisfying any selector, ``_compute_score`` ranks the first
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Final
 
 from keda_ray_scaler.labels import (
     MAX_SELECTORS,
@@ -41,12 +45,12 @@ from keda_ray_scaler.labels import (
     admits,
     canonical,
 )
-from keda_ray_scaler.model import PlacementGroup, PlanningInput, Strategy, WorkerGroup
+from keda_ray_scaler.model import PlacementGroup, PlanningInput, Strategy, WorkerGroup, WorkerNode
 from keda_ray_scaler.packing.packer import Packer
 from keda_ray_scaler.packing.shapes import Vec
 
-#: What a pod has of a label dimension that admits it: no count of copies reaches it.
-LABEL_UNITS: Final = 1 << 61
+#: A pod's labels on the keys some selector names (``None``: the key is absent).
+View = tuple[str | None, ...]
 
 
 def all_of(lists: Sequence[Selectors]) -> Selectors:
@@ -73,77 +77,130 @@ def gang_items(pg: PlacementGroup) -> list[tuple[Selectors, bool]]:
 
 
 class Admission:
-    """The label dimensions of one planning input, numbered from 0 (the context places them
-    after the resources): their owners, and which groups and pods each admits."""
+    """The label ids of one planning input (from 1), their owners, and the admission classes
+    of each group's pods (see the module docstring)."""
 
     def __init__(self, inp: PlanningInput) -> None:
         groups = inp.cluster.worker_groups
         #: per group: its pods' labels (its own, and Ray's ``ray.io/node-group``)
         self.group_labels = tuple(_pod_labels(g) for g in groups)
-        #: per dimension: the selectors it stands for
-        self.owners: list[Selectors] = []
-        #: per dimension: which groups it admits
-        self.admitted: list[tuple[bool, ...]] = []
-        #: (selectors, tiered) -> its dimensions, one per tier in fallback order
-        self.domains: dict[tuple[Selectors, bool], tuple[int, ...]] = {}
         d = inp.demand
-        for b in (*d.bundles, *d.constraints):
-            if b.selectors:
-                self._add(b.selectors, True)
-        for pg in d.placement_groups:
-            for sels, tiered in gang_items(pg):
-                if sels:
-                    self._add(sels, tiered)
-        self.keys = tuple(
-            sorted({c.key for s in self.owners for sel in s for c in sel.constraints})
-        )
-        self._node_memo: dict[tuple[str | None, ...], tuple[int, ...]] = {}
+        lists = [(b.selectors, True) for b in (*d.bundles, *d.constraints) if b.selectors]
+        lists += [item for pg in d.placement_groups for item in gang_items(pg) if item[0]]
+        self.keys = tuple(sorted({c.key for s, _ in lists for sel in s for c in sel.constraints}))
+        gidx = {g.name: i for i, g in enumerate(groups)}
+        #: per group: the label views of its existing pods, each an admission class from 1
+        self.views: list[dict[View, int]] = [{} for _ in groups]
+        #: (group, pod) -> the admission class of an existing pod of the input
+        self._classes: dict[tuple[int, str], int] = {}
+        for node in inp.nodes if lists else ():
+            g = gidx.get(node.group)
+            if g is not None:
+                view = self.view(node.labels or self.group_labels[g])
+                cls = self.views[g].setdefault(view, len(self.views[g]) + 1)
+                self._classes[(g, node.pod)] = cls
+        #: per label id - 1: the selectors it stands for
+        self.owners: list[Selectors] = []
+        #: per label id - 1: which groups' new pods it admits
+        self.admitted: list[tuple[bool, ...]] = []
+        #: (selectors, tiered) -> its label ids, one per tier in fallback order (none: no pod
+        #: and no group tells it apart from demand without selectors)
+        self.domains: dict[tuple[Selectors, bool], tuple[int, ...]] = {}
+        self._labels: dict[View, Labels] = {}
+        self._admits: dict[View, frozenset[int]] = {}
+        #: per list: per selector, which groups' labels satisfy it (:meth:`_add`)
+        self._match: dict[Selectors, list[tuple[bool, ...]]] = {}
+        #: a label view -> a group whose own labels give it
+        self._group_of = {
+            self.view(labels): g for g, labels in reversed(list(enumerate(self.group_labels)))
+        }
+        for sels, tiered in lists:
+            self._add(sels, tiered)
 
     def __len__(self) -> int:
         return len(self.owners)
 
+    def view(self, labels: Mapping[str, str]) -> View:
+        """``labels`` on the keys some selector names."""
+        return tuple(labels.get(k) for k in self.keys)
+
     def _add(self, sels: Selectors, tiered: bool) -> None:
-        match = [tuple(s.matches(labels) for labels in self.group_labels) for s in sels]
+        match = self._match.get(sels)
+        if match is None:
+            match = self._match[sels] = [
+                tuple(s.matches(labels) for labels in self.group_labels) for s in sels
+            ]
         tiers = [i for i, m in enumerate(match) if any(m)]
         key = (sels, tiered and len(tiers) > 1)
-        if key in self.domains:
+        if key in self.domains or (sels, tiered) in self.domains:
             return
         cuts = tiers if key[1] else [len(sels) - 1]
-        dims = []
-        for cut in cuts:
-            dims.append(len(self.owners))
+        admitted = [
+            tuple(any(m[g] for m in match[: cut + 1]) for g in range(len(self.group_labels)))
+            for cut in cuts
+        ]
+        if all(admitted[0]) and all(self._view_admits(sels, v) for vs in self.views for v in vs):
+            self.domains[(sels, tiered)] = ()  # tells nothing apart: no label id
+            return
+        ids = []
+        for adm in admitted:
             self.owners.append(sels)
-            self.admitted.append(
-                tuple(any(m[g] for m in match[: cut + 1]) for g in range(len(self.group_labels)))
-            )
-        self.domains[key] = tuple(dims)
+            self.admitted.append(adm)
+            ids.append(len(self.owners))
+        self.domains[key] = tuple(ids)
 
-    def dims(self, sels: Selectors, tiered: bool) -> tuple[int, ...]:
-        """The dimensions of demand with ``sels``, one per tier (none without selectors)."""
+    def _view_admits(self, sels: Selectors, view: View) -> bool:
+        labels = self._labels.get(view)
+        if labels is None:
+            pairs = zip(self.keys, view, strict=True)
+            labels = self._labels[view] = Labels((k, v) for k, v in pairs if v is not None)
+        return admits(sels, labels)
+
+    def ids(self, sels: Selectors, tiered: bool) -> tuple[int, ...]:
+        """The label ids of demand with ``sels``, one per tier (none: plans as unlabelled)."""
         if not sels:
             return ()
         found = self.domains.get((sels, tiered))
         return found if found is not None else self.domains[(sels, False)]
 
-    def group_dims(self, g: int) -> tuple[int, ...]:
-        """The dimensions that admit group ``g``'s new pods."""
-        return tuple(d for d, adm in enumerate(self.admitted) if adm[g])
-
-    def node_dims(self, labels: Mapping[str, str]) -> tuple[int, ...]:
-        """The dimensions that admit a pod with ``labels`` (memoised on the keys asked about)."""
+    def classes(self, g: int) -> tuple[frozenset[int], ...]:
+        """Per admission class of group ``g``'s pods, the label ids they admit: class 0 its
+        new pods (by tier), then its existing pods' label views (any selector)."""
         if not self.owners:
             return ()
-        seen = tuple(labels.get(k) for k in self.keys)
-        found = self._node_memo.get(seen)
+        new = frozenset(i + 1 for i, adm in enumerate(self.admitted) if adm[g])
+        return (new, *(self._view_ids(v) for v in self.views[g]))
+
+    def _view_ids(self, view: View) -> frozenset[int]:
+        """The label ids an existing pod with ``view`` admits: every tier of a list it
+        satisfies one selector of."""
+        found = self._admits.get(view)
         if found is None:
-            view = Labels((k, v) for k, v in zip(self.keys, seen, strict=True) if v is not None)
-            found = tuple(d for d, sels in enumerate(self.owners) if admits(sels, view))
-            self._node_memo[seen] = found
+            g = self._group_of.get(view)  # a group's own view: its matches are known
+            found = self._admits[view] = frozenset(
+                i
+                for (sels, _), ids in self.domains.items()
+                if ids
+                and (
+                    self._view_admits(sels, view)
+                    if g is None
+                    else any(row[g] for row in self._match[sels])
+                )
+                for i in ids
+            )
         return found
 
-    def owner(self, dim: int) -> Selectors:
-        """The selectors dimension ``dim`` stands for."""
-        return self.owners[dim]
+    def pod_class(self, g: int, node: WorkerNode) -> int:
+        """The admission class of ``node``, an existing pod of group ``g``: by its labels (a
+        pod without labels has its group's)."""
+        known = self._classes.get((g, node.pod))
+        if known is None:
+            return self.views[g][self.view(node.labels or self.group_labels[g])]
+        return known
+
+    def owner(self, label: int) -> Selectors:
+        """The selectors label id ``label`` stands for (none for 0)."""
+        return self.owners[label - 1] if label else ()
 
 
 def _pod_labels(group: WorkerGroup) -> Labels:

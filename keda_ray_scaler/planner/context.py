@@ -4,8 +4,9 @@ Like Ray v2's ``ScheduleContext``: built once, read by every rule. Resource name
 vector positions (:mod:`.index`, with Ray's implicit resources); pods above a cap are set aside
 (:mod:`.caps`).
 
-Label selectors are label dimensions after the resources (:mod:`.admission`): a group's and a
-pod's vectors have them where their labels admit, demand's where it has selectors.
+Label selectors are label ids and admission classes (:mod:`.admission`): labelled demand ends
+in its label id, a pod's vector in its admission class, a group's spec lists what each class
+admits. The existing pods' vectors are built once here, for every run.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from keda_ray_scaler.packing.shapes import (
     GroupSpec,
     Vec,
     fit_count,
+    label_of,
     need_of,
     scarcity_rank,
 )
-from keda_ray_scaler.planner.admission import LABEL_UNITS, Admission, gang_items
+from keda_ray_scaler.planner.admission import Admission, gang_items
 from keda_ray_scaler.planner.caps import CapCut, cut_to_caps
 from keda_ray_scaler.planner.index import Index
 
@@ -54,6 +56,10 @@ class Context:
     running: tuple[int, ...]
     pending: tuple[int, ...]
     usable: tuple[tuple[int, WorkerNode], ...]  # (group, node) in the order they take demand
+    #: the usable pods as the packer takes them, ``(group, total, free, pod)``; a pending pod
+    #: wholly free (not yet a Ray node); and with ``free`` their total (request_resources)
+    pods_free: tuple[tuple[int, Vec, Vec, str], ...]
+    pods_total: tuple[tuple[int, Vec, Vec, str], ...]
     hard: tuple[int, ...]  # new pods maxReplicas (and a launch back-off) allow
     backed_off: tuple[bool, ...]  # the group's new pods are limited by a launch back-off
     budget: int  # new pods maxWorkers allows
@@ -62,9 +68,12 @@ class Context:
     gangs: tuple[PlacementGroup, ...]
     caps: CapCut
     ignored: tuple[Decision, ...]  # pods of unknown groups
-    adm: Admission  # the label dimensions (none without label selectors)
+    adm: Admission  # the label ids (none without label selectors)
     next_tier: Mapping[Vec, Vec]  # a demand vector -> its selectors' next fallback tier
     gang_vecs: Mapping[PlacementGroup, tuple[Vec, ...]]  # the vectors of gang_shapes(pg)
+    ranks: tuple[int, ...]  # the groups' priorities below the highest, lowest first
+    #: a demand vector -> its resources and selectors (:meth:`unplaced`, memoised)
+    seen: dict[Vec, tuple[Resources, Selectors]]
 
     @property
     def groups(self) -> tuple[WorkerGroup, ...]:
@@ -72,34 +81,36 @@ class Context:
         return self.inp.cluster.worker_groups
 
     def fits_a_group(self, vec: Vec) -> bool:
-        """Some group's pod can hold ``vec`` (labels admitting)."""
-        need = need_of(vec)
-        return any(fit_count(spec.capacity, need) > 0 for spec in self.specs)
+        """Some group's new pod can hold ``vec`` (labels admitting)."""
+        need, label = need_of(vec, self.index.entries), label_of(vec, self.index.entries)
+        return any(s.takes(label) and fit_count(s.capacity, need) > 0 for s in self.specs)
 
     def pod_vec(self, g: int, node: WorkerNode, res: Resources) -> Vec:
-        """Pod ``node``'s (of group ``g``) ``res`` with the label dimensions its labels admit
-        (a pod without labels has its group's)."""
-        base = self.index.capacity(res)
+        """Pod ``node``'s (of group ``g``) ``res`` in its admission class (by its labels; a
+        pod without labels has its group's)."""
         if not len(self.adm):
-            return base
-        dims = self.adm.node_dims(node.labels or self.adm.group_labels[g])
-        return self.index.labelled(base, dims, LABEL_UNITS)
+            return self.index.capacity(res)
+        return self.index.pod(res, self.adm.pod_class(g, node))
 
     def selectors_of(self, vec: Vec) -> Selectors:
-        """The selectors of a demand vector (its label dimension's)."""
-        width = self.index.width
-        for d in range(len(self.adm)):
-            if vec[width + d]:
-                return self.adm.owner(d)
-        return ()
+        """The selectors of a demand vector (its label id's)."""
+        return self.adm.owner(label_of(vec, self.index.entries))
 
     def unplaced(
-        self, vec: Vec, count: int, kind: DemandKind, strategy: Strategy | None
+        self,
+        vec: Vec,
+        count: int,
+        kind: DemandKind,
+        strategy: Strategy | None,
+        why: UnplaceableReason = UnplaceableReason.NO_GROUP_FITS,
+        detail: str = "",
     ) -> Unplaceable:
-        """Unplaced demand, its reason decided later (:func:`.unplaceable.explain`)."""
-        res = self.index.res(vec)
-        why = UnplaceableReason.NO_GROUP_FITS
-        return Unplaceable(res, count, why, "", kind, strategy, self.selectors_of(vec))
+        """Unplaced demand; without ``detail``, its reason decided later
+        (:func:`.unplaceable.explain`)."""
+        known = self.seen.get(vec)
+        if known is None:
+            known = self.seen[vec] = (self.index.res(vec), self.selectors_of(vec))
+        return Unplaceable(known[0], count, why, detail, kind, strategy, known[1])
 
 
 def gang_shapes(pg: PlacementGroup) -> list[Resources]:
@@ -121,7 +132,7 @@ def build_context(inp: PlanningInput) -> Context:
     d = inp.demand
     bundles, floors, pgs = d.bundles, d.constraints, d.placement_groups
     adm = Admission(inp)
-    index = Index(_resource_names(inp, [*bundles, *floors], pgs), len(adm))
+    index = Index(_resource_names(inp, [*bundles, *floors], pgs), len(adm) > 0)
     specs = tuple(_spec(index, adm, i, g) for i, g in enumerate(wgroups))
     pods: list[list[WorkerNode]] = [[] for _ in wgroups]
     current = [0] * len(wgroups)
@@ -145,6 +156,8 @@ def build_context(inp: PlanningInput) -> Context:
     gang_vecs = {pg: _gang_vecs(index, adm, pg) for pg in gangs}
     tasks, next_tasks = _shapes(index, adm, bundles)
     floor_shapes, next_floors = _shapes(index, adm, floors)
+    usable = _usable(wgroups, pods, leaving)
+    pods_free, pods_total = _pod_vecs(index, adm, usable)
     return Context(
         inp=inp,
         index=index,
@@ -155,7 +168,9 @@ def build_context(inp: PlanningInput) -> Context:
         staying=tuple(staying),
         running=tuple(_count(p, NodeStatus.RUNNING, leaving) for p in pods),
         pending=tuple(_count(p, NodeStatus.PENDING, leaving) for p in pods),
-        usable=_usable(wgroups, pods, leaving),
+        usable=usable,
+        pods_free=pods_free,
+        pods_total=pods_total,
         hard=tuple(_new_pods_allowed(inp, g, staying[i]) for i, g in enumerate(wgroups)),
         backed_off=tuple(inp.launch_limit(g.name) is not None for g in wgroups),
         budget=budget,
@@ -169,6 +184,8 @@ def build_context(inp: PlanningInput) -> Context:
         adm=adm,
         next_tier={**next_tasks, **next_floors},
         gang_vecs=gang_vecs,
+        ranks=tuple(sorted({g.priority for g in wgroups}))[:-1],
+        seen={},
     )
 
 
@@ -188,10 +205,30 @@ def _usable(
     return tuple((g, node) for _, g, node in usable)
 
 
+def _pod_vecs(
+    index: Index, adm: Admission, usable: Sequence[tuple[int, WorkerNode]]
+) -> tuple[tuple[tuple[int, Vec, Vec, str], ...], tuple[tuple[int, Vec, Vec, str], ...]]:
+    """``(group, total, free, pod)`` of the usable pods, and ``(group, total, total, pod)``;
+    a pending pod counts as wholly free (not yet a Ray node)."""
+    pending, cap = NodeStatus.PENDING, index.capacity
+    if len(adm):
+        pod, of = index.pod, adm.pod_class
+        whole = [pod(n.total, of(g, n)) for g, n in usable]
+        room = [
+            w if n.status is pending else pod(n.available, w[-1])
+            for w, (g, n) in zip(whole, usable, strict=True)
+        ]
+    else:
+        whole = [cap(n.total) for _, n in usable]
+        pairs = zip(whole, usable, strict=True)
+        room = [w if n.status is pending else cap(n.available) for w, (_, n) in pairs]
+    free = tuple((g, w, r, n.pod) for w, r, (g, n) in zip(whole, room, usable, strict=True))
+    return free, tuple((g, w, w, n.pod) for w, (g, n) in zip(whole, usable, strict=True))
+
+
 def _spec(index: Index, adm: Admission, g: int, group: WorkerGroup) -> GroupSpec:
-    base = index.capacity(group.resources)
-    capacity = index.labelled(base, adm.group_dims(g), LABEL_UNITS)
-    return GroupSpec(group.name, capacity, group.cost, group.priority, base)
+    capacity = index.capacity(group.resources)
+    return GroupSpec(group.name, capacity, group.cost, group.priority, admits=adm.classes(g))
 
 
 def _new_pods_allowed(inp: PlanningInput, group: WorkerGroup, staying: int) -> int:
@@ -227,13 +264,16 @@ def _shapes(
     index: Index, adm: Admission, bundles: Sequence[Bundle]
 ) -> tuple[tuple[tuple[Vec, int], ...], dict[Vec, Vec]]:
     """Demand as vectors at its first tier, and each tier's next (:mod:`.admission`)."""
+    if not len(adm):
+        kept = (b for b in bundles if b.resources and b.count > 0)
+        return tuple((index.vec(b.resources), b.count) for b in kept), {}
     out: list[tuple[Vec, int]] = []
     next_tier: dict[Vec, Vec] = {}
     for b in bundles:
         if not b.resources or b.count <= 0:
             continue
         base = index.vec(b.resources)
-        tiers = [index.labelled(base, (d,), 1) for d in adm.dims(b.selectors, True)] or [base]
+        tiers = [index.labelled(base, i) for i in adm.ids(b.selectors, True)] or [base]
         out.append((tiers[0], b.count))
         next_tier.update(itertools.pairwise(tiers))
     return tuple(out), next_tier
@@ -241,7 +281,7 @@ def _shapes(
 
 def _gang_vecs(index: Index, adm: Admission, pg: PlacementGroup) -> tuple[Vec, ...]:
     return tuple(
-        index.labelled(index.vec(r), adm.dims(sels, tiered), 1)
+        index.labelled(index.vec(r), next(iter(adm.ids(sels, tiered)), 0))
         for r, (sels, tiered) in zip(gang_shapes(pg), gang_items(pg), strict=True)
     )
 

@@ -11,8 +11,6 @@ absent one (``Resources`` drops zeros): read as 1, as Ray reads the node states 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from keda_ray_scaler.model import RESOURCE_SCALE, Resources
 from keda_ray_scaler.packing.shapes import Vec
 
@@ -21,13 +19,16 @@ IMPLICIT_RESOURCE_PREFIX = "node:__internal_implicit_resource_"
 
 
 class Index:
-    """Resource names <-> vector positions, sorted so vectors are deterministic; then
-    ``labels`` label dimensions (:mod:`.admission`), from position ``width`` on."""
+    """Resource names <-> vector positions, sorted so vectors are deterministic. With
+    ``labels`` (the input has label ids, :mod:`.admission`) every vector has one entry more
+    after the resources, a pod's admission class (0 in demand and a group's capacity), and
+    labelled demand one more after it, its label id (:mod:`~keda_ray_scaler.packing.shapes`)."""
 
-    def __init__(self, names: set[str], labels: int = 0) -> None:
+    def __init__(self, names: set[str], labels: bool = False) -> None:
         self.names = tuple(sorted(names))
         self.width = len(self.names)
-        self.labels = labels
+        self.tail: Vec = (0,) if labels else ()  # the admission class entry
+        self.entries = self.width + len(self.tail)  # of a pod vector
         self.pos = {n: i for i, n in enumerate(self.names)}
         self._memo: dict[tuple[tuple[str, int], ...], Vec] = {}
         self._capacity_memo: dict[tuple[tuple[str, int], ...], Vec] = {}
@@ -36,8 +37,9 @@ class Index:
             tuple(
                 RESOURCE_SCALE if n.startswith(IMPLICIT_RESOURCE_PREFIX) else 0 for n in self.names
             )
-            + (0,) * labels
+            + self.tail
         )
+        self._any_implicit = any(self._implicit)
 
     def vec(self, res: Resources) -> Vec:
         """``res`` as a vector over this index."""
@@ -45,7 +47,7 @@ class Index:
         known = self._memo.get(units)
         if known is not None:
             return known
-        out = [0] * (self.width + self.labels)
+        out = [0] * self.entries
         for name, amount in units:
             out[self.pos[name]] = amount
         self._memo[units] = vec = tuple(out)
@@ -60,21 +62,21 @@ class Index:
         if known is not None:
             return known
         vec = self.vec(res)
-        if any(self._implicit):
+        if self._any_implicit:
             vec = tuple(a or d for a, d in zip(vec, self._implicit, strict=True))
         self._capacity_memo[res.units] = vec
         return vec
 
+    def pod(self, res: Resources, cls: int) -> Vec:
+        """An existing pod's ``res`` (:meth:`capacity`) in admission class ``cls``."""
+        vec = self.capacity(res)
+        return (*vec[:-1], cls) if cls else vec
+
     def res(self, vec: Vec) -> Resources:
-        """A vector over this index as ``Resources`` (its label dimensions left out)."""
+        """A vector over this index as ``Resources`` (its class and label id left out)."""
         real = vec[: self.width]
         return Resources(tuple((n, a) for n, a in zip(self.names, real, strict=True) if a))
 
-    def labelled(self, vec: Vec, dims: Sequence[int], amount: int) -> Vec:
-        """``vec`` with ``amount`` of each label dimension of ``dims``."""
-        if not dims:
-            return vec
-        out = list(vec)
-        for d in dims:
-            out[self.width + d] = amount
-        return tuple(out)
+    def labelled(self, vec: Vec, label: int) -> Vec:
+        """Demand ``vec`` with label id ``label`` (none for 0)."""
+        return (*vec, label) if label else vec

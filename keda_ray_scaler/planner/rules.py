@@ -9,7 +9,7 @@ packer and records what it could not in ``run.unplaceable``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
 from keda_ray_scaler.model import DemandKind, PlacementGroup, Strategy
@@ -81,10 +81,7 @@ def constraints(run: Run) -> None:
     before = list(run.new.count)
     totals = Packer(
         groups=ctx.specs,
-        existing=[
-            (g, ctx.pod_vec(g, n, n.total), ctx.pod_vec(g, n, n.total), n.pod)
-            for g, n in ctx.usable
-        ],
+        existing=ctx.pods_total,
         new=run.new.blank(),
         strategies=run.strategies,
         gpu_index=ctx.gpu_index,
@@ -117,8 +114,7 @@ def gangs(run: Run, packer: Packer, which: Sequence[PlacementGroup]) -> None:
                 else f"no worker group can hold: {first.resources}"
             )
             run.unplaceable += [
-                replace(ctx.unplaced(v, pg.count, kind, pg.strategy), reason=reason, detail=detail)
-                for v in vecs
+                ctx.unplaced(v, pg.count, kind, pg.strategy, reason, detail) for v in vecs
             ]
             continue
         missing = pg.count - _place_gang(packer, vecs, pg)
@@ -237,8 +233,5 @@ def _place_gang(packer: Packer, vecs: Sequence[Vec], pg: PlacementGroup) -> int:
 
 
 def _deferred(ctx: Context, shape: Vec, count: int) -> Unplaceable:
-    return replace(
-        ctx.unplaced(shape, count, DemandKind.TASK, None),
-        reason=UnplaceableReason.UPSCALING_SPEED,
-        detail="deferred to the next round: upscalingSpeed",
-    )
+    why, detail = UnplaceableReason.UPSCALING_SPEED, "deferred to the next round: upscalingSpeed"
+    return ctx.unplaced(shape, count, DemandKind.TASK, None, why, detail)

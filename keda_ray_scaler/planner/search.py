@@ -193,6 +193,6 @@ def _demand_resources(ctx: Context) -> list[int]:
     """Positions of the resources demand names, when it names more than one."""
     vecs = [v for v, _ in (*ctx.tasks, *ctx.constraints)]
     vecs += [v for pg in ctx.gangs for v in ctx.gang_vecs[pg]]
-    width = ctx.index.width  # resources only: label dimensions never run short
+    width = ctx.index.width  # resources only: no admission class, no label id
     used = sorted({i for v in vecs for i, a in enumerate(v[:width]) if a})
     return used if len(used) > 1 else []

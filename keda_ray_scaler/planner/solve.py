@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from keda_ray_scaler.decisions import Unplaceable, UnplaceableReason, Why
-from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
 from keda_ray_scaler.packing.packer import Packer
 from keda_ray_scaler.packing.shapes import Strategies, Vec
 from keda_ray_scaler.planner import rules
@@ -59,15 +58,17 @@ class RunResult:
 
 
 def better(a: RunResult, b: RunResult) -> bool:
-    """Holds more demand; or as much with fewer bundles on fallback selectors; or with fewer
-    pods of lower priorities (as the packer considers only the highest priority that can take
-    a shape); or wasting fewer GPU pods; or for less cost; or for as much, with less unused
-    capacity. Without label selectors and priorities, the second and third are always equal."""
-    return _rank(a) < _rank(b)
+    """Holds more demand; or as much with fewer bundles on fallback selectors; or wasting
+    fewer GPU pods; or with fewer pods of lower priorities; or for less cost; or for as much,
+    with less unused capacity. Without label selectors and priorities, the second and fourth
+    are always equal. The order is the packer's (and Ray 2.60's: label match, then GPU
+    avoidance, then utilisation and priority; ``docs/concepts/planner.md``)."""
+    return rank(a) < rank(b)
 
 
-def _rank(r: RunResult) -> tuple[int, int, tuple[int, ...], int, float, float]:
-    return (r.unplaced, r.fallen, r.demoted, r.gpu_waste, round(r.cost, 9), round(r.unused, 9))
+def rank(r: RunResult) -> tuple[int, int, int, tuple[int, ...], float, float]:
+    """What :func:`better` compares, in order."""
+    return (r.unplaced, r.fallen, r.gpu_waste, r.demoted, round(r.cost, 9), round(r.unused, 9))
 
 
 def solve(
@@ -93,11 +94,7 @@ def solve(
     before_demand = list(run.new.count)
     packer = Packer(
         groups=ctx.specs,
-        existing=[
-            (g, ctx.pod_vec(g, n, n.total), ctx.pod_vec(g, n, _free(n)), n.pod)
-            for g, n in ctx.usable
-        ]
-        + reserved,
+        existing=[*ctx.pods_free, *reserved],
         new=run.new,
         strategies=strategies,
         gpu_index=ctx.gpu_index,
@@ -122,11 +119,6 @@ def solve(
             for p, b, t in zip(placed_by_demand, before_demand, run.by_step[Why.TASKS], strict=True)
         ]
     return _result(run, packer)
-
-
-def _free(node: WorkerNode) -> Resources:
-    """What a pod can still take: a pending pod counts as wholly free (not yet a Ray node)."""
-    return node.total if node.status is NodeStatus.PENDING else node.available
 
 
 def _preopen(
@@ -173,9 +165,10 @@ def _result(run: rules.Run, packer: Packer) -> RunResult:
 
 def _demoted(ctx: Context, new: Sequence[int]) -> tuple[int, ...]:
     """New pods per priority below the highest, lowest priority first."""
-    ranks = sorted({g.priority for g in ctx.groups})[:-1]
+    if not ctx.ranks:
+        return ()
     return tuple(
-        sum(n for g, n in zip(ctx.groups, new, strict=True) if g.priority == r) for r in ranks
+        sum(n for g, n in zip(ctx.groups, new, strict=True) if g.priority == r) for r in ctx.ranks
     )
 
 

@@ -2,7 +2,8 @@
 
 The reasons, in the order :func:`explain` tries them: no group's labels satisfy the demand's
 selectors, no group fits, maxWorkers, backed off, at maxReplicas, upscalingSpeed, competing for
-maxReplicas. The groups considered are those whose labels satisfy any of its selectors.
+maxReplicas. The groups considered are those whose labels satisfy any of its selectors; the
+detail also names those of its selectors no group satisfies.
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ def explain(
             names = ", ".join(f"{wgroups[i].name} ({wgroups[i].max_replicas})" for i in open_)
             reason = UnplaceableReason.MAX_REPLICAS
             detail = f"competes with other demand for maxReplicas: {names}"
+        detail += _unmatched(ctx, u.selectors)
     return Unplaceable(u.resources, u.count, reason, detail, u.kind, u.strategy, u.selectors)
+
+
+def _unmatched(ctx: Context, sels: Selectors) -> str:
+    """The selectors of a list some group satisfies that no group does, as a detail's end."""
+    none = [s for s in sels if not any(s.matches(labels) for labels in ctx.adm.group_labels)]
+    return f"; no worker group's labels satisfy {selectors_text(none)}" if none else ""
 
 
 def _fitting(ctx: Context, res: Resources, sels: Selectors) -> list[int]:

@@ -31,6 +31,9 @@ class GroupTarget:
     current: int  # pods now, victims included
     snapshot_time_s: float  # the agent's snapshot time the target is based on
     held: bool = False  # scale-down held: no fresh snapshot since this process started
+    #: the label selectors of the demand planned onto the group's pods (``rpc.safety``'s text;
+    #: ``keda-ray-scaler status`` prints it); empty: none
+    selectors: str = ""
 
     @property
     def active(self) -> bool:

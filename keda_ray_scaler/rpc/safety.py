@@ -15,7 +15,11 @@ refreshes the clusters; :mod:`keda_ray_scaler.rpc.cluster_refresh` calls them on
 
 from __future__ import annotations
 
-from keda_ray_scaler.decisions import Plan, clamp_target
+from collections.abc import Iterable
+from typing import Final
+
+from keda_ray_scaler.decisions import Placed, Plan, clamp_target
+from keda_ray_scaler.labels import selectors_text
 from keda_ray_scaler.model import ClusterSpec, NodeStatus, WorkerNode
 from keda_ray_scaler.rpc.entry import GroupTarget
 from keda_ray_scaler.schema import ClusterSnapshot
@@ -31,6 +35,7 @@ def group_targets(
         if node.group in by_group:
             by_group[node.group].append(node)
     out: dict[str, GroupTarget] = {}
+    selectors = selectors_by_group(plan.placed)
     for g in spec.worker_groups:
         nodes = by_group[g.name]
         current = len(nodes)
@@ -48,5 +53,28 @@ def group_targets(
             current=current,
             snapshot_time_s=snapshot.snapshot_time_s,
             held=held,
+            selectors=selectors.get(g.name, ""),
         )
+    return out
+
+
+#: The most characters of a group's selectors text (trailing metadata of every GetMetrics
+#: answer: KEDA ignores it, but it must stay small).
+MAX_SELECTORS_TEXT: Final = 512
+
+
+def selectors_by_group(placed: Iterable[Placed]) -> dict[str, str]:
+    """Per group, the distinct selector lists of the demand placed on its pods (canonical
+    text, sorted, joined by ``|``), cut to MAX_SELECTORS_TEXT with ``|...`` (at a list's end
+    when one fits)."""
+    lists: dict[str, set[str]] = {}
+    for x in placed:
+        lists.setdefault(x.group, set()).add(selectors_text(x.selectors))
+    out = {}
+    for group, texts in lists.items():
+        text = "|".join(sorted(texts))
+        if len(text) > MAX_SELECTORS_TEXT:
+            head = text[: MAX_SELECTORS_TEXT - 4]
+            text = (head.rpartition("|")[0] or head) + "|..."
+        out[group] = text
     return out

@@ -5,7 +5,8 @@ Every call is parsed, scoped, counted and, on an error, refused by
 
 - ``GetMetricSpec``: from metadata only (never the source): one metric ``ray-<cluster>.<group>``
   with target 1, so with ``metricType: AverageValue`` the HPA lands exactly on the value.
-- ``GetMetrics``: the group's target replicas; the data age in trailing metadata.
+- ``GetMetrics``: the group's target replicas; the data age (and the label selectors behind
+  the target, if any) in trailing metadata.
 - ``IsActive``: false only when the target is 0 and no pod that is not a victim remains.
 - ``StreamIsActive``: the current state on open; then ``true`` at the first refresh where an
   inactive group becomes active (rising edge, immediately), ``false`` only after the group has
@@ -42,6 +43,10 @@ METRIC_TARGET: Final = 1
 #: the target is based on. KEDA ignores it; ``keda-ray-scaler status`` prints it. The proto is
 #: KEDA's and stays unchanged.
 DATA_AGE_KEY: Final = "krs-data-age-seconds"
+#: Trailing metadata of ``GetMetrics`` when demand with label selectors is planned onto the
+#: group's pods: those selectors (:func:`~keda_ray_scaler.rpc.safety.selectors_by_group`), for
+#: ``keda-ray-scaler status``; absent otherwise.
+SELECTORS_KEY: Final = "krs-label-selectors"
 
 
 def metric_spec(metric_name: str) -> pb.GetMetricSpecResponse:
@@ -127,7 +132,9 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):  # type: ignore[mi
         started = time.perf_counter()
         scope = self._scope
         config, _, t = await scope.target("GetMetrics", request.scaledObjectRef, context, started)
-        context.set_trailing_metadata(((DATA_AGE_KEY, f"{self._clock() - t.snapshot_time_s:.3f}"),))
+        age = (DATA_AGE_KEY, f"{self._clock() - t.snapshot_time_s:.3f}")
+        why = ((SELECTORS_KEY, t.selectors),) if t.selectors else ()
+        context.set_trailing_metadata((age, *why))
         scope.observe("GetMetrics", "OK", started)
         return self._value(config.metric_name, t.target)
 

@@ -1,7 +1,10 @@
-"""Fakes for the poll loop's tests: a Ray reader with queued answers, a victim controller.
+"""Fakes for the poll loop's tests: a Ray reader with queued answers, a victim controller, a
+look between polls.
 
 :class:`FakeReader` returns the queued states (and raises a queued exception), :class:`FakeVictims`
-records the plans it is stepped with; :func:`ray_state` is one idle node with the given demand.
+records the plans it is stepped with, :class:`FakeWatch` answers the queued looks (then
+:attr:`Look.SAME`) and notes when it was asked; :func:`ray_state` is one idle node with the given
+demand.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from keda_ray_scaler.agent.ray.ray_status import RayState
+from keda_ray_scaler.agent.ray.status_watch import Look
+from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.decisions import Plan
 from keda_ray_scaler.model import Bundle, Demand, Resources, WorkerNode
 
@@ -55,3 +60,21 @@ def ray_state(*bundles: Bundle) -> RayState:
     """A RayState with one idle node."""
     node = WorkerNode("ray-cpu-a", "cpu", r(CPU=10), r(CPU=10), idle_s=120, node_id="ab" * 28)
     return RayState(Demand(bundles=bundles), (node,))
+
+
+class FakeWatch:
+    """Answers the queued looks (an exception is raised), then :attr:`Look.SAME`; ``at`` holds
+    the clock's time of each look."""
+
+    def __init__(self, clock: Clock, *looks: Look | Exception, every_s: float = 0.5) -> None:
+        self.clock = clock
+        self.looks = list(looks)
+        self.every_s = every_s
+        self.at: list[float] = []
+
+    async def look(self) -> Look:
+        self.at.append(self.clock.now())
+        item = self.looks.pop(0) if self.looks else Look.SAME
+        if isinstance(item, Exception):
+            raise item
+        return item

@@ -77,6 +77,10 @@ class FakeGcs:
         assert self.reply is not None
         return self.reply
 
+    async def get_cluster_status_bytes(self, timeout_s: float) -> bytes:
+        """The next status reply as the GCS sends it (the look between polls)."""
+        return (await self.get_cluster_status(timeout_s)).SerializeToString()
+
     async def internal_kv_get(
         self, key: bytes, namespace: bytes | None, timeout_s: float
     ) -> bytes | None:

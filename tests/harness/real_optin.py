@@ -274,6 +274,28 @@ def rayjob(name: str, share: Path, refs: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def raycluster(name: str, share: Path, refs: dict[str, str]) -> dict[str, Any]:
+    """A RayCluster of :func:`cluster_spec`, opted in by its label only."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {OPT_IN_LABEL: "enabled"}},
+        "spec": cluster_spec(share, refs),
+    }
+
+
+def rayjob_on(name: str, cluster: str, share: Path, refs: dict[str, str]) -> dict[str, Any]:
+    """:func:`rayjob` run on the existing RayCluster ``cluster`` (``clusterSelector``): no label
+    of ours, no cluster of its own, the cluster left running after it."""
+    job = rayjob(name, share, refs)
+    spec = job["spec"]
+    del spec["rayClusterSpec"], spec["ttlSecondsAfterFinished"]
+    spec["shutdownAfterJobFinishes"] = False
+    spec["clusterSelector"] = {"ray.io/cluster": cluster}
+    job["metadata"]["labels"] = {}
+    return job
+
+
 @dataclass
 class JobView:
     """Reads of one RayJob and its cluster."""

@@ -21,6 +21,10 @@ the applier carries ``max(spec.replicas, planned target)`` into the RayCluster:
 - **fresh plans only**: a plan older than ``max_age_s`` (a stalled or failing poll) leads
   nothing; a failed poll clears the plans.
 
+It acts on each poll the loop makes, and the loop polls as soon as a look between polls sees
+Ray's demand or nodes change (:func:`~keda_ray_scaler.agent.loop_parts.until_next_poll`): new
+demand leads within about ``--watch-interval`` plus Ray's own report delay, not ``--interval``.
+
 When the HPA then syncs it asks the same number (the same planner on the same export) and the
 applier has nothing left to do; should it ask fewer, the pods stay until Ray drains them idle.
 """
@@ -117,6 +121,12 @@ class PlannedTargets:
             self.wake.set()
         self._zero_since = {g: self._zero_since.get(g, at) for g, t in targets.items() if t == 0}
         self._targets, self._at = targets, at
+
+    def rising(self) -> bool:
+        """Whether a rise waits for a second poll (a group with pods joining planned above its
+        target): the loop then polls again at its next look, so a rise that holds leads one
+        look later (``--watch-interval``), not at the next change or ``--interval``."""
+        return any(t > self._targets.get(g, 0) for g, t in self._planned.items())
 
     def clear(self) -> None:
         """A failed poll: nothing leads until the next success."""

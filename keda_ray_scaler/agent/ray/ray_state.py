@@ -40,6 +40,8 @@ from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
 from keda_ray_scaler.agent.ray.status_memo import StatusMemo
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
+from keda_ray_scaler.agent.ray.status_watch import Seen
+from keda_ray_scaler.agent.ray.task_load import NodeLoad
 from keda_ray_scaler.agent.ray.task_load_read import (
     LoadsApi,
     RayletRead,
@@ -70,6 +72,9 @@ if TYPE_CHECKING:  # the log brings prometheus_client and structlog: --help read
 #: Seconds between the agent's polls by default (``--interval``): Ray's autoscaler reads the GCS
 #: as often (its ``AUTOSCALER_UPDATE_INTERVAL_S``).
 POLL_INTERVAL_S: Final = 5.0
+#: Seconds between the looks at the GCS between polls by default (``--watch-interval``; 0: none):
+#: a change of demand or nodes is polled within this, not at the next ``--interval``.
+WATCH_INTERVAL_S: Final = 0.5
 #: The deadline of one GCS call by default, in seconds (``--ray-timeout``).
 GCS_TIMEOUT_S: Final = 5.0
 
@@ -142,11 +147,17 @@ class RayReader:
         self._pods = pods
         self._ages = NodeAges()  # which of a pod's live nodes is its own (a restarted raylet's)
         self._memo = StatusMemo()  # a reply saying the same as the last is not parsed again
+        self._head: NodeLoad | None = None  # the head raylet's queue, as the last read found it
+        #: What the last :meth:`read` read (nothing when it failed) that the look between polls
+        #: compares with (:mod:`~keda_ray_scaler.agent.ray.status_watch`).
+        self.seen = Seen()
 
     async def read(self) -> RayState:
         """Demand and nodes now; raises :class:`RayError` when Ray cannot be read."""
+        self.seen = Seen()
         try:
             state = await self._read()
+            self.seen = Seen(self._memo.steady, self._head)  # not a later re-check's (nodes())
         except UnsupportedRayVersion as exc:
             malformed = isinstance(exc, MalformedClusterMetadata)
             reason = Refusal.MALFORMED_METADATA if malformed else Refusal.UNSUPPORTED_VERSION
@@ -198,6 +209,7 @@ class RayReader:
             ns.node_id.hex() for ns in reply.cluster_resource_state.node_states
         )
         stale = self._ages.stale
+        self._head = None
         if self.demand is DemandRead.GCS:
             state = self._memo.parse(
                 reply,
@@ -211,6 +223,7 @@ class RayReader:
             return state
         # R1: after S returned (never before, never beside it); no failure here fails the poll.
         tasks = await read_task_load(client, self._raylet, reply, self._timeout_s)
+        self._head = tasks.head
         state = self._memo.parse(
             reply,
             self._specs.spec,

@@ -45,7 +45,7 @@ from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     GangResourceRequest,
     GetClusterStatusReply,
 )
-from keda_ray_scaler.labels import Selectors
+from keda_ray_scaler.labels import LabelError, LabelSelector, Selectors, selectors_of
 from keda_ray_scaler.model import (
     Bundle,
     ClusterSpec,
@@ -128,15 +128,31 @@ def parse_v1_requests(raw: bytes | None) -> V1Requests:
     if not isinstance(items, list):
         what = f"expected a list, got {type(items).__name__}"
         return V1Requests(refused=_v1_refused(Refusal.V1_REQUEST_NOT_BUNDLES, raw, what))
-    counts: dict[Resources, int] = {}
+    counts: dict[tuple[Resources, Selectors], int] = {}
     for item in items:
-        if not _is_bundle(item):
-            what = f"bad bundle {str(item)[:80]}"
-            return V1Requests(refused=_v1_refused(Refusal.V1_REQUEST_NOT_BUNDLES, raw, what))
-        shape = resources_of(item)
-        if shape:
-            counts[shape] = counts.get(shape, 0) + 1
-    return V1Requests(tuple(Bundle(r, n) for r, n in sorted(counts.items())))
+        read = _v1_item(item)
+        if isinstance(read, str):
+            return V1Requests(refused=_v1_refused(Refusal.V1_REQUEST_NOT_BUNDLES, raw, read))
+        if read[0]:
+            counts[read] = counts.get(read, 0) + 1
+    return V1Requests(tuple(Bundle(r, n, sel) for (r, sel), n in sorted(counts.items())))
+
+
+def _v1_item(item: object) -> tuple[Resources, Selectors] | str:
+    """One request: ``{resource: amount}`` (Ray 2.10-2.50; 2.60 again), or
+    ``{"resources": {...}, "label_selector": {...}}`` (Ray 2.51's ``request_resources`` with
+    autoscaler v1); else what is wrong with it."""
+    selector: object = {}
+    if isinstance(item, dict) and set(item) == {"resources", "label_selector"}:
+        selector = item["label_selector"]
+        item = item["resources"]
+    if not isinstance(item, dict) or not _is_bundle(item) or not isinstance(selector, dict):
+        return f"bad bundle {str(item)[:80]}"
+    try:
+        selectors = selectors_of([LabelSelector.from_ray(selector)]) if selector else ()
+    except (LabelError, TypeError, AttributeError) as exc:
+        return f"bad label_selector: {str(exc)[:80]}"
+    return resources_of(item), selectors
 
 
 def _is_bundle(item: object) -> bool:

@@ -117,6 +117,11 @@ class StatusMemo:
         #: how many parses were answered from the last one (the tests' and the bench's count)
         self.reused = 0
 
+    @property
+    def steady(self) -> bytes | None:
+        """The steady part of the last reply parsed (:func:`steady_part`); None before one."""
+        return None if self._last is None else self._last.inputs.steady
+
     def parse(
         self,
         reply: GetClusterStatusReply,

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from keda_ray_scaler.agent.ray.status_nodes import HEAD_RESOURCE
-from keda_ray_scaler.agent.ray.task_load import QueuedShape, node_load, task_load
+from keda_ray_scaler.agent.ray.task_load import NodeLoad, QueuedShape, node_load, task_load
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import DEAD, GetClusterStatusReply
 from keda_ray_scaler.gcs._generated.gcs_pb2 import ResourcesData
@@ -33,11 +33,14 @@ class Fallback(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TaskLoadRead:
-    """R1's task demand, or why there is none this poll (then ``error`` says it in one line)."""
+    """R1's task demand, or why there is none this poll (then ``error`` says it in one line);
+    ``head``: the head raylet's own queue as read, summed and sorted (what a look between polls
+    compares with, :mod:`~keda_ray_scaler.agent.ray.status_watch`), None when not read."""
 
     queued: tuple[QueuedShape, ...] | None
     fallback: Fallback | None = None
     error: str = ""
+    head: NodeLoad | None = None
 
 
 class RayletRead(Protocol):
@@ -89,4 +92,5 @@ async def read_task_load(
         return TaskLoadRead(None, Fallback.RAYLET, str(exc))
     cached = (node_load(r) for r in usage.resource_usage_data.batch)
     # The raylet names itself in its reply; the id it was asked for is the one that counts.
-    return TaskLoadRead(task_load([replace(node_load(fresh), node_id=head)], cached))
+    own = replace(node_load(fresh), node_id=head)
+    return TaskLoadRead(task_load([own], cached), head=NodeLoad(head, task_load([own], ())))

@@ -31,7 +31,16 @@ from pod_watch import PodWatch
 from ray_on_node import AGENT_PORT, make_share
 from real_kuberay import operator_deletions
 from real_loop import EXPECTED_PODS, REAL_LOOP_MARKS, agent_sample
-from real_optin import FIGURES, JobView, controller_release, controller_samples, ours, rayjob
+from real_optin import (
+    FIGURES,
+    JobView,
+    controller_release,
+    controller_samples,
+    ours,
+    raycluster,
+    rayjob,
+    rayjob_on,
+)
 
 pytestmark = REAL_LOOP_MARKS
 
@@ -131,6 +140,48 @@ def test_a_labelled_rayjob_scales_up_for_its_job_back_down_and_leaves_nothing(
             "controller writes": f"{writes:.0f}",
         }
     )
+
+
+def test_a_rayjob_on_a_labelled_cluster_is_served_by_that_clusters_objects(bed: Bed) -> None:
+    """``clusterSelector``: the job runs on an existing labelled RayCluster; that cluster's
+    objects scale it to the 10 pods the seed needs and back, and nothing is made for the job."""
+    cp = bed.cp
+    core = client.CoreV1Api(bed.api)
+    view = JobView(cp, client.CustomObjectsApi(bed.api), "on-shared")
+    workdir = Path(tempfile.mkdtemp(prefix="rayjob-on-", dir=bed.workdir))
+    share = make_share(workdir / "share")
+    with (
+        ray_namespace(cp, workdir),
+        controller_release(bed),
+        PodWatch(core, NAMESPACE, "ray.io/node-type=worker") as pods,
+    ):
+        cp.apply_docs([raycluster("shared", share, bed.refs)])
+        wait_until(lambda: len(ours(cp, "shared")) == OBJECTS, timeout_s=120, what="its objects")
+        wait_until(lambda: _ray_nodes() == 0, timeout_s=300, what="the agent at 0 workers")
+        submitted = time.time()
+        cp.apply_docs([rayjob_on("on-shared", "shared", share, bed.refs)])
+        wait_until(
+            lambda: (
+                len(pods.running_pods(GROUP)) == EXPECTED_PODS and _ray_nodes() == EXPECTED_PODS
+            ),
+            timeout_s=600,
+            what=f"{EXPECTED_PODS} Ready pods of the shared cluster",
+            interval_s=0.5,
+        )
+        ten = time.time() - submitted
+        (share / "release").touch()
+        wait_until(
+            lambda: view.status().get("jobStatus") in {"SUCCEEDED", "FAILED", "STOPPED"},
+            timeout_s=600,
+            what="the job's end",
+        )
+        assert view.status()["jobStatus"] == "SUCCEEDED", view.status()
+        wait_until(lambda: not pods.running_pods(GROUP), timeout_s=300, what="back to 0 pods")
+        assert view.cluster_name() == "shared"
+        assert cp.get_json("raycluster", "shared", "-n", NAMESPACE)["metadata"]["name"]
+        assert ours(cp) == ours(cp, "shared") and len(ours(cp)) == OBJECTS
+        assert pods.most_alive(GROUP, submitted) == EXPECTED_PODS
+    FIGURES["on an existing cluster, to 10 pods"] = f"{ten:.1f} s"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -54,7 +54,7 @@ from keda_ray_scaler.model import (
     WorkerGroup,
 )
 from tests.harness.ray_cluster import RayCluster, ray_cluster
-from tests.harness.shared_ref import REQUIRE_ENV
+from tests.harness.ray_venv import venv_or_skip
 from tools import ray_venvs
 
 pytestmark = pytest.mark.ray
@@ -124,19 +124,6 @@ class Case:
     @property
     def token(self) -> str | None:
         return self.cluster.auth_token
-
-
-def venv_or_skip(version: str) -> Path:
-    """The venv of ``version``; skip (fail in CI) naming ``make ray-venvs`` when it is missing."""
-    if ray_venvs.ready(version):
-        return ray_venvs.venv_dir(version)
-    reason = (
-        f"Ray {version}'s venv is not at {ray_venvs.venv_dir(version)}: run `make ray-venvs` "
-        "(the CI versions) or `make test-ray-versions` (all) first; it needs PyPI"
-    )
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{reason}; {REQUIRE_ENV}=1 requires it", pytrace=False)
-    pytest.skip(reason)
 
 
 def start_driver(cluster: RayCluster, venv: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -12,6 +12,10 @@ import pytest
 
 import keda_ray_scaler.cli as cli
 from keda_ray_scaler.cli import main
+from keda_ray_scaler.cli.plan import plan_to_json, plan_to_table
+from keda_ray_scaler.decisions import Placed, Plan, Unplaceable, UnplaceableReason
+from keda_ray_scaler.labels import LabelSelector, selectors_of
+from keda_ray_scaler.model import Resources
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -103,8 +107,10 @@ def test_json_output_is_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                 "detail": "no worker group has pods that can hold {CPU: 64}",
                 "kind": "task",
                 "strategy": None,
+                "selectors": [],
             }
         ],
+        "placed": [],
     }
 
 
@@ -212,3 +218,81 @@ def test_json_output_is_identical_under_different_hash_seeds(tmp_path: Path) -> 
         outs.append(done.stdout)
     assert outs[0] == outs[1]
     assert json.loads(outs[0])["groups"]["gpu"]["new"] == 3
+
+
+LABELLED = """\
+cluster: demo
+workerGroups:
+  - {name: spot, resources: {CPU: 10}, cost: 1, labels: {market-type: spot}}
+  - {name: on-demand, resources: {CPU: 10}, cost: 3, labels: {market-type: on-demand}}
+"""
+
+LABELLED_DEMAND = """\
+bundles:
+  - {resources: {CPU: 2}, count: 3, selectors: [{market-type: spot}]}
+  - {resources: {CPU: 8}, count: 2, selectors: [{market-type: preemptible}, {market-type: spot}]}
+  - {resources: {CPU: 1}, count: 2, selectors: [{market-type: on-demand}]}
+  - {resources: {CPU: 2}, count: 2, selectors: [{market-type: gpu-spot}]}
+nodes:
+  - {group: on-demand, pod: ray-od-a, available: {CPU: 4}}
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="plan() lists placements once RunResult carries the packer's tally (solve.py: "
+    "placed=tally_of(packer.new.placed, packer.existing.placed); planner/__init__.py: "
+    "placed=placements(ctx, best.placed)), asked of the planner's owner",
+)
+def test_a_placed_demand_names_its_selector_and_an_unplaceable_one_the_selector_no_group_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Spot demand on new spot pods by its selector; [preemptible, spot] on spot pods by the
+    fallback (no group is preemptible); on-demand demand on the on-demand pod's free CPUs;
+    market-type=gpu-spot unplaceable, naming the selector no group satisfies."""
+    assert main(["plan", *files(tmp_path, LABELLED, LABELLED_DEMAND)]) == 0
+    assert capsys.readouterr().out.endswith(
+        "  spot: 3 new pod(s) for tasks\n"
+        "placed by label selector:\n"
+        "  {CPU: 8} x2 [market-type=preemptible;market-type=spot] -> spot by fallback "
+        "market-type=spot\n"
+        "  {CPU: 2} x3 [market-type=spot] -> spot\n"
+        "  {CPU: 1} x2 [market-type=on-demand] -> on-demand (existing pods)\n"
+        "unplaceable:\n"
+        "  2 x {CPU: 2} [task] [market-type=gpu-spot]: no_group_matches_selector (no worker "
+        "group's labels satisfy the label selector market-type=gpu-spot)\n"
+    )
+
+
+def test_placed_and_unplaceable_lines_name_the_selectors() -> None:
+    """A placement by the first selector, one by a fallback on existing pods, and unplaceable
+    demand with and without selectors, as the table prints them."""
+    spot = LabelSelector.from_ray({"market-type": "spot"})
+    fallback = selectors_of((spot, LabelSelector()))
+    placed = (
+        Placed("spot", 3, (spot,), spot, (Resources.of(CPU=2),)),
+        Placed("on-demand", 2, fallback, LabelSelector(), (Resources.of(CPU=1),), existing=True),
+    )
+    left = (
+        Unplaceable(Resources.of(CPU=64), 1, UnplaceableReason.NO_GROUP_FITS, "too big"),
+        Unplaceable(Resources.of(CPU=2), 2, UnplaceableReason.MAX_REPLICAS, "", selectors=(spot,)),
+    )
+    table = plan_to_table(Plan(groups={}, unplaceable=left, placed=placed))
+    assert table.splitlines()[1:] == [
+        "placed by label selector:",
+        "  {CPU: 2} x3 [market-type=spot] -> spot",
+        "  {CPU: 1} x2 [market-type=spot;*] -> on-demand by fallback * (existing pods)",
+        "unplaceable:",
+        "  1 x {CPU: 64} [task]: no_group_fits (too big)",
+        "  2 x {CPU: 2} [task] [market-type=spot]: max_replicas",
+    ]
+    out = plan_to_json(Plan(groups={}, unplaceable=left, placed=placed))
+    assert out["placed"][1] == {
+        "group": "on-demand",
+        "count": 2,
+        "selectors": ["market-type=spot", "*"],
+        "by": "*",
+        "shapes": [{"CPU": 1}],
+        "existing": True,
+    }
+    assert [u["selectors"] for u in out["unplaceable"]] == [[], ["market-type=spot"]]

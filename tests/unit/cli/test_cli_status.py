@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,6 +15,11 @@ from rpc_builders import T0, cluster_ref, group, snapshot
 from tls_certs import Certs, make_certs
 
 from keda_ray_scaler.cli import main
+from keda_ray_scaler.decisions import Placed, Plan
+from keda_ray_scaler.labels import LabelSelector, selectors_of
+from keda_ray_scaler.model import PlanningInput, Resources
+from keda_ray_scaler.planner import plan
+from keda_ray_scaler.rpc.cluster_refresh import Planner
 from keda_ray_scaler.rpc.server import ScalerServer, build_server
 from keda_ray_scaler.rpc.target_settings import TargetSettings
 from keda_ray_scaler.rpc.tls import TlsFiles
@@ -43,12 +49,13 @@ def source() -> MemorySource:
     return MemorySource({RAY: snapshot(groups=groups, tasks={5: 20}, t=T0)})
 
 
-async def started(tls: TlsFiles | None = None) -> ScalerServer:
+async def started(tls: TlsFiles | None = None, planner: Planner | None = None) -> ScalerServer:
     server = build_server(
         source(),
         clock=FakeClock(T0 + AGE_S),
         tls=tls,
         target_settings=TargetSettings(refresh_interval_s=3600),
+        planner=planner,
     )
     await server.start()
     return server
@@ -105,6 +112,43 @@ async def test_prints_target_active_and_data_age_per_group(
     ]
 
 
+SPOT = LabelSelector.from_ray({"market-type": "spot"})
+
+
+def planned_by_selectors(inp: PlanningInput) -> Plan:
+    """The planner's plan, as if the 20 tasks asked market-type=spot (16) or spot then any
+    node (4) and went to group cpu by those selectors."""
+    fallback = selectors_of((SPOT, LabelSelector()))
+    placed = (
+        Placed("cpu", 16, (SPOT,), SPOT, (Resources.of(CPU=5),)),
+        Placed("cpu", 4, fallback, SPOT, (Resources.of(CPU=5),)),
+    )
+    return dataclasses.replace(plan(inp), placed=placed)
+
+
+async def test_the_label_selectors_behind_a_target_are_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Group cpu's target comes from demand asking spot (and spot then any node): the table
+    gets a SELECTORS column naming both lists; gpu, with none, shows ``-``."""
+    server = await started(planner=planned_by_selectors)
+    try:
+        argv = [f"--address=127.0.0.1:{server.port}", "--cluster=ray", "--group=cpu", "--group=gpu"]
+        assert await status(*argv) == 0
+        assert await status(*argv, "--output=json") == 0
+    finally:
+        await server.stop(grace_s=0)
+    out = capsys.readouterr().out
+    rows = table(out)
+    assert rows[0] == ["CLUSTER", "GROUP", "TARGET", "ACTIVE", "DATA", "AGE", "SELECTORS"]
+    assert rows[1:3] == [
+        ["ray", "cpu", "10", "true", "3.0", "s", "market-type=spot|market-type=spot;*"],
+        ["ray", "gpu", "0", "false", "3.0", "s", "-"],
+    ]
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [row["selectors"] for row in lines] == ["market-type=spot|market-type=spot;*", ""]
+
+
 async def test_mtls_like_keda_and_json_output(
     mtls: tuple[ScalerServer, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,6 +165,7 @@ async def test_mtls_like_keda_and_json_output(
         "active": True,
         "data_age_s": AGE_S,
         "error": None,
+        "selectors": "",
     }
 
 

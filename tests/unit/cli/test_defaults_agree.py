@@ -68,6 +68,7 @@ CAP_FLAGS = {
 #: ``agent`` flag destination -> its field, as a path from :class:`AgentSettings`.
 AGENT_FLAGS = {
     "interval": "loop.interval_s",
+    "watch_interval": "loop.watch_interval_s",
     "max_shapes": "loop.max_shapes",
     "use_window": "loop.use_window_s",
     "settle_delay": "victims.settle_s",

@@ -146,6 +146,16 @@ async def test_cluster_status_is_the_message_the_gcs_sent(
     assert "authorization" not in metadata
 
 
+async def test_cluster_status_bytes_are_the_reply_as_sent_unparsed(
+    served: Served, client: GcsClient
+) -> None:
+    """The look between polls gets the same call's reply as bytes."""
+    served.gcs.status = one_node_status()
+    raw = await client.get_cluster_status_bytes(timeout_s=5)
+    assert raw == served.gcs.status.SerializeToString()
+    assert [rpc for rpc, _, _ in served.gcs.calls] == ["GetClusterStatus"]
+
+
 async def test_a_configured_token_goes_as_a_bearer_authorization_on_every_call(
     served: Served,
 ) -> None:

@@ -218,7 +218,13 @@ def test_a_gpu_pod_opened_for_cpu_demand_is_not_wasted_once_it_holds_gpu_demand(
 # --- the packer's state: fork, adopt ----------------------------------------------------------
 
 #: Mutable objects a fork may share with its packer: a cache that is a pure function of its key.
-SHARED_ON_PURPOSE = {"packer.new.rank"}
+#: memos of pure functions, shared by a fork on purpose
+SHARED_ON_PURPOSE = {
+    "packer.new.rank",
+    "packer.new.spare",
+    "packer.existing.rank",
+    "packer.memo",
+}
 
 
 def _attrs(obj: object) -> dict[str, object]:

@@ -551,6 +551,10 @@ def _structlog_defaults() -> Iterator[None]:
         (["--max-shapes", "2"], "keda-ray-scaler agent: --max-shapes: must be >= 3, got 2"),
         (["--interval", "0"], "keda-ray-scaler agent: --interval: must be > 0, got 0"),
         (
+            ["--watch-interval", "-1"],
+            "keda-ray-scaler agent: --watch-interval: must be >= 0, got -1",
+        ),
+        (
             ["--health-intervals", "0"],
             "keda-ray-scaler agent: --health-intervals: must be > 0, got 0",
         ),

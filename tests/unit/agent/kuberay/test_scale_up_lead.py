@@ -220,6 +220,24 @@ def test_while_pods_join_a_rise_leads_only_once_two_polls_agree() -> None:
     assert planned.get("cpu", 104.0) == 12
 
 
+def test_a_rise_held_for_a_second_poll_is_rising_until_a_poll_confirms_or_drops_it() -> None:
+    """The loop asks ``rising()`` to poll again at its next look: true only while a held rise
+    waits; a confirming poll leads it, a lower one drops it, a failed poll clears it."""
+    planner = FixedPlanner()
+    planned = PlannedTargets(planner, max_age_s=10.0, wake=asyncio.Event())
+    seen = []
+    for at, target in ((100.0, 10), (100.5, 11), (101.0, 11), (101.5, 13), (102.0, 12)):
+        planner.targets = {"cpu": target}
+        planned.observe(joining("cpu", 5), at)
+        seen.append((planned.get("cpu", at), planned.rising()))
+    assert seen == [(10, False), (10, True), (11, False), (11, True), (12, False)]
+    planner.targets = {"cpu": 14}
+    planned.observe(joining("cpu", 5), 102.5)
+    assert planned.rising()
+    planned.clear()
+    assert not planned.rising()
+
+
 def test_with_no_pod_joining_a_rise_leads_at_once_and_a_fall_always_does() -> None:
     planner = FixedPlanner()
     planned = PlannedTargets(planner, max_age_s=10.0, wake=asyncio.Event())

@@ -130,6 +130,7 @@ def test_rays_placement_group_labels_are_left_out_without_a_refusal() -> None:
     labels, refused = node_labels({"zone": "a"}, {"_PG_3a1f00": "", "_PG_b2": ""}, "n1")
     assert dict(labels) == {"zone": "a"} and refused == []
 
+
 def test_rule_r1_queues_keep_selectors_and_sum_only_alike_ones() -> None:
     """Two nodes queue {CPU: 1} with and without {zone: a}: two shapes, counts summed."""
     report = gcs_pb2.ResourcesData(node_id=b"h")

@@ -15,6 +15,7 @@ from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused, is_pod_name, same_ip
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
+from keda_ray_scaler.labels import LabelSelector, selectors_of
 from keda_ray_scaler.model import Bundle, PlanningInput, Resources
 from keda_ray_scaler.schema import encoding
 from keda_ray_scaler.sources.series_caps import DataCaps, check_caps
@@ -69,6 +70,27 @@ def test_a_good_request_still_reads_as_the_floor() -> None:
     read = parse_v1_requests(b'[{"GPU": 1}, {"GPU": 1}, {"CPU": 3.5}]')
     assert read.bundles == (Bundle(Resources.of(CPU=3.5), 1), Bundle(Resources.of(GPU=1), 2))
     assert read.refused is None
+
+
+def test_ray_251s_request_with_label_selectors_reads_as_the_floor_with_its_selector() -> None:
+    """Ray 2.51's request_resources() with autoscaler v1 writes each bundle with its selector
+    (``{"resources": ..., "label_selector": ...}``); read as the floor, selector kept; a bad
+    selector refuses the whole value, as any bad bundle does."""
+    raw = (
+        b'[{"resources": {"CPU": 1}, "label_selector": {}},'
+        b' {"resources": {"GPU": 1}, "label_selector": {"market-type": "spot"}},'
+        b' {"resources": {"GPU": 1}, "label_selector": {"market-type": "spot"}}]'
+    )
+    read = parse_v1_requests(raw)
+    spot = selectors_of([LabelSelector.from_ray({"market-type": "spot"})])
+    assert read.bundles == (
+        Bundle(Resources.of(CPU=1), 1),
+        Bundle(Resources.of(GPU=1), 2, spot),
+    )
+    bad = b'[{"resources": {"CPU": 1}, "label_selector": {"market-type": "in(a,)"}}]'
+    refused = parse_v1_requests(bad).refused
+    assert refused is not None and refused.reason is Refusal.V1_REQUEST_NOT_BUNDLES
+    assert "label_selector" in refused.detail
 
 
 async def test_each_poll_counts_the_poisoned_value_and_logs_it_once() -> None:
