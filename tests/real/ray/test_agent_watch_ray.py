@@ -1,4 +1,4 @@
-"""The look between polls on a real Ray 2.60 head (issue 39): with ``--interval 5`` the agent
+"""The look between polls on a real Ray 2.60 head (issue 39): with a long ``--interval`` the agent
 exports new demand about a second after it is submitted, not at its next poll; and a cluster
 where nothing happens is polled at the interval only (Ray's replies moved only their counters
 and idle times, which the looks leave out).
@@ -31,11 +31,13 @@ from tests.harness.ray_cluster import RayCluster, client_env, ray_cluster, ray_d
 pytestmark = pytest.mark.ray
 
 SPEC = ClusterSpec("demo", (WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50),))
-INTERVAL_S = 5.0
+INTERVAL_S = 20.0
 #: New demand must be exported before this after its submission: half the interval (the floor
-#: poll comes INTERVAL_S after the poll the submission follows). Seen at 0.1 s (the next look
-#: reads the head raylet's queue, then the poll); 1.4 s when looks read the GCS's reply alone
-#: (Ray pulls each raylet's load every second); the rest is margin for a loaded machine.
+#: poll comes INTERVAL_S after the poll the submission follows), so only a poll a look started
+#: can export it in time. Seen at 0.1-0.4 s (the next look reads the head raylet's queue, then
+#: the poll); 1.4 s when looks read the GCS's reply alone (Ray pulls each raylet's load every
+#: second). The interval is long so that a loaded machine (CI: a bed beside this) cannot make a
+#: working look miss it: the figure itself is a benchmark's (``python -m bench agent``).
 SEEN_WITHIN_S = INTERVAL_S / 2
 POLLS = "ray_scaler_agent_poll_duration_seconds_count"
 
@@ -68,7 +70,7 @@ async def running(loop: AgentLoop) -> Any:
             await task
 
 
-async def test_new_demand_is_exported_within_about_a_second_with_interval_5(
+async def test_new_demand_is_exported_long_before_the_interval_poll(
     cluster: RayCluster,
 ) -> None:
     """Submitted just after a poll: exported long before the next poll would come, by a poll a
@@ -94,10 +96,10 @@ async def test_new_demand_is_exported_within_about_a_second_with_interval_5(
     async with running(loop):
         await until(lambda: loop.snapshot.success, 30.0)
         first = polls()
-        quiet_s = await until(lambda: polls() >= first + 2, 3 * INTERVAL_S)
-        assert quiet_s > 1.5 * INTERVAL_S  # two polls took two intervals: no look polled
+        quiet_s = await until(lambda: polls() >= first + 1, 2 * INTERVAL_S)
+        assert quiet_s > 0.5 * INTERVAL_S  # the next poll was the interval's: no look polled
         assert demand() == 0
-        refs = [work.remote() for _ in range(20)]  # just after a poll: the next is 5 s away
+        refs = [work.remote() for _ in range(20)]  # just after a poll: the next is 20 s away
         try:
             seen_s = await until(lambda: demand() > 0, INTERVAL_S)
             print(f"new demand exported {seen_s:.2f} s after its submission")
