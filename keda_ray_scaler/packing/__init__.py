@@ -8,6 +8,8 @@ so the cost grows with distinct shapes and distinct pod classes, never with the 
 - :mod:`.limits`: how many new pods may still be opened (maxReplicas, maxWorkers, pace);
 - :mod:`.existingpods`: pods that run, as classes of identical free space;
 - :mod:`.newpods`: planned pods as classes of identical free space;
+- :mod:`.memo`: what follows from a shape alone (the groups that can hold it, its scores),
+  remembered for every fork;
 - :mod:`.packer`: the packer (first-fit decreasing with rollouts), :mod:`.patterns` (cutting
   stock) and :mod:`.spread` (STRICT_SPREAD gangs).
 """

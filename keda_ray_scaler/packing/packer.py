@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from keda_ray_scaler.packing.existingpods import ExistingPods
+from keda_ray_scaler.packing.memo import Holding, Memo
 from keda_ray_scaler.packing.newpods import NewPods
 from keda_ray_scaler.packing.patterns import place_patterns
 from keda_ray_scaler.packing.shapes import (
@@ -17,29 +18,11 @@ from keda_ray_scaler.packing.shapes import (
     Strategies,
     Vec,
     fit_count,
-    label_of,
     need_of,
 )
 
 #: Immutable values a fork shares with its packer; every other field is copied.
 _SHARED = (bool, int, float, str, tuple, Strategies)
-
-
-class Memo:
-    """What the packer derives from a shape alone, remembered: per shape, the groups whose
-    pods can hold it (labels and size, room aside) and whether a non-GPU one is among them;
-    per (group, shape, copies), the scorer's verdict (strategies are pure). Pure functions of
-    their keys, so a fork shares them: :meth:`copy` is the memo itself."""
-
-    __slots__ = ("holders", "scores")
-
-    def __init__(self) -> None:
-        self.holders: dict[Vec, tuple[tuple[int, ...], bool]] = {}
-        self.scores: dict[tuple[int, Vec, int], tuple[int, float, float]] = {}
-
-    def copy(self) -> Memo:
-        """This memo itself (see the class docstring)."""
-        return self
 
 
 @dataclass(slots=True, init=False)
@@ -65,7 +48,8 @@ class Packer:
        unplaced bundles, GPU avoidance, priority, cost, unused capacity, utilisation. Options
        of the avoided tier are not rolled out once one of the better tier leaves nothing
        unplaced, and the lookahead covers only the shapes linked to the current one by groups
-       both can use (:meth:`_linked`): neither changes a comparison. With ``patterns=True``,
+       both can use (:meth:`.memo.Memo.linked`; all of them while maxWorkers binds): neither
+       changes a comparison. With ``patterns=True``,
        pods are opened by repeated best patterns instead (see :func:`.patterns.place_patterns`).
 
     Labels: a shape with a label id goes only on pods that admit it (:mod:`.shapes`); groups
@@ -123,7 +107,7 @@ class Packer:
         self.order = tuple(float(gpu) for gpu in self.gpu_groups)
         self.ranked = len({gr.priority for gr in groups}) > 1
         self.width = len(self.groups[0].capacity) if self.groups else 0
-        self.memo = Memo()
+        self.memo = Memo(self.groups, self.gpu_groups)
         self.existing = ExistingPods(self.groups, self.order, existing, best_fit)
         self.new = new
 
@@ -134,19 +118,10 @@ class Packer:
             return False
         return self.holding(shape)[1]
 
-    def holding(self, shape: Vec) -> tuple[tuple[int, ...], bool]:
+    def holding(self, shape: Vec) -> Holding:
         """The groups whose pods can hold ``shape`` (labels and size), and whether a non-GPU
-        group is among them (:class:`Memo`)."""
-        known = self.memo.holders.get(shape)
-        if known is None:
-            need, label = need_of(shape, self.width), label_of(shape, self.width)
-            found = tuple(
-                g
-                for g, grp in enumerate(self.groups)
-                if grp.takes(label) and fit_count(grp.capacity, need) > 0
-            )
-            known = self.memo.holders[shape] = (found, any(not self.gpu_groups[g] for g in found))
-        return known
+        group is among them (remembered: :class:`~.memo.Memo`)."""
+        return self.memo.holding(shape)
 
     # --- state ----------------------------------------------------------------------------
 
@@ -255,7 +230,9 @@ class Packer:
         self, shape: Vec, need: Need, count: int, rest: Sequence[tuple[Vec, Need, int]]
     ) -> int:
         order = self.order
-        ahead = self._linked(shape, rest[: self.strategies.lookahead])
+        ahead = rest[: self.strategies.lookahead]
+        if ahead and self.new.limits.cluster >= UNBOUNDED // 2:  # no maxWorkers binds
+            ahead = self.memo.linked(shape, ahead)
         while count:
             count = self.new.fill(shape, need, count, order)
             if not count:
@@ -297,27 +274,6 @@ class Packer:
             avoid = self.avoid(pick[0], shape)
             count = self.new.open_for(pick[0], shape, need, count, pick[1], avoid)
         return count
-
-    def _linked(
-        self, shape: Vec, ahead: Sequence[tuple[Vec, Need, int]]
-    ) -> Sequence[tuple[Vec, Need, int]]:
-        """The lookahead shapes whose completion can differ between the options for
-        ``shape``: those linked to the groups that can hold it through groups they share (a
-        zone's demand never looks at another zone's). All of them while maxWorkers binds."""
-        if self.new.limits.cluster < UNBOUNDED // 2 or len(ahead) == 0:
-            return ahead
-        groups = set(self.holding(shape)[0])
-        linked: set[Vec] = set()
-        grown = True
-        while grown:
-            grown = False
-            for s, _, _ in ahead:
-                held = self.holding(s)[0]
-                if s not in linked and not groups.isdisjoint(held):
-                    linked.add(s)
-                    groups.update(held)
-                    grown = True
-        return ahead if len(linked) == len(ahead) else [a for a in ahead if a[0] in linked]
 
 
 _FIELDS = tuple(f.name for f in fields(Packer))

@@ -39,7 +39,7 @@ from keda_ray_scaler.packing.shapes import (
 )
 from keda_ray_scaler.planner.admission import Admission, gang_items
 from keda_ray_scaler.planner.caps import CapCut, cut_to_caps
-from keda_ray_scaler.planner.index import Index
+from keda_ray_scaler.planner.index import Index, Pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,8 @@ class Context:
     usable: tuple[tuple[int, WorkerNode], ...]  # (group, node) in the order they take demand
     #: the usable pods as the packer takes them, ``(group, total, free, pod)``; a pending pod
     #: wholly free (not yet a Ray node); and with ``free`` their total (request_resources)
-    pods_free: tuple[tuple[int, Vec, Vec, str], ...]
-    pods_total: tuple[tuple[int, Vec, Vec, str], ...]
+    pods_free: tuple[Pod, ...]
+    pods_total: tuple[Pod, ...]
     hard: tuple[int, ...]  # new pods maxReplicas (and a launch back-off) allow
     backed_off: tuple[bool, ...]  # the group's new pods are limited by a launch back-off
     budget: int  # new pods maxWorkers allows
@@ -134,17 +134,7 @@ def build_context(inp: PlanningInput) -> Context:
     adm = Admission(inp)
     index = Index(_resource_names(inp, [*bundles, *floors], pgs), len(adm) > 0)
     specs = tuple(_spec(index, adm, i, g) for i, g in enumerate(wgroups))
-    pods: list[list[WorkerNode]] = [[] for _ in wgroups]
-    current = [0] * len(wgroups)
-    ignored: list[str] = []
-    for node in inp.nodes:
-        gi = gidx.get(node.group)
-        if gi is None:
-            ignored.append(node.pod)
-            continue
-        current[gi] += 1
-        if node.status is not NodeStatus.VICTIM:
-            pods[gi].append(node)
+    pods, current, ignored = _by_group(inp, gidx)
     caps = cut_to_caps(cluster, pods)
     leaving = {p for group in caps.leaving for p in group}
     floor = [len(p) for p in pods]
@@ -157,7 +147,7 @@ def build_context(inp: PlanningInput) -> Context:
     tasks, next_tasks = _shapes(index, adm, bundles)
     floor_shapes, next_floors = _shapes(index, adm, floors)
     usable = _usable(wgroups, pods, leaving)
-    pods_free, pods_total = _pod_vecs(index, adm, usable)
+    pods_free, pods_total = index.pods(usable, adm.pod_class if len(adm) else None)
     return Context(
         inp=inp,
         index=index,
@@ -189,6 +179,25 @@ def build_context(inp: PlanningInput) -> Context:
     )
 
 
+def _by_group(
+    inp: PlanningInput, gidx: Mapping[str, int]
+) -> tuple[list[list[WorkerNode]], list[int], list[str]]:
+    """Per group its pods that are not victims, and its pods; the pods of unknown groups."""
+    n = len(inp.cluster.worker_groups)
+    pods: list[list[WorkerNode]] = [[] for _ in range(n)]
+    current = [0] * n
+    ignored: list[str] = []
+    for node in inp.nodes:
+        gi = gidx.get(node.group)
+        if gi is None:
+            ignored.append(node.pod)
+            continue
+        current[gi] += 1
+        if node.status is not NodeStatus.VICTIM:
+            pods[gi].append(node)
+    return pods, current, ignored
+
+
 def _usable(
     wgroups: Sequence[WorkerGroup], pods: Sequence[Sequence[WorkerNode]], leaving: set[str]
 ) -> tuple[tuple[int, WorkerNode], ...]:
@@ -203,27 +212,6 @@ def _usable(
         key=lambda t: (t[0], t[1]),
     )
     return tuple((g, node) for _, g, node in usable)
-
-
-def _pod_vecs(
-    index: Index, adm: Admission, usable: Sequence[tuple[int, WorkerNode]]
-) -> tuple[tuple[tuple[int, Vec, Vec, str], ...], tuple[tuple[int, Vec, Vec, str], ...]]:
-    """``(group, total, free, pod)`` of the usable pods, and ``(group, total, total, pod)``;
-    a pending pod counts as wholly free (not yet a Ray node)."""
-    pending, cap = NodeStatus.PENDING, index.capacity
-    if len(adm):
-        pod, of = index.pod, adm.pod_class
-        whole = [pod(n.total, of(g, n)) for g, n in usable]
-        room = [
-            w if n.status is pending else pod(n.available, w[-1])
-            for w, (g, n) in zip(whole, usable, strict=True)
-        ]
-    else:
-        whole = [cap(n.total) for _, n in usable]
-        pairs = zip(whole, usable, strict=True)
-        room = [w if n.status is pending else cap(n.available) for w, (_, n) in pairs]
-    free = tuple((g, w, r, n.pod) for w, r, (g, n) in zip(whole, room, usable, strict=True))
-    return free, tuple((g, w, w, n.pod) for w, (g, n) in zip(whole, usable, strict=True))
 
 
 def _spec(index: Index, adm: Admission, g: int, group: WorkerGroup) -> GroupSpec:

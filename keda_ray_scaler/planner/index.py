@@ -11,8 +11,13 @@ absent one (``Resources`` drops zeros): read as 1, as Ray reads the node states 
 
 from __future__ import annotations
 
-from keda_ray_scaler.model import RESOURCE_SCALE, Resources
+from collections.abc import Callable, Sequence
+
+from keda_ray_scaler.model import RESOURCE_SCALE, NodeStatus, Resources, WorkerNode
 from keda_ray_scaler.packing.shapes import Vec
+
+#: ``(group index, total, free, pod)``: an existing pod as the packer takes it.
+Pod = tuple[int, Vec, Vec, str]
 
 #: Ray's ``IMPLICIT_RESOURCE_PREFIX``: a resource every node has as much of as asked.
 IMPLICIT_RESOURCE_PREFIX = "node:__internal_implicit_resource_"
@@ -80,3 +85,29 @@ class Index:
     def labelled(self, vec: Vec, label: int) -> Vec:
         """Demand ``vec`` with label id ``label`` (none for 0)."""
         return (*vec, label) if label else vec
+
+    def pods(
+        self,
+        usable: Sequence[tuple[int, WorkerNode]],
+        cls: Callable[[int, WorkerNode], int] | None = None,
+    ) -> tuple[tuple[Pod, ...], tuple[Pod, ...]]:
+        """The ``usable`` ``(group index, pod)`` as the packer takes them, their free space
+        (a pending pod wholly free: not yet a Ray node), and again with their total as free
+        (request_resources); with ``cls``, each in its admission class (:mod:`.admission`)."""
+        pending, cap, pod = NodeStatus.PENDING, self.capacity, self.pod
+        if cls is None:
+            free = tuple(
+                (g, (w := cap(n.total)), w if n.status is pending else cap(n.available), n.pod)
+                for g, n in usable
+            )
+        else:
+            free = tuple(
+                (
+                    g,
+                    (w := pod(n.total, c := cls(g, n))),
+                    w if n.status is pending else pod(n.available, c),
+                    n.pod,
+                )
+                for g, n in usable
+            )
+        return free, tuple((g, w, w, p) for g, w, _, p in free)
