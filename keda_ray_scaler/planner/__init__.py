@@ -22,6 +22,7 @@ from keda_ray_scaler.packing.shapes import (
     scarcity_orderer,
 )
 from keda_ray_scaler.planner.context import build_context
+from keda_ray_scaler.planner.placed import placements
 from keda_ray_scaler.planner.scale_down import group_plans
 from keda_ray_scaler.planner.search import SearchLimits, search, shape_count
 from keda_ray_scaler.planner.unplaceable import merge
@@ -54,4 +55,5 @@ def plan(
         groups=group_plans(ctx, best),
         unplaceable=merge(best.unplaceable),
         decisions=ctx.caps.cluster + ctx.ignored,
+        placed=placements(ctx, best.placed),
     )

@@ -11,6 +11,7 @@ from keda_ray_scaler.packing.packer import Packer
 from keda_ray_scaler.packing.shapes import Strategies, Vec
 from keda_ray_scaler.planner import rules
 from keda_ray_scaler.planner.context import Context
+from keda_ray_scaler.planner.placed import Tally, tally_of
 from keda_ray_scaler.planner.unplaceable import explain
 
 #: Name prefix of the stand-ins for new pods a consolidation run reserves up front.
@@ -53,6 +54,8 @@ class RunResult:
     fallen: int = 0
     #: new pods per priority below the highest, lowest first (none when all groups are alike)
     demoted: tuple[int, ...] = ()
+    #: labelled bundles placed, by (label id, group, admission class) (:mod:`.placed`)
+    placed: Tally = field(default_factory=dict)
     valid: bool = True
     extra: list[str] = field(default_factory=list)
 
@@ -152,6 +155,7 @@ def _result(run: rules.Run, packer: Packer) -> RunResult:
         unused=final.unused(),
         fallen=run.fallen,
         demoted=_demoted(ctx, final.count),
+        placed=tally_of(packer.new.placed, packer.existing.placed),
     )
     speed_left = run.speed_left or rules.speed_room(ctx, final.count)
     for u in run.unplaceable:

@@ -238,12 +238,6 @@ nodes:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plan() lists placements once RunResult carries the packer's tally (solve.py: "
-    "placed=tally_of(packer.new.placed, packer.existing.placed); planner/__init__.py: "
-    "placed=placements(ctx, best.placed)), asked of the planner's owner",
-)
 def test_a_placed_demand_names_its_selector_and_an_unplaceable_one_the_selector_no_group_has(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
