@@ -17,15 +17,11 @@ end of the load, and "zero pods" the rest of one pod.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
-
-from kubernetes import client
 
 from bench.vs_ray_bed import Bed
 from bench.vs_ray_figures import Figures
@@ -36,7 +32,7 @@ from bench.vs_ray_workloads import RAYSERVICE
 from control_plane import wait_until  # isort: skip  (tests/harness, through bench.vs_ray_bed)
 from ray_on_node import make_share  # isort: skip
 from real_loop import read_ray_token  # isort: skip
-from real_serve import MAX_REPLICAS, RS, Load, rayservice, replicas  # isort: skip
+from real_serve import MAX_REPLICAS, RS, Held, Load, Samples, rayservice  # isort: skip
 
 LOAD_S = 120.0
 CLIENTS = 2 * MAX_REPLICAS
@@ -44,41 +40,10 @@ APP = "echo"  # real_serve.SERVE_CONFIG's application
 GONE_S = 300.0
 _RUNS = itertools.count(1)
 
-Samples = list[tuple[float, frozenset[str]]]  # (time, pods holding a RUNNING replica)
-
 
 def after_load_s(profile: Profile) -> float:
     """How long a run is watched after its load: the groups' idle timeout and three minutes."""
     return (profile.idle_s if profile.idle_s is not None else 60) + 180.0
-
-
-class Held:
-    """Which pods hold a RUNNING Serve replica (by pod IP), sampled every 0.5 s in a thread."""
-
-    def __init__(self, core: client.CoreV1Api, token: str) -> None:
-        self._core, self._token = core, token
-        self.samples: Samples = []
-        self.count = 0  # RUNNING replicas at the last sample
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="held", daemon=True)
-
-    def __enter__(self) -> Held:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            with contextlib.suppress(Exception):  # a sample missed
-                running = replicas(self._token)
-                ips = set(running.values())
-                pods = self._core.list_namespaced_pod("ray", label_selector="ray.io/group").items
-                held = frozenset(p.metadata.name for p in pods if p.status.pod_ip in ips)
-                self.samples.append((time.time(), held))
-                self.count = len(running)
 
 
 def busy_pods(samples: Samples, deleted: dict[str, float]) -> list[str]:

@@ -162,6 +162,46 @@ def replicas(token: str) -> dict[str, str]:
     return out
 
 
+Samples = list[tuple[float, frozenset[str]]]  # (time, pods holding a RUNNING replica)
+
+
+class Held:
+    """Which pods hold a RUNNING Serve replica (by pod IP), sampled every 0.5 s in a thread, so
+    that a deletion can be checked against what its pod held just before."""
+
+    def __init__(self, core: client.CoreV1Api, token: str) -> None:
+        self._core, self._token = core, token
+        self.samples: Samples = []
+        self.count = 0  # RUNNING replicas at the last sample
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="held", daemon=True)
+
+    def __enter__(self) -> Held:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            with contextlib.suppress(Exception):  # a sample missed
+                running = replicas(self._token)
+                ips = set(running.values())
+                pods = self._core.list_namespaced_pod(
+                    NAMESPACE, label_selector="ray.io/group"
+                ).items
+                held = frozenset(p.metadata.name for p in pods if p.status.pod_ip in ips)
+                self.samples.append((time.time(), held))
+                self.count = len(running)
+
+    def held_before(self, at: float) -> frozenset[str]:
+        """The pods that held a replica at the last sample before ``at``."""
+        before = [held for t, held in self.samples if t <= at]
+        return before[-1] if before else frozenset()
+
+
 @dataclass
 class Load:
     """``clients`` threads each sending ``GET /?s=seconds`` one after another until stopped, at

@@ -20,11 +20,9 @@ Alone, inside the bed (as the Makefile's ``BED``)::
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -42,10 +40,10 @@ from real_serve import (
     MAX_REPLICAS,
     RS,
     SERVICE,
+    Held,
     Load,
     app_running,
     rayservice,
-    replicas,
     service_of,
     stage,
 )
@@ -54,40 +52,6 @@ pytestmark = REAL_LOOP_MARKS
 
 GROUP = "cpu"
 PER_POD = 2  # {CPU: 5} replicas on a 10-CPU pod
-
-
-class Busy:
-    """Samples, every 0.5 s, which pods hold a RUNNING Serve replica (by pod IP) and every pod's
-    IP, so that a deletion can be checked against what its pod held just before."""
-
-    def __init__(self, core: client.CoreV1Api, token: str) -> None:
-        self.core, self.token = core, token
-        self.samples: list[tuple[float, set[str]]] = []  # (time, pod names holding a replica)
-        self.count = 0  # RUNNING replicas at the last sample
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="busy", daemon=True)
-
-    def __enter__(self) -> Busy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            with contextlib.suppress(Exception):
-                ips = set(replicas(self.token).values())
-                pods = self.core.list_namespaced_pod(NAMESPACE, label_selector="ray.io/group").items
-                held = {p.metadata.name for p in pods if p.status.pod_ip in ips}
-                self.count = len(replicas(self.token))
-                self.samples.append((time.time(), held))
-
-    def held_before(self, at: float) -> set[str]:
-        """The pods that held a replica at the last sample before ``at``."""
-        before = [held for t, held in self.samples if t <= at]
-        return before[-1] if before else set()
 
 
 def _cluster_name(custom: client.CustomObjectsApi) -> str:
@@ -128,7 +92,7 @@ def test_a_labelled_rayservice_follows_serve_and_survives_an_in_place_rewrite(
         cluster = _cluster_name(custom)
         token = read_ray_token(cp, cluster, timeout_s=60)
         wait_until(lambda: len(pods.running_pods(GROUP)) == 1, timeout_s=300, what="1 pod")
-        with Busy(core, token) as busy:
+        with Held(core, token) as busy:
             load = Load(clients=2 * MAX_REPLICAS).start()
             loaded = time.time()
             want = math.ceil(MAX_REPLICAS / PER_POD)
