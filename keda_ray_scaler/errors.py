@@ -102,7 +102,7 @@ class Limit(enum.Enum):
 
 
 class LimitReached(DemandUnavailable):
-    """A call refused because a bound is reached (gRPC UNAVAILABLE): KEDA's fallback applies."""
+    """A call refused because a bound is reached (gRPC UNAVAILABLE): KEDA holds the replicas."""
 
     def __init__(self, limit: Limit, message: str) -> None:
         self.limit = limit

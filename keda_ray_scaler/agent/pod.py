@@ -33,6 +33,10 @@ class PodInfo:
     annotations: Mapping[str, str] = field(default_factory=dict)
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
     container_failure: str = ""  # why a container fails to start (kube.container_failure)
+    #: a worker of a RayService's cluster (KubeRay's label ``ray.io/serve: "true"``) whose
+    #: readiness follows its Serve proxy (a readiness probe: KubeRay's checks ``/-/healthz``):
+    #: while Ready, an endpoint of the serve Service
+    serve_endpoint: bool = False
 
     @property
     def active(self) -> bool:

@@ -14,7 +14,9 @@ that is not ours, and a Role is never bound to a ServiceAccount that is not ours
 An owned object is updated only when a field the controller writes differs: its labels (ours
 among the object's), its owner reference (among the object's), and per kind the fields below,
 compared as "what we write is contained in what is there" (fields the API server or KEDA add
-never cause a write; a field the template stops writing is left until the next update). An
+never cause a write; a field the template stops writing is left until the next update, except
+the retired fields below, whose presence alone is a difference: the server-side apply that
+follows drops them, being the controller's fields no longer applied). An
 immutable field that differs (a RayWorkerGroup's spec, a RoleBinding's roleRef) means replace:
 delete with the uid as precondition, then create. An owned object no longer desired is deleted,
 unless its group is held (:attr:`~keda_ray_scaler.controller.desired.DesiredObjects.held_groups`).
@@ -45,6 +47,13 @@ OWNED_FIELDS: Final[Mapping[Kind, tuple[tuple[str, bool], ...]]] = {
     Kind.ROLE_BINDING: (("roleRef", True), ("subjects", False)),
     Kind.RAY_WORKER_GROUP: (("spec", True),),  # rayCluster, groupName: immutable in the CRD
     Kind.SCALED_OBJECT: (("spec", False),),
+}
+
+#: per kind, fields an earlier controller wrote and this one does not: (top-level field, key).
+#: ScaledObject ``spec.fallback``: any fallback makes KEDA 2.19+ start a pod in a group at zero
+#: (docs/design/keda-fallback.md); written until 2026-11-28.
+RETIRED_FIELDS: Final[Mapping[Kind, tuple[tuple[str, str], ...]]] = {
+    Kind.SCALED_OBJECT: (("spec", "fallback"),),
 }
 
 
@@ -208,6 +217,9 @@ def _differences(manifest: Manifest, obj: Mapping[str, Any], owner: Owner) -> tu
     for field, _ in OWNED_FIELDS[manifest.kind]:
         if not _contains(obj.get(field), manifest.body.get(field)):
             differ.append(field)
+    for field, key in RETIRED_FIELDS.get(manifest.kind, ()):
+        if key in (obj.get(field) or {}) and f"{field}.{key}" not in differ:
+            differ.append(f"{field}.{key}")
     return tuple(differ)
 
 

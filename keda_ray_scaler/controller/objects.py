@@ -31,8 +31,6 @@ RAY_GROUP_LABEL: Final = "ray.io/group"
 #: a DNS-1123 label's length, and a label value's
 NAME_LIMIT: Final = 63
 _HASH_CHARS: Final = 8
-#: "replicas" is unused with behavior currentReplicas but must not be 0 (scaledobjects.yaml)
-FALLBACK_REPLICAS: Final = 1
 
 
 class Kind(enum.Enum):
@@ -135,7 +133,12 @@ def worker_group(owner: Owner, group: str) -> Manifest:
 def scaled_object(
     owner: Owner, group: str, bounds: tuple[int, int], template: ControllerTemplate
 ) -> Manifest:
-    """The ScaledObject of ``group``, bounded by the group's (minReplicas, maxReplicas)."""
+    """The ScaledObject of ``group``, bounded by the group's (minReplicas, maxReplicas).
+
+    No ``fallback``: without one, an UNAVAILABLE answer holds the replicas there are (the HPA
+    cannot read its metric, KEDA's executor reports ``TriggerError`` and scales nothing), at
+    zero too; with one, KEDA 2.19+ counts a fallback as active and starts a pod in a group at
+    zero, whatever its ``behavior`` (docs/design/keda-fallback.md)."""
     name = group_object_name(owner.name, group)
     low, high = bounds
     trigger: dict[str, Any] = {
@@ -162,11 +165,6 @@ def scaled_object(
         "maxReplicaCount": high,
         "pollingInterval": template.polling_interval_s,
         "cooldownPeriod": template.cooldown_period_s,
-        "fallback": {
-            "failureThreshold": template.fallback_failure_threshold,
-            "replicas": FALLBACK_REPLICAS,
-            "behavior": "currentReplicas",
-        },
         "triggers": [trigger],
     }
     if template.behavior is not None:

@@ -90,8 +90,6 @@ class ControllerTemplate:
     trigger_authentication: str | None = "keda-ray-scaler-client"
     trigger_type: TriggerType = TriggerType.EXTERNAL_PUSH
     metric_type: MetricType = MetricType.AVERAGE_VALUE
-    #: scaler UNAVAILABLE this many polls in a row: KEDA keeps the replicas there are
-    fallback_failure_threshold: int = 3
     #: the agent's ServiceAccount (also its Role and RoleBinding), ``{cluster}`` the RayCluster
     service_account_pattern: str = "ray-{cluster}-agent"
     #: the HPA behavior block (None: the HPA's defaults, which wait 300 s to scale down)
@@ -106,8 +104,6 @@ class ControllerTemplate:
         ):
             if problem := seconds_problem(getattr(self, name), bounds):
                 raise ConfigError(_WHERE, name, problem)
-        if self.fallback_failure_threshold < 1:
-            raise ConfigError(_WHERE, "fallback_failure_threshold", "must be at least 1")
         if self.trigger_authentication == "":
             raise ConfigError(_WHERE, "trigger_authentication", "empty (None for no reference)")
         pattern = self.service_account_pattern

@@ -5,10 +5,10 @@ docs/design/keda-fallback.md.
 
 Per poll and ScaledObject: ``IsActive`` (false: scale to zero), then ``GetMetricSpec`` and
 ``GetMetrics`` and the HPA's AverageValue rule ``ceil(metric / target)``, bounded by
-``[max(1, minReplicaCount), maxReplicaCount]``. An error keeps the current replicas (the
-ScaledObjects' ``fallback.behavior: currentReplicas``). Scale-down follows the HPA's
-``stabilizationWindowSeconds``: the highest recommendation of the window wins, so an answer based
-on a view that does not yet include pods just created cannot remove them.
+``[max(1, minReplicaCount), maxReplicaCount]``. An error keeps the current replicas (as KEDA
+does for ScaledObjects without a ``fallback``, which the project's are). Scale-down follows the
+HPA's ``stabilizationWindowSeconds``: the highest recommendation of the window wins, so an answer
+based on a view that does not yet include pods just created cannot remove them.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ other helpers build one with :func:`build_server` on ``127.0.0.1`` port 0. Its s
 
 Health (``grpc.health.v1``) reports SERVING for ``""`` and ``externalscaler.ExternalScaler``
 as soon as the server listens, whatever the state of Prometheus: an unreachable Prometheus is
-an UNAVAILABLE answer to KEDA (so its fallback applies), not a reason to restart the scaler.
+an UNAVAILABLE answer to KEDA (which holds the replicas), not a reason to restart the scaler.
 ``Check`` always has room: ``Watch`` streams are bounded (:mod:`keda_ray_scaler.rpc.grpc_health`):
 at most ``max_health_watches`` on the main port, none on the plaintext probe port.
 

@@ -94,12 +94,12 @@ def test_the_crd_check_catches_a_misspelt_field_and_a_missing_target() -> None:
     """A typo the API server would prune, and a missing scaleTargetRef, are both reported."""
     so = dict(of_kind(render(EXAMPLE), "ScaledObject")[0])
     spec = dict(so["spec"])
-    spec["fallback"] = {**spec["fallback"], "behaviour": "static"}
+    spec["cooldownPeriode"] = 30
     del spec["scaleTargetRef"]
     errors = schema_errors({**so, "spec": spec}, crd_schema("ScaledObject"))
     assert errors == [
         "spec: 'scaleTargetRef' is a required property",
-        "spec.fallback.behaviour: unknown field (pruned by the API server)",
+        "spec.cooldownPeriode: unknown field (pruned by the API server)",
     ]
 
 
@@ -133,13 +133,14 @@ def test_scaledobject_bounds_match_the_cluster_spec_and_target_the_group_deploym
         assert target["spec"]["template"]["metadata"]["labels"]["ray.io/group"] == group
 
 
-def test_unavailable_keeps_replicas_and_scale_down_outlasts_the_view_lag() -> None:
-    """Fallback keeps current replicas; scale-down waits out the view lag (60 s), tolerance 0."""
+def test_unavailable_holds_replicas_without_a_fallback_and_scale_down_outlasts_the_view_lag() -> (
+    None
+):
+    """No ``fallback``: an UNAVAILABLE answer holds the replicas, at zero too (any fallback makes
+    KEDA 2.19+ start a pod in a group at zero; ``replicas: 0`` scales a failing group to zero:
+    docs/design/keda-fallback.md). Scale-down waits out the view lag (60 s), tolerance 0."""
     for so in of_kind(render(EXAMPLE), "ScaledObject"):
-        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
-        assert so["spec"]["fallback"]["failureThreshold"] == 3
-        # 0 makes KEDA scale a failing minReplicaCount-0 group to zero (test_real_control_plane)
-        assert so["spec"]["fallback"]["replicas"] >= 1
+        assert "fallback" not in so["spec"]
         behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
         assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 60
         assert behavior["scaleDown"]["tolerance"] == "0"
@@ -157,7 +158,7 @@ def test_the_kuberay_example_scales_down_without_a_window_because_its_applier_na
         behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
         assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
         assert so["spec"]["cooldownPeriod"] == 5
-        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
+        assert "fallback" not in so["spec"]  # UNAVAILABLE holds, at zero too
     # a stale answer of 0 with ten busy pods: nothing lowered
     assert decide(state, 0, pods, ()).replicas == 10
     # two drained victims: lowered by exactly those two, named

@@ -92,7 +92,21 @@ def pod_info(raw: Mapping[str, Any], group_label: str) -> PodInfo:
         annotations=dict(meta.get("annotations") or {}),
         unschedulable=unschedulable,
         container_failure=container_failure(status),
+        serve_endpoint=serve_endpoint(meta, spec),
     )
+
+
+#: KubeRay's label on a RayService cluster's pods; the serve Service selects ``"true"``
+SERVE_LABEL = "ray.io/serve"
+
+
+def serve_endpoint(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
+    """The pod is a serve Service endpoint while Ready (:attr:`PodInfo.serve_endpoint`): KubeRay
+    labels a RayService worker ``ray.io/serve: "true"`` for good and lets its readiness probe
+    decide the traffic; without a probe, Ready says nothing of the proxy (nothing to wait for)."""
+    labels = meta.get("labels") or {}
+    probed = any(c.get("readinessProbe") for c in spec.get("containers") or ())
+    return labels.get(SERVE_LABEL) == "true" and probed
 
 
 def pod_ips(status: Mapping[str, Any]) -> tuple[str, ...]:

@@ -17,6 +17,10 @@ from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
 from keda_ray_scaler.decisions import DecisionKind, GroupPlan
 from keda_ray_scaler.model import NodeStatus, WorkerNode
 
+#: why a Ready serve endpoint waits: Serve drains the proxy of a node without replicas, its
+#: readiness probe then fails and the serve Service stops sending it requests (KubeRay 1.x)
+SERVING_REASON = "a Ready serve Service endpoint: waits for its Serve proxy to drain"
+
 
 @dataclass(frozen=True, slots=True)
 class GroupView:
@@ -87,6 +91,8 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
             verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
         elif node is not None and (problem := idle_problem(node, timeout_s)):
             verdicts.append(Verdict(name, pod_name, Outcome.NOT_IDLE, problem))
+        elif pod.serve_endpoint and pod.ready:
+            verdicts.append(Verdict(name, pod_name, Outcome.SERVING, SERVING_REASON))
         elif not owns_cost(pod, settings):
             cost = pod.annotations.get(DELETION_COST)
             verdicts.append(

@@ -18,6 +18,7 @@ class Outcome(enum.StrEnum):
     TWO_RAY_NODES = "two_ray_nodes"  # two live Ray nodes name the pod: which is its own is unknown
     NOT_IDLE = "not_idle"  # the re-check found the node busy, draining or idle too briefly
     NOT_OWNED = "not_owned"  # someone else owns the pod's deletion cost
+    SERVING = "serving"  # a Ready serve Service endpoint: its Serve proxy has not drained yet
     NOT_CONFIRMED = "not_confirmed"  # marks not seen, or the ranking would take another pod
     DRAIN_REJECTED = "drain_rejected"  # Ray refused the drain: cost restored
     AWAITING_DELETION = "awaiting_deletion"  # the group's published victims are not gone yet

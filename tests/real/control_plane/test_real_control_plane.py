@@ -209,20 +209,6 @@ def test_idle_pods_go_and_busy_pods_stay(loop: RealLoop, seed: Workload) -> None
     assert timeline.agent[-1].wrong_victims == 0
 
 
-def _keda_sees_the_failure(loop: RealLoop) -> str:
-    """How KEDA shows that the scaler's answer is missing ("" while it does not)."""
-    if loop.condition("Fallback") == "True":
-        return "fallback"  # GetMetrics failed failureThreshold times: currentReplicas
-    status, reason = loop.hpa_condition("ScalingActive")
-    if status == "False":
-        return f"HPA {reason}"  # no metric at all (scaler unreachable): the HPA holds
-    return ""
-
-
-def _keda_recovered(loop: RealLoop) -> bool:
-    return loop.condition("Fallback") != "True" and loop.hpa_condition("ScalingActive")[0] == "True"
-
-
 @pytest.mark.parametrize("fault", ["agent", "prometheus", "scaler"])
 def test_missing_data_never_lowers_the_replicas(loop: RealLoop, seed: Workload, fault: str) -> None:
     """Agent, Prometheus or scaler down: replicas hold while KEDA sees it; they recover after."""
@@ -236,13 +222,13 @@ def test_missing_data_never_lowers_the_replicas(loop: RealLoop, seed: Workload, 
         "scaler": (loop.stop_scaler, loop.start_scaler),
     }[fault]
     stop()
-    seen = wait_until(lambda: _keda_sees_the_failure(loop), timeout_s=60, what="KEDA to see it")
+    seen = wait_until(loop.keda_sees_the_failure, timeout_s=60, what="KEDA to see it")
     seen_after = time.time() - start
     time.sleep(max(0.0, FAULT_S - seen_after))
     assert loop.deployment()[0] == held
     restart()
     restarted = time.time()
-    wait_until(lambda: _keda_recovered(loop), timeout_s=90, what="KEDA to recover")
+    wait_until(loop.keda_recovered, timeout_s=90, what="KEDA to recover")
     FIGURES[f"{fault} down"] = (
         f"{seen} after {seen_after:.1f} s, recovered {time.time() - restarted:.1f} s after restart"
     )
@@ -281,6 +267,37 @@ def _time_to_first_ready(loop: RealLoop) -> float:
 
     first = wait_until(first_ready, timeout_s=15, what="the watch to show a Ready pod")
     return float(first) - workload.submitted_at
+
+
+def _refused(loop: RealLoop) -> float:
+    """The scaler's UNAVAILABLE answers to KEDA's polls so far (its own count)."""
+    return sum(
+        loop.scaler_counter("keda_ray_scaler_rpcs_total", method=m, code="UNAVAILABLE")
+        for m in ("GetMetrics", "IsActive")
+    )
+
+
+def test_missing_data_at_zero_starts_no_pod(loop: RealLoop) -> None:
+    """At zero, Prometheus down: KEDA polls on, is refused each time, and the group stays at
+    zero. A ``fallback`` of any behavior would count as active on KEDA 2.19+ and start a pod
+    after ``failureThreshold`` refusals (docs/design/keda-fallback.md)."""
+    assert loop.timeline is not None
+    loop.wait_replicas(0, 180)
+    start, before = time.time(), _refused(loop)
+    loop.prometheus.stop()
+    try:
+        wait_until(  # more refusals than any failureThreshold a fallback would wait out (3)
+            lambda: _refused(loop) >= before + 8, timeout_s=120, what="KEDA refused 8 times"
+        )
+    finally:
+        loop.prometheus.start()
+    refused_s = time.time() - start
+    assert max(s.replicas for s in loop.timeline.replicas(since=start)) == 0
+    assert loop.deployment()[0] == 0
+    wait_until(lambda: loop.condition("Ready") == "True", timeout_s=90, what="KEDA to recover")
+    FIGURES["at zero, data missing"] = (
+        f"{_refused(loop) - before:.0f} refusals over {refused_s:.1f} s, pods 0"
+    )
 
 
 def test_new_demand_brings_the_group_back_from_zero_by_polling(loop: RealLoop) -> None:

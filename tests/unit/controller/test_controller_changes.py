@@ -94,6 +94,24 @@ def test_bounds_changed_update_only_that_scaled_object() -> None:
     assert changes.writes == 1
 
 
+def test_a_fallback_an_earlier_controller_wrote_is_a_difference_so_the_apply_drops_it() -> None:
+    """A ScaledObject made before the controller stopped writing ``spec.fallback`` (KEDA 2.19+
+    starts a pod at zero under any fallback): updated, naming the field; nothing else written."""
+    desired = want(worker("cpu"), worker("gpu"))
+    existing = made(desired)
+    (old,) = [
+        o
+        for o in existing
+        if o["kind"] == "ScaledObject" and o["metadata"]["name"] == "ray-demo-gpu"
+    ]
+    old["spec"]["fallback"] = {"failureThreshold": 3, "replicas": 1, "behavior": "currentReplicas"}
+    changes = plan_changes(desired, existing)
+    (update,) = changes.update
+    assert (update.manifest.name, update.fields) == ("ray-demo-gpu", ("spec.fallback",))
+    assert "fallback" not in update.manifest.body["spec"]
+    assert changes.writes == 1
+
+
 def test_a_label_or_owner_reference_removed_by_hand_is_restored() -> None:
     """Another's edit of our marks (the managed-by label stays): written back."""
     desired = want(worker("cpu"))

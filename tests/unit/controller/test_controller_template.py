@@ -18,7 +18,6 @@ from keda_ray_scaler.errors import ConfigError
         ({"scaler_address": "http://s:1"}, "scaler_address", "expected host:port"),
         ({"polling_interval_s": 0}, "polling_interval_s", "0 is outside 1..3600 seconds"),
         ({"cooldown_period_s": 86401}, "cooldown_period_s", "outside 1..86400"),
-        ({"fallback_failure_threshold": 0}, "fallback_failure_threshold", "at least 1"),
         ({"trigger_authentication": ""}, "trigger_authentication", "None for no reference"),
         ({"service_account_pattern": "agent"}, "service_account_pattern", "{cluster} once"),
         ({"service_account_pattern": "{cluster}-{cluster}"}, "service_account_pattern", "once"),

@@ -382,6 +382,23 @@ def test_pod_info_reads_what_the_ranking_needs() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("label", "probe", "endpoint"),
+    [("true", True, True), ("true", False, False), ("false", True, False), (None, True, False)],
+)
+def test_a_serve_endpoint_is_a_rayservice_worker_whose_readiness_is_probed(
+    label: str | None, probe: bool, endpoint: bool
+) -> None:
+    """KubeRay's ``ray.io/serve: "true"`` and a readiness probe: Ready means in the Service."""
+    raw = make_pod("w-1")
+    if label is not None:
+        raw["metadata"].setdefault("labels", {})["ray.io/serve"] = label
+    raw["spec"]["containers"] = [{"name": "ray-worker"}]
+    if probe:
+        raw["spec"]["containers"][0]["readinessProbe"] = {"exec": {"command": ["true"]}}
+    assert pod_info(raw, "ray.io/group").serve_endpoint is endpoint
+
+
 def test_a_pending_unready_pod_parses_as_such() -> None:
     """No node, phase Pending, not ready, no ready time."""
     info = pod_info(make_pod("w-2", phase="Pending", ready=False), "ray.io/group")

@@ -54,6 +54,23 @@ def test_over_cap_and_failing_pods_go_at_once_without_a_node_but_never_busy() ->
     assert outcomes(c) == (["w-2", "w-4"], [("w-3", "not_idle")])
 
 
+def test_a_ready_serve_endpoint_waits_until_its_proxy_drained() -> None:
+    """A RayService worker still Ready (its Serve proxy healthy, the Service sends it requests)
+    is not taken, even idle past the timeout or over a cap; once its readiness drops it is."""
+    for over_cap in ((), ("w-1",)):
+        v = view(("w-1",), over_cap=over_cap)
+        serving = PodInfo("w-1", group="cpu", serve_endpoint=True)
+        c = choose(
+            GroupView(v.plan, {**v.pods, "w-1": serving}, v.nodes, idle_timeout_s=60.0), SETTINGS
+        )
+        assert outcomes(c) == ([], [("w-1", "serving")])
+    drained = PodInfo("w-1", group="cpu", serve_endpoint=True, ready=False)
+    c = choose(
+        GroupView(v.plan, {**v.pods, "w-1": drained}, v.nodes, idle_timeout_s=60.0), SETTINGS
+    )
+    assert outcomes(c) == (["w-1"], [])
+
+
 def test_a_cost_set_by_someone_else_is_never_taken() -> None:
     """A deletion cost without the agent's marker belongs to another owner."""
     v = view(("w-1",))
