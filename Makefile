@@ -43,8 +43,8 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # (tests/harness/worker_netns.py).
 # The real node's own checks (tests/real/node/test_real_node.py), the bed's Service networking
 # (test_bed_networking.py), a RayJob and a RayService opted in by their label (test_real_rayjob.py,
-# test_real_rayservice.py: about 10 minutes together; test_real_rayservice_upgrade.py, run alone:
-# it fails today, see docs/testing.md), Ray's label selectors on KubeRay
+# test_real_rayservice.py: about 10 minutes together; test_real_rayservice_upgrade.py, the
+# zero-downtime upgrade under load through the serve Service: about 7 minutes), Ray's label selectors on KubeRay
 # (test_real_labels.py) and the fault matrix
 # (tests/real/node/test_real_faults.py, a real loop of its own: about 11 minutes) run in e2e-local only, for
 # CI's time (two beds side by side starved the 2 CPUs: docs/testing.md); the short form of the
@@ -84,14 +84,14 @@ test-ray-versions: install ## the agent's read and drain against every Ray of th
 # serves its .info and .mod but refuses its .zip; a module cache that holds it serves it), else
 # build.sh's default, v1.5.1, which `make test` (CI) runs; the e2e-kuberay line names it.
 E2E_LOCAL_KUBERAY ?= $(shell go mod download github.com/ray-project/kuberay/ray-operator@v1.7.0 >/dev/null 2>&1 && echo v1.7.0 || echo v1.5.1)
-e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-labels:", "e2e-local:", "e2e-node:", "e2e-rayjob:", "e2e-rayservice:" and "vs-ray:" lines
+e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-labels:", "e2e-local:", "e2e-node:", "e2e-rayjob:", "e2e-rayservice:", "e2e-rayservice-upgrade:" and "vs-ray:" lines
 	@log=$$(mktemp); export KRS_KUBERAY_VERSION=$(E2E_LOCAL_KUBERAY); echo "e2e-local: KubeRay $$KRS_KUBERAY_VERSION"; \
 	  $(BED) $(BIN)/pytest -q -n 0 \
 	  tests/real/node/test_real_node.py tests/real/control_plane/test_bed_networking.py tests/real/control_plane/test_real_control_plane.py tests/real/control_plane/test_real_kuberay.py \
 	  tests/real/control_plane/test_real_labels.py tests/real/control_plane/test_real_rayjob.py tests/real/control_plane/test_real_rayservice.py \
-	  tests/real/node/test_real_faults.py \
+	  tests/real/control_plane/test_real_rayservice_upgrade.py tests/real/node/test_real_faults.py \
 	  tests/real/node/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
-	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|labels|local|node|rayjob|rayservice)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
+	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|labels|local|node|rayjob|rayservice|rayservice-upgrade)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench
