@@ -91,20 +91,13 @@ def kube_api(kubeconfig: Path | None, context: str | None) -> Any:
 
     Without ``--kubeconfig`` the in-cluster service account is used, which exists only in a pod.
     """
-    from kubernetes.config import ConfigException
+    from kubernetes import client as k8s
 
-    from keda_ray_scaler.agent.kube.kube_settings import load_api
+    from keda_ray_scaler.agent.kube.kube_settings import USER_AGENT
+    from keda_ray_scaler.cli.kube_client import api_client
 
-    if kubeconfig is not None and not kubeconfig.is_file():
-        raise ConfigError(WHERE, "--kubeconfig", f"{kubeconfig} is not a file; {_KUBE_HINT}")
-    try:
-        return load_api(str(kubeconfig) if kubeconfig else None, context)
-    except (ConfigException, OSError, ValueError) as exc:
-        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if kubeconfig is None:
-            problem = f"not in a Kubernetes pod ({problem.rstrip('.')})"
-        field = "--context" if context and "context" in problem.lower() else "--kubeconfig"
-        raise ConfigError(WHERE, field, f"{problem}; {_KUBE_HINT}") from exc
+    client = api_client(kubeconfig, context, where=WHERE, user_agent=USER_AGENT, hint=_KUBE_HINT)
+    return k8s.CoreV1Api(client)
 
 
 def _kuberay_applier(

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from keda_ray_scaler.cli import configure_logging_from
 from keda_ray_scaler.cli.controller_flags import WHERE, controller_settings, webhook_inputs
+from keda_ray_scaler.cli.kube_client import api_client
 from keda_ray_scaler.clock import SystemClock
 from keda_ray_scaler.controller.runner import Runner, build_runner
 from keda_ray_scaler.controller.template import ControllerTemplate
@@ -38,27 +39,9 @@ USER_AGENT = "keda-ray-scaler-controller"
 def kube_client(kubeconfig: Path | None, context: str | None) -> k8s.ApiClient:
     """The API client: ``kubeconfig`` (and ``context``), else the pod's service account;
     ConfigError naming the flag."""
-    from kubernetes import config
-
-    if kubeconfig is not None and not kubeconfig.is_file():
-        raise ConfigError(WHERE, "--kubeconfig", f"{kubeconfig} is not a file")
-    configuration = k8s.Configuration()
-    try:
-        if kubeconfig is None:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]  # untyped
-        else:
-            config.load_kube_config(  # type: ignore[no-untyped-call]  # untyped
-                config_file=str(kubeconfig), context=context, client_configuration=configuration
-            )
-    except (config.ConfigException, OSError, ValueError) as exc:
-        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if kubeconfig is None:
-            problem = f"not in a Kubernetes pod ({problem.rstrip('.')}); give --kubeconfig"
-        flag = "--context" if context and "context" in problem.lower() else "--kubeconfig"
-        raise ConfigError(WHERE, flag, problem) from exc
-    api_client = k8s.ApiClient(configuration)
-    api_client.user_agent = USER_AGENT
-    return api_client
+    return api_client(
+        kubeconfig, context, where=WHERE, user_agent=USER_AGENT, hint="give --kubeconfig"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

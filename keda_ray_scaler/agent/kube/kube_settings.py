@@ -1,23 +1,21 @@
 """How the agent reaches the Kubernetes API for its pods: the settings and the client.
 
 The pod cache (:mod:`~keda_ray_scaler.agent.kube.pod_cache`) and the pod calls
-(:mod:`~keda_ray_scaler.agent.kube.pod_api`) share :class:`KubeSettings`; :func:`load_api` builds
-the ``CoreV1Api`` both use, named by :data:`USER_AGENT` in the API server's audit log. KubeRay's
+(:mod:`~keda_ray_scaler.agent.kube.pod_api`) share :class:`KubeSettings`; the ``CoreV1Api`` both
+use (``keda_ray_scaler.cli.kube_client``) is named by :data:`USER_AGENT` in the API server's
+audit log. KubeRay's
 pod labels are here, once: :data:`GROUP_LABEL` and :func:`worker_selector`.
 
-The ``kubernetes`` client is imported by :func:`load_api` alone, so the agent's flags read their
+The ``kubernetes`` client is not imported here at run time, so the agent's flags read their
 defaults here without it (:mod:`keda_ray_scaler.cli.agent_flags`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from keda_ray_scaler.agent.kube.pod_owner import DEPLOYMENT_OWNER, WorkerOwner
-
-if TYPE_CHECKING:
-    from kubernetes import client as k8s
 
 #: User-Agent of the agent's API calls (shows in audit logs).
 USER_AGENT = "keda-ray-scaler"
@@ -61,24 +59,3 @@ class KubeSettings:
     retry_max_s: float = 10.0
     watch_timeout_s: int = 300
     request_timeout_s: float = 30.0
-
-
-def load_api(kubeconfig: str | None = None, context: str | None = None) -> k8s.CoreV1Api:
-    """A CoreV1Api from in-cluster config (``kubeconfig`` None) or a kubeconfig file.
-
-    Called by the CLI only: the choice is the caller's.
-    """
-    from kubernetes import client as k8s
-    from kubernetes import config
-
-    configuration = k8s.Configuration()
-    if kubeconfig is None:
-        # kubernetes.config ships no annotations.
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        config.load_kube_config(  # type: ignore[no-untyped-call]  # no annotations
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-    api_client = k8s.ApiClient(configuration)
-    api_client.user_agent = USER_AGENT
-    return k8s.CoreV1Api(api_client)
