@@ -4,7 +4,9 @@ RayClusters (``ray.io/v1 rayclusters``) are listed and read. The objects of each
 :class:`~keda_ray_scaler.controller.objects.Kind` are listed by label selector, read by name,
 written by server-side apply (the settings' field manager, ``force=false``: a field another
 manager holds is a :class:`~keda_ray_scaler.controller.kube_calls.CallFailed` conflict, never
-taken) and deleted with their uid as precondition. Events are created. Each call goes through
+taken) and deleted with their uid as precondition. Events are created. The RayCluster's
+``status`` subresource is applied holding only our conditions (force: no other manager writes
+our condition type; KubeRay's status updates keep it). Each call goes through
 :class:`~keda_ray_scaler.controller.kube_calls.KubeCalls`. Objects come back as plain dicts as
 served (``_preload_content=False``: no client model drops a field), each stamped with its
 ``apiVersion`` and ``kind`` (a list's items of built-in kinds carry neither).
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -28,6 +30,8 @@ RAY_CLUSTER: Final = ("ray.io", "v1", "rayclusters")
 APPLY_PATCH: Final = "application/apply-patch+yaml"  # JSON is YAML: the client sends it as JSON
 _PLURALS: Final = {Kind.RAY_WORKER_GROUP: "rayworkergroups", Kind.SCALED_OBJECT: "scaledobjects"}
 
+#: condition entries (``status.conditions``), as the API spells them
+Entries = Sequence[Mapping[str, Any]]
 #: one call of a kind: (namespace, name or None, body or None, keyword arguments) -> response
 _Call = Callable[..., Any]
 
@@ -67,6 +71,9 @@ class ObjectStore(Protocol):
 
     def emit(self, cluster: Mapping[str, Any], notice: Notice, now_s: float) -> None:
         """An event on the RayCluster ``cluster``."""
+
+    def set_conditions(self, cluster: Mapping[str, Any], conditions: Entries) -> dict[str, Any]:
+        """Apply ``conditions`` as all of ours on the RayCluster's status; the cluster after."""
 
 
 class KubeObjects:
@@ -166,6 +173,24 @@ class KubeObjects:
         )
         return gone is not None
 
+    def set_conditions(self, cluster: Mapping[str, Any], conditions: Entries) -> dict[str, Any]:
+        """Apply (force) ``cluster``'s status: ``conditions``, all of ours; the cluster after."""
+        meta = cluster.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        body = {
+            "apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": name, "namespace": namespace},
+            "status": {"conditions": [dict(c) for c in conditions]},
+        }  # fmt: skip
+        group, version, plural = RAY_CLUSTER
+        patch = self.custom.patch_namespaced_custom_object_status
+        forced: dict[str, Any] = {"field_manager": self._manager, "force": True, **self._raw()}
+        forced["_content_type"] = APPLY_PATCH
+        return self._json(
+            "apply raycluster status",
+            lambda: patch(group, version, namespace, plural, name, body, **forced),
+        )
+
     # -- events --------------------------------------------------------------------------------
 
     def emit(self, cluster: Mapping[str, Any], notice: Notice, now_s: float) -> None:
@@ -193,10 +218,8 @@ class KubeObjects:
             last_timestamp=when,
             count=1,
         )
-        self._calls.run(
-            "create event",
-            lambda: self._core.create_namespaced_event(namespace, event, **self._raw()),
-        )
+        create = self._core.create_namespaced_event
+        self._calls.run("create event", lambda: create(namespace, event, **self._raw()))
 
     # -- plumbing ------------------------------------------------------------------------------
 

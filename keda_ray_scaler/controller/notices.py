@@ -11,7 +11,8 @@ Warning, the core's message, which already shows untrusted values escaped) and o
   of its own that another field manager holds; that object is left as it is.
 
 :class:`NoticeMemo` shows each message once per RayCluster resourceVersion: a resync every 30 s
-repeats nothing, an edit of the cluster shows what still stands. Pure: no I/O.
+repeats nothing, an edit of the cluster shows what still stands (the controller's own write of
+its condition is no edit: :meth:`NoticeMemo.moved`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ class NoticeMemo:
         while len(self._shown) > self._limit:
             del self._shown[next(iter(self._shown))]
         return out
+
+    def moved(self, uid: str, version: str, new_version: str) -> None:
+        """Cluster ``uid`` went from ``version`` to ``new_version`` by the controller's own
+        write (its condition): what was told at the one stays told at the other."""
+        seen = self._shown.get(uid)
+        if seen is not None and seen[0] == version and new_version:
+            self._shown[uid] = (new_version, seen[1])
 
     def forget(self, uid: str) -> None:
         """Cluster ``uid`` is gone."""

@@ -7,8 +7,11 @@ removes no autoscaling mid-run. Otherwise the round lists the objects the contro
 the cluster (the managed-by and cluster labels), reads by name each desired object the list did
 not hold (one of another's in the way), plans the changes with the core and writes them
 (:mod:`~keda_ray_scaler.controller.writes`). Every refusal of the round is told once per
-RayCluster version (:mod:`~keda_ray_scaler.controller.notices`). A namespace's pass does the
-same for each RayCluster of the namespace, listing each kind once for all of them.
+RayCluster version (:mod:`~keda_ray_scaler.controller.notices`), and the round's condition
+(:mod:`~keda_ray_scaler.controller.condition`) is written on the cluster's status when it shows
+another (a failed condition write is logged and counted; the next round tries again). A
+namespace's pass does the same for each RayCluster of the namespace, listing each kind once for
+all of them.
 
 Blocking (the kubernetes client): the runner calls it in a worker thread, one round at a time.
 """
@@ -25,8 +28,9 @@ from typing import Any
 import structlog
 
 from keda_ray_scaler.clock import Now
-from keda_ray_scaler.controller import notices
+from keda_ray_scaler.controller import condition, notices
 from keda_ray_scaler.controller.changes import plan_changes
+from keda_ray_scaler.controller.condition import Condition, Unsaid
 from keda_ray_scaler.controller.desired import DesiredObjects, desired_objects, nothing_desired
 from keda_ray_scaler.controller.kube_calls import CallFailed
 from keda_ray_scaler.controller.kube_io import ObjectStore
@@ -184,7 +188,10 @@ class Reconciler:
         written = write_changes(self._store, namespace, changes, existing)
         told = [notices.group_refused(r) for r in desired.refused]
         told += [notices.collision(c) for c in changes.conflicts]
-        self._tell(cluster, told + written.notices)
+        told += written.notices
+        self._tell(cluster, told)
+        settled = not (written.failed or written.stale)
+        self._show(cluster, condition.of_round(desired, told, settled))
         for kind, name, operation in written.done:
             self._metrics.writes.labels(kind.kind, operation.value).inc()
             log.info("written", namespace=namespace, name=name, kind=kind.kind, op=operation.value)
@@ -192,13 +199,29 @@ class Reconciler:
 
     def _refused(self, cluster: Mapping[str, Any], notice: Notice) -> RoundResult:
         self._tell(cluster, [notice])
+        self._show(cluster, condition.of_refusal(notice))
         return self._counted(RoundResult(Outcome.REFUSED))
+
+    def _show(self, cluster: Mapping[str, Any], wanted: Condition | Unsaid) -> None:
+        """Our condition on the cluster's status, when the cluster as read shows another; the
+        notices told at its version stay told at the version the write makes."""
+        entries = condition.to_write(cluster, wanted, self._now())
+        if entries is None:
+            return
+        uid, version, where = _identity(cluster)
+        try:
+            after = self._store.set_conditions(cluster, entries)
+        except CallFailed as exc:  # counted by the calls; the next round writes it again
+            log.error("condition not written", error=str(exc), **where)
+            return
+        new_version = str((after.get("metadata") or {}).get("resourceVersion") or "")
+        self._memo.moved(uid, version, new_version)
+        shown = [(e["status"], e["reason"]) for e in entries] or "removed"
+        log.info("condition written", condition=condition.AUTOSCALED, shown=shown, **where)
 
     def _tell(self, cluster: Mapping[str, Any], told: Sequence[Notice]) -> None:
         """Each notice not yet shown at this version: an event, a count, a log line."""
-        meta = cluster.get("metadata") or {}
-        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
-        where = {"namespace": meta.get("namespace"), "cluster": meta.get("name")}
+        uid, version, where = _identity(cluster)
         for notice in self._memo.fresh(uid, version, told):
             self._metrics.refusals.labels(notice.label).inc()
             log.warning(notice.reason, why=notice.label, message=notice.message, **where)
@@ -227,6 +250,13 @@ def _result(
     if not desired.manifests and not listed:
         return RoundResult(Outcome.LEFT_ALONE)
     return RoundResult(Outcome.UNCHANGED)
+
+
+def _identity(cluster: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """The cluster's uid, resourceVersion, and where it is (log fields)."""
+    meta = cluster.get("metadata") or {}
+    where = {"namespace": meta.get("namespace"), "cluster": meta.get("name")}
+    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), where
 
 
 def _name(obj: Mapping[str, Any]) -> str:

@@ -1,13 +1,15 @@
 """A dict-backed :class:`~keda_ray_scaler.controller.kube_io.ObjectStore` for the controller's
 round: RayClusters and objects as the API server would hold them (uid, resourceVersion bumped on
 each write, a server-side apply refused on a stale version), every write and event recorded, and
-failures planted per call (``store.fail[("apply", "ScaledObject", "ray-demo-cpu")] = ...``)."""
+failures planted per call (``store.fail[("apply", "ScaledObject", "ray-demo-cpu")] = ...``).
+A condition write replaces the entries of the types it held or holds, and is recorded apart
+(``status_writes``)."""
 
 from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from keda_ray_scaler.controller.kube_calls import CallFailed
@@ -30,6 +32,8 @@ class FakeStore:
         self.objects: dict[tuple[Kind, str, str], dict[str, Any]] = {}
         self.events: list[tuple[str, Notice]] = []
         self.writes: list[tuple[str, str, str]] = []  # (operation, kind, name)
+        self.status_writes: list[tuple[str, tuple[dict[str, Any], ...]]] = []  # (name, entries)
+        self._ours: dict[tuple[str, str], set[str]] = {}  # condition types applied, per cluster
         self.fail: dict[tuple[str, str, str], CallFailed] = {}
         self._version = itertools.count(100)
 
@@ -99,6 +103,24 @@ class FakeStore:
         """Record the event."""
         self._planted("emit", "Event", cluster["metadata"]["name"])
         self.events.append((cluster["metadata"]["name"], notice))
+
+    def set_conditions(
+        self, cluster: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """Our condition types replaced by ``conditions`` (server-side apply), version bumped."""
+        meta = cluster["metadata"]
+        self._planted("apply", "RayCluster/status", meta["name"])
+        key = (meta["namespace"], meta["name"])
+        stored = self.clusters[key]
+        entries = tuple(copy.deepcopy(dict(c)) for c in conditions)
+        dropped = self._ours.get(key, set()) | {c["type"] for c in entries}
+        status = stored.setdefault("status", {})
+        kept = [c for c in status.get("conditions") or () if c["type"] not in dropped]
+        status["conditions"] = kept + list(entries)
+        self._ours[key] = {c["type"] for c in entries}
+        stored["metadata"]["resourceVersion"] = str(next(self._version))
+        self.status_writes.append((meta["name"], entries))
+        return copy.deepcopy(stored)
 
     def _planted(self, operation: str, kind: Kind | str, name: str) -> None:
         kind_name = kind.kind if isinstance(kind, Kind) else kind

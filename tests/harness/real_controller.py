@@ -48,6 +48,8 @@ CONTROLLER_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     # blockOwnerDeletion on what it owns (admission plugin OwnerReferencesPermissionEnforcement)
     {"apiGroups": ["ray.io"], "resources": ["rayclusters/finalizers"], "verbs": ["update"]},
+    # its condition keda-ray-scaler.io/Autoscaled, by server-side apply of the status
+    {"apiGroups": ["ray.io"], "resources": ["rayclusters/status"], "verbs": ["patch"]},
     # held only to grant them to the agent's Role
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["patch"]},

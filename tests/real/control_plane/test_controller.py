@@ -51,6 +51,16 @@ from keda_ray_scaler.controller.template import ControllerTemplate
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
+AUTOSCALED = "keda-ray-scaler.io/Autoscaled"
+#: a condition of KubeRay's own, as its status Update sets it
+KUBERAY_CONDITION = {
+    "type": "HeadPodReady",
+    "status": "True",
+    "reason": "HeadPodRunningAndReady",
+    "message": "",
+    "lastTransitionTime": "2026-11-28T10:00:00Z",
+}
+
 OPT_IN = "keda-ray-scaler.io/autoscaling"
 EXAMPLE = "manifests/kuberay/example"
 _names = itertools.count()
@@ -335,6 +345,65 @@ def test_a_malformed_annotation_and_ray_s_own_autoscaler_are_refused_with_one_ev
         assert ctl.total("ray_scaler_controller_refusals_total", reason="in_tree_autoscaler") == 1
         described = cp.kubectl("describe", "raycluster", "intree", "-n", ns).stdout
         assert "AutoscalingRefused" in described and "enableInTreeAutoscaling" in described
+
+
+def autoscaled(cp: ControlPlane, namespace: str, name: str) -> dict[str, Any] | None:
+    """RayCluster ``name``'s condition keda-ray-scaler.io/Autoscaled; None when it has none."""
+    status = cp.get_json("raycluster", name, "-n", namespace).get("status") or {}
+    found = [c for c in status.get("conditions") or () if c["type"] == AUTOSCALED]
+    return found[0] if found else None
+
+
+def kuberay_writes_status(cp: ControlPlane, namespace: str, name: str) -> None:
+    """What KubeRay's operator does: an Update of the status subresource (the whole status as it
+    read it, its own condition set, the others as read)."""
+    rc = cp.get_json("raycluster", name, "-n", namespace)
+    status = rc.setdefault("status", {})
+    status["state"] = "ready"
+    status["conditions"] = [*(status.get("conditions") or ()), KUBERAY_CONDITION]
+    cp.kubectl("replace", "--subresource=status", "-f", "-", input=json.dumps(rc))
+
+
+def test_the_condition_shows_a_refusal_survives_kuberay_and_goes_with_the_opt_out(
+    cp: ControlPlane, ns: str
+) -> None:
+    """enableInTreeAutoscaling: true: condition Autoscaled False, AutoscalingRefused, naming the
+    field, shown by ``kubectl describe``, kept through KubeRay's status Update and not written
+    again; the field set false: True, ObjectsReady, the transition time moved; opted out: ours
+    removed by the apply, KubeRay's kept."""
+    in_tree = raycluster(ns)
+    in_tree["spec"]["enableInTreeAutoscaling"] = True
+    create(cp, in_tree)
+    with controller(cp, [ns], name="controller-condition") as ctl:
+        refused = wait_until(lambda: autoscaled(cp, ns, "demo"), timeout_s=60, what="the condition")
+        assert (refused["status"], refused["reason"]) == ("False", "AutoscalingRefused")
+        assert "spec.enableInTreeAutoscaling" in refused["message"]
+        assert refused["observedGeneration"] == 1
+        described = cp.kubectl("describe", "raycluster", "demo", "-n", ns).stdout
+        assert AUTOSCALED in described and "AutoscalingRefused" in described
+        kuberay_writes_status(cp, ns, "demo")
+        passes(ctl)
+        rc = cp.get_json("raycluster", "demo", "-n", ns, "--show-managed-fields")
+        types = [c["type"] for c in rc["status"]["conditions"]]
+        assert types == [AUTOSCALED, KUBERAY_CONDITION["type"]]
+        assert autoscaled(cp, ns, "demo") == refused  # not written again
+        managers = {
+            m["manager"] for m in rc["metadata"]["managedFields"] if m["operation"] == "Apply"
+        }
+        assert managers == {MANAGED_BY}
+        patch(cp, ns, [{"op": "replace", "path": "/spec/enableInTreeAutoscaling", "value": False}])
+        ready = wait_until(
+            lambda: (c := autoscaled(cp, ns, "demo")) and c["status"] == "True" and c,
+            timeout_s=60,
+            what="the condition True",
+        )
+        assert (ready["reason"], ready["observedGeneration"]) == ("ObjectsReady", 2)
+        assert ready["lastTransitionTime"] > refused["lastTransitionTime"]
+        wait_objects(cp, ns, EXAMPLE_OBJECTS)
+        annotate(cp, ns, "disabled")
+        wait_until(lambda: autoscaled(cp, ns, "demo") is None, timeout_s=60, what="ours removed")
+        status = cp.get_json("raycluster", "demo", "-n", ns)["status"]
+        assert status["conditions"] == [KUBERAY_CONDITION] and status["state"] == "ready"
 
 
 def test_a_foreign_scaledobject_of_the_same_name_is_left_alone(cp: ControlPlane, ns: str) -> None:

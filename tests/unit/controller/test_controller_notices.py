@@ -29,6 +29,17 @@ def test_a_new_version_tells_what_still_stands() -> None:
     assert memo.fresh("uid-1", "8", [A]) == [A]
 
 
+def test_the_controller_s_own_status_write_is_no_edit() -> None:
+    """moved(): what was told at the version read stays told at the one the write made; a
+    move from a version the memo does not hold changes nothing."""
+    memo = NoticeMemo()
+    memo.fresh("uid-1", "7", [A])
+    memo.moved("uid-1", "7", "9")
+    assert memo.fresh("uid-1", "9", [A]) == []
+    memo.moved("uid-1", "7", "12")
+    assert memo.fresh("uid-1", "12", [A]) == [A]
+
+
 def test_clusters_are_told_apart_and_the_memory_is_bounded() -> None:
     """Two uids, each their own; past the limit the oldest is forgotten (told again)."""
     memo = NoticeMemo(limit=2)
