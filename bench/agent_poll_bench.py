@@ -39,16 +39,11 @@ from typing import Any
 
 from bench.agent_bench import HEAD_ID
 from bench.agent_look import HEAD_SHAPES, LOOKS_PER_INTERVAL, looked, r1_watch
+from bench.agent_scrape import scrape, timed
 
 SIZES = (10, 100, 1_000)
 REPEATS = 15
 INTERVAL_MS = 5_000
-#: What Prometheus asks for (its default scrape protocols, OpenMetrics first).
-PROMETHEUS_ACCEPT = (
-    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
-    "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;q=0.4,"
-    "text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
-)
 
 
 def shapes_for(nodes: int) -> int:
@@ -167,25 +162,6 @@ class PollClock:
         self.t += s
 
 
-def scrape(app: Any, gzipped: bool = False) -> bytes:
-    """One ``GET /metrics`` of the WSGI ``app`` as Prometheus asks it, gzipped or not."""
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": "/metrics",
-        "QUERY_STRING": "",
-        "HTTP_ACCEPT": PROMETHEUS_ACCEPT,
-        "HTTP_ACCEPT_ENCODING": "gzip" if gzipped else "",
-    }
-    return b"".join(app(environ, lambda _status, _headers: None))
-
-
-def timed(fn: Callable[[], object]) -> tuple[float, float]:
-    """CPU and wall milliseconds of ``fn()``."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    fn()
-    return (time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
-
-
 #: What is measured after each poll: the agent's /metrics, plain and gzipped, and
 #: prometheus_client's own app on the same registry (what the agent served before issue 39).
 SCRAPES = ("render", "render_gz", "before", "before_gz")
@@ -269,6 +245,7 @@ def main() -> None:
         f"{'gcs only':>8}"
     )
     idle: list[str] = []
+    costs: list[str] = []
     looks = (REPEATS + 1) * LOOKS_PER_INTERVAL
     for nodes in SIZES:
         cases = (
@@ -288,12 +265,21 @@ def main() -> None:
             if label == "unchanged":
                 per = f["poll"] + LOOKS_PER_INTERVAL * f["look"]
                 idle.append(f"{nodes:>6} nodes: {per:.1f} ms CPU per 5 s")
+                costs.append(f"{nodes:>6} nodes: idle poll {f['poll']:.2f}")
+            elif label == "changed":
+                both = f["poll"] + f["render_gz"]
+                costs[-1] += (
+                    f", changed poll + render {f['poll']:.2f} + {f['render_gz']:.2f} = {both:.2f}"
+                )
     print("before: prometheus_client's own app on the same registry (the agent's /metrics before")
     print("  it served the snapshot as written); look: rule R1's (the head raylet's queue, then")
     print(f"  the GCS's reply), same: of its {looks} looks, those that saw no change; gcs only:")
     print("  the look with --demand-read gcs (no raylet read)")
     print(f"an unchanged cluster, one poll and {LOOKS_PER_INTERVAL} looks per --interval:")
     print("\n".join(idle))
+    print("ms CPU of the idle poll (the --interval floor when nothing changed but idle times)")
+    print("  and of a changed poll with the scrape after it (gzipped, as Prometheus asks):")
+    print("\n".join(costs))
 
 
 if __name__ == "__main__":

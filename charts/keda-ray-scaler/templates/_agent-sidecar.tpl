@@ -40,6 +40,12 @@ spec:
         {{- end }}
         - --gcs-address={{ $s.gcsAddress }}
         - --port={{ $s.port }}
+        {{- if not (kindIs "invalid" $s.interval) }}
+        - --interval={{ $s.interval }}
+        {{- end }}
+        {{- if not (kindIs "invalid" $s.watchInterval) }}
+        - --watch-interval={{ $s.watchInterval }}
+        {{- end }}
         - --namespace=$(POD_NAMESPACE)
         {{- if and (not $fromPod) $s.sealKey.secretName }}
         - --seal-key-file=/etc/keda-ray-scaler/seal/{{ $s.sealKey.key }}

@@ -71,9 +71,18 @@ def text_prefix(name: str, labels: Mapping[str, str]) -> str:
     return f"{name}{{{pairs}}} "
 
 
+def go_float(value: float) -> str:
+    """``value`` as ``floatToGoString`` writes it: for a float in [0, 1e6) that is its ``repr``
+    (Go's exponent starts at 1e21 there, Python's at 1e16, and below 1e6 neither differs), at
+    a third of the cost; anything else is ``floatToGoString``'s."""
+    if type(value) is float and 0.0 <= value < 1e6:
+        return repr(value)
+    return floatToGoString(value)  # type: ignore[no-untyped-call,no-any-return]  # untyped upstream
+
+
 def text_line(prefix: str, value: float) -> str:
     """The exposition line of the sample of ``prefix`` (:func:`text_prefix`) holding ``value``."""
-    return f"{prefix}{floatToGoString(value)}\n"  # type: ignore[no-untyped-call]  # untyped upstream
+    return f"{prefix}{go_float(value)}\n"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-#: As ``gzip.compress`` by default, and so ``prometheus_client``.
-LEVEL: Final = 9
+#: zlib's default, not ``gzip.compress``'s 9 (``prometheus_client``'s): a changed family is
+#: compressed at a third of the CPU (at 1,000 nodes: 1.7 ms against 5.0 for the 326 KiB of
+#: every node's total resources) into a body a tenth larger (10 KiB against 9).
+LEVEL: Final = 6
 #: A gzip header: deflate, no name, modification time 0, unknown OS.
 _HEADER: Final = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 

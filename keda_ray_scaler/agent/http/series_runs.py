@@ -11,6 +11,7 @@ new value (a timestamp, an idle time) makes its lines without encoding the label
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,8 +74,8 @@ class Run:
         )
 
 
-#: What tells one series from another: its name and labels, in the labels' order.
-SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+#: How many series forms :func:`form_of` keeps: every series of 2,000 nodes (a few each).
+FORMS_KEPT = 16_384
 
 
 def same_value(a: float, b: float) -> bool:
@@ -86,16 +87,32 @@ def _same_values(a: Sequence[float], b: Sequence[float]) -> bool:
     return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
 
 
+@functools.lru_cache(maxsize=FORMS_KEPT)
+def _form(name: str, items: tuple[tuple[str, str], ...]) -> SeriesForm:
+    return SeriesForm.of(name, dict(items))
+
+
+def form_of(name: str, labels: Mapping[str, str]) -> SeriesForm:
+    """``SeriesForm.of(name, labels)``, the very form while the series was seen lately: a
+    series that comes back (a node's available CPU, written again when the node goes idle) has
+    its labels encoded once, not at every change."""
+    return _form(name, tuple(labels.items()))
+
+
+def forget_forms() -> None:
+    """Forget every form :func:`form_of` kept (a new agent's start: the bench's cold encode)."""
+    _form.cache_clear()
+
+
 def runs_of(samples: Iterable[Sample], kept: Iterable[Run] = ()) -> list[Run]:
-    """``samples`` as runs: each stretch of one name a run, in order. A series of a ``kept``
-    run keeps its form (its labels are not encoded again), and a kept run of the very same
-    series and values is the run itself (what seals and serves it is done)."""
+    """``samples`` as runs: each stretch of one name a run, in order. A series seen lately
+    keeps its form (:func:`form_of`: its labels are not encoded again), and a ``kept`` run of
+    the very same series and values is the run itself (what seals and serves it is done)."""
     out: list[Run] = []
     kept = tuple(kept)
     turns: dict[str, list[Run]] = {}  # each name's kept runs, in turn
     for r in reversed(kept):
         turns.setdefault(r.name, []).append(r)
-    known: dict[SeriesKey, SeriesForm] | None = None
     for name, group in itertools.groupby(samples, key=attrgetter("name")):
         stretch = tuple(group)
         values = tuple(s.value for s in stretch)
@@ -103,12 +120,7 @@ def runs_of(samples: Iterable[Sample], kept: Iterable[Run] = ()) -> list[Run]:
         if run is not None and _same_series(run, stretch):  # most often: as it was
             out.append(run if _same_values(run.values, values) else Run.of(name, run.forms, values))
             continue
-        if known is None:
-            known = {(f.name, tuple(f.labels.items())): f for r in kept for f in r.forms}
-        forms = [
-            known.get((s.name, tuple(s.labels.items()))) or SeriesForm.of(s.name, s.labels)
-            for s in stretch
-        ]
+        forms = [form_of(s.name, s.labels) for s in stretch]
         out.append(Run.of(name, forms, values))
     return out
 

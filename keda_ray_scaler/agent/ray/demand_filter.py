@@ -42,6 +42,8 @@ import functools
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
+from typing import Final
 
 from keda_ray_scaler.model import Bundle, Demand, NodeStatus, Resources, WorkerNode
 
@@ -154,12 +156,31 @@ class Filtered:
     horizon_s: float  # how far back the window's earliest poll is (0: none)
 
 
+#: What a node's use depends on (:func:`used_of`): not its idle time, which grows at every poll.
+_USE_OF: Final = attrgetter("pod", "status", "total", "available")
+
+
 @dataclass(frozen=True, slots=True)
 class _Used:
-    """The nodes of the last poll and their use."""
+    """The last poll's nodes, what their use was made of (each node's :data:`_USE_OF`), and
+    that use."""
 
     nodes: tuple[WorkerNode, ...]
+    uses: Sequence[tuple[object, ...]]
     used: Mapping[str, Resources]
+
+
+def _use_now(
+    nodes: Sequence[WorkerNode], uses: Sequence[tuple[object, ...]], last: _Used
+) -> dict[str, Resources]:
+    """Each pod's use (:func:`poll_of`'s), the last poll's for a pod whose :data:`_USE_OF` is
+    the same (most pods, when a few changed)."""
+    before = {u[0]: u for u in last.uses}
+    return {
+        n.pod: last.used[n.pod] if before.get(n.pod) == u else used_of(n)
+        for n, u in zip(nodes, uses, strict=True)
+        if n.pod
+    }
 
 
 class UseHistory:
@@ -171,7 +192,7 @@ class UseHistory:
         self.window_s = window_s
         self._polls: deque[Poll] = deque()
         self._pending: tuple[Demand | None, Resources] = (None, Resources())
-        self._last = _Used((), {})
+        self._last = _Used((), [], {})
 
     def earlier(self, now_s: float) -> tuple[Poll, ...]:
         """The recorded polls taken within the window before ``now_s``."""
@@ -189,12 +210,15 @@ class UseHistory:
         pending demand as exported (module doc)."""
         if self._pending[0] is not demand:  # the demand read again is often the same one
             self._pending = (demand, pending_of(demand))
-        nodes = tuple(nodes)
-        if nodes == self._last.nodes:  # the same nodes (by identity first): the same use
-            current = Poll(at_s, self._last.used, self._pending[1])
+        nodes, last = tuple(nodes), self._last
+        if nodes == last.nodes:  # the same nodes (by identity first): the same use
+            current = Poll(at_s, last.used, self._pending[1])
+        elif (uses := list(map(_USE_OF, nodes))) == last.uses:  # the same but for idle times
+            current = Poll(at_s, last.used, self._pending[1])
+            self._last = _Used(nodes, uses, last.used)
         else:
-            current = poll_of(at_s, nodes, demand, self._pending[1])
-            self._last = _Used(nodes, current.used)
+            current = Poll(at_s, _use_now(nodes, uses, last), self._pending[1])
+            self._last = _Used(nodes, uses, current.used)
         earlier = self.earlier(at_s)
         exported, removed = without(demand, double_counted(earlier, current))
         pending = current.pending if exported is demand else pending_of(exported)

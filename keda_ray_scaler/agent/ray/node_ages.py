@@ -21,6 +21,7 @@ node id, an arbitrary but stable choice.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 
 class NodeAges:
@@ -30,13 +31,21 @@ class NodeAges:
         self._first: dict[str, int] = {}
         self._polls = 0
         self._stale: set[str] = set()
+        self._listed: tuple[str, ...] = ()  # the last poll's ids, in its order
+        self._seen: Mapping[str, int] = MappingProxyType({})  # what it returned
 
     def observe(self, node_ids: Iterable[str]) -> Mapping[str, int]:
-        """Record one poll's node ids; returns every listed id's first poll."""
+        """Record one poll's node ids; returns every listed id's first poll (the very mapping
+        of the poll before when the same ids are listed in the same order: nothing is new)."""
         self._polls += 1
-        self._first = {nid: self._first.get(nid, self._polls) for nid in node_ids}
+        listed = tuple(node_ids)
+        if listed == self._listed and len(self._first) == len(listed):
+            return self._seen
+        self._listed = listed
+        self._first = {nid: self._first.get(nid, self._polls) for nid in listed}
         self._stale &= self._first.keys()
-        return dict(self._first)
+        self._seen = MappingProxyType(dict(self._first))
+        return self._seen
 
     @property
     def stale(self) -> frozenset[str]:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from keda_ray_scaler.agent.ray.label_read import RawSelectors, checked_selectors, raw_selectors
+from keda_ray_scaler.agent.ray.node_memo import NodeMemo
 from keda_ray_scaler.agent.ray.refusals import Refusal, Refused
 from keda_ray_scaler.agent.ray.shape_bound import merge_bundles
 from keda_ray_scaler.agent.ray.status_nodes import (
@@ -177,8 +178,9 @@ def parse_status(
     tasks: Iterable[QueuedShape] | None = None,
     first_seen: Mapping[str, int] | None = None,
     stale: frozenset[str] = frozenset(),
+    memo: NodeMemo | None = None,
 ) -> RayState:
-    """Demand and worker nodes from a ``GetClusterStatusReply`` (pure).
+    """Demand and worker nodes from a ``GetClusterStatusReply`` (pure; ``memo`` spares reads).
 
     ``tasks``, when given, is the task and actor demand in place of the reply's
     ``pending_resource_requests`` (rule R1's, :mod:`~keda_ray_scaler.agent.ray.task_load`).
@@ -210,6 +212,7 @@ def parse_status(
         {g.name for g in cluster.worker_groups},
         first_seen or {},
         stale,
+        memo,
     )
     alive = {n.pod for n in read.nodes}
     return RayState(

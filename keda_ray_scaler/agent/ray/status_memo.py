@@ -8,17 +8,18 @@ the state serialized (deterministically) with the counters and idle times zeroed
 other input of :func:`~keda_ray_scaler.agent.ray.ray_status.parse_status` (the pods and their
 IPs, R1's task demand, ``request_resources()``'s KV value, the nodes' ages, the worker groups).
 When all are equal to the last parse's, its state is the answer, each node's idle time taken
-from this reply; anything else is parsed whole. Nothing of the reply's demand or nodes can be
+from this reply (the very state when they did not move either); anything else is parsed,
+each node that says what it said at the last parse taken from it
+(:mod:`~keda_ray_scaler.agent.ray.node_memo`). Nothing of the reply's demand or nodes can be
 served stale: everything but the three fields named is compared byte for byte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
-from operator import attrgetter
-from typing import Final
+from dataclasses import dataclass, replace
 
+from keda_ray_scaler.agent.ray.node_memo import NodeMemo, idle_for, node_keys
 from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.ray.task_load import QueuedShape
@@ -26,7 +27,7 @@ from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     ClusterResourceState,
     GetClusterStatusReply,
 )
-from keda_ray_scaler.model import ClusterSpec, WorkerNode
+from keda_ray_scaler.model import ClusterSpec
 
 
 def steady_part(state: ClusterResourceState) -> tuple[bytes, tuple[int, ...]]:
@@ -84,18 +85,6 @@ def _places(reply: GetClusterStatusReply, state: RayState) -> tuple[tuple[int, i
     return tuple((i, at[nid]) for i, nid in enumerate(ids) if nid in at)
 
 
-#: A node's fields in order, and where its idle time is among them.
-_FIELDS: Final = tuple(f.name for f in fields(WorkerNode))
-_ALL, _IDLE = attrgetter(*_FIELDS), _FIELDS.index("idle_s")
-
-
-def idle_for(node: WorkerNode, idle_s: float) -> WorkerNode:
-    """``node`` idle for ``idle_s`` (``dataclasses.replace``, at half its cost)."""
-    values = list(_ALL(node))
-    values[_IDLE] = idle_s
-    return WorkerNode(*values)
-
-
 def with_idle(
     last: _Parsed, places: tuple[tuple[int, int], ...], idle_ms: tuple[int, ...]
 ) -> RayState:
@@ -114,6 +103,7 @@ class StatusMemo:
 
     def __init__(self) -> None:
         self._last: _Parsed | None = None
+        self._nodes = NodeMemo()  # the nodes of the last parse: a parse reads only new ones
         #: how many parses were answered from the last one (the tests' and the bench's count)
         self.reused = 0
 
@@ -148,17 +138,22 @@ class StatusMemo:
         last = self._last
         if last is not None and last.places is not None and last.inputs == inputs:
             self.reused += 1
-            state = with_idle(last, last.places, idle_ms)
+            state = last.state if idle_ms == last.idle_ms else with_idle(last, last.places, idle_ms)
             self._last = _Parsed(inputs, state, idle_ms, last.places)
             return state
-        state = parse_status(
-            reply,
-            cluster,
-            v1_requests=v1_requests,
-            pods=inputs.pods,
-            tasks=inputs.tasks,
-            first_seen=inputs.first_seen,
-            stale=stale,
-        )
+        self._nodes.start(node_keys(reply.cluster_resource_state))
+        try:
+            state = parse_status(
+                reply,
+                cluster,
+                v1_requests=v1_requests,
+                pods=inputs.pods,
+                tasks=inputs.tasks,
+                first_seen=inputs.first_seen,
+                stale=stale,
+                memo=self._nodes,
+            )
+        finally:
+            self._nodes.finish()
         self._last = _Parsed(inputs, state, idle_ms, _places(reply, state))
         return state

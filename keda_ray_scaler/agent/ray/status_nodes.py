@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from keda_ray_scaler.agent.ray.label_read import node_labels
+from keda_ray_scaler.agent.ray.node_memo import NodeMade, NodeMemo
 from keda_ray_scaler.agent.ray.refusals import (
     Refusal,
     Refused,
@@ -151,12 +152,15 @@ class NodeRead:
         known: set[str],
         first_seen: Mapping[str, int],
         stale: frozenset[str] = frozenset(),
+        memo: NodeMemo | None = None,
     ) -> NodeRead:
         """Every live worker node of ``states``, at most one per pod (its newest, module
-        :mod:`~keda_ray_scaler.agent.ray.node_ages`); dead ones only by their pod name."""
+        :mod:`~keda_ray_scaler.agent.ray.node_ages`); dead ones only by their pod name. With
+        ``memo`` (its keys ``states``'), a live node the last parse made is taken from it."""
         read = cls()
         dead_ids: dict[str, list[str]] = {}
-        for ns in states:
+        keys = memo.keys if memo is not None else ()
+        for i, ns in enumerate(states):
             if HEAD_RESOURCE in ns.total_resources and ns.status != _DEAD:
                 continue
             if not node_id_ok(ns.node_id):
@@ -170,7 +174,7 @@ class NodeRead:
             else:
                 if name is None and pods.ips_of(ns.instance_id):  # a pod's name, another IP
                     read.contested.add(ns.instance_id)
-                read.add(ns, name, pods, known)
+                read.add(ns, name, pods, known, (memo, keys[i]) if memo and keys else None)
         read.keep_newest(first_seen, dead_ids, stale)
         return read
 
@@ -236,8 +240,16 @@ class NodeRead:
             detail = "a live node of the pod superseded by a newer one, now dead or gone"
             self.refused.append(Refused(Refusal.SUPERSEDED_NODE_ALIVE, pod, detail))
 
-    def add(self, ns: NodeState, name: str | None, pods: PodIps, known: set[str]) -> None:
-        """One live worker node naming pod ``name`` ("": none, None: a name refused)."""
+    def add(
+        self,
+        ns: NodeState,
+        name: str | None,
+        pods: PodIps,
+        known: set[str],
+        memo: tuple[NodeMemo, bytes] | None = None,
+    ) -> None:
+        """One live worker node naming pod ``name`` ("": none, None: a name refused); with
+        ``memo`` (and the node's key), taken from the last parse when it made the same."""
         node_id = ns.node_id.hex()
         pod, group = name or "", ns.ray_node_type_name
         ref = pods.at(ns.node_ip_address, pod)
@@ -248,8 +260,21 @@ class NodeRead:
             self.unmapped += 1
             group = "" if group not in known or name is None else group
             pod = pod or node_id
+        make = functools.partial(self._made, ns, node_id, pod, group)
+        if memo is None:
+            made = make()
+        else:
+            made = memo[0].made((memo[1], pod, group), ns.idle_duration_ms / 1000.0, make)
+        self.nodes.append(made.node)
+        self.refused += made.refused
+        if made.starting:
+            self.starting.add(pod)
+            self._starting_nodes.add(node_id)
+
+    @staticmethod
+    def _made(ns: NodeState, node_id: str, pod: str, group: str) -> NodeMade:
+        """The node ``ns`` is, mapped to ``pod`` and ``group``."""
         labels, refused = node_labels(dict(ns.labels), dict(ns.dynamic_labels), node_id)
-        self.refused += refused
         node = WorkerNode(
             pod=pod,
             group=group,
@@ -260,11 +285,9 @@ class NodeRead:
             node_id=node_id,
             labels=labels,
         )
-        self.nodes.append(node)
         # resources allocated, no worker busy yet: a lease whose task is still starting
-        if node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity:
-            self.starting.add(pod)
-            self._starting_nodes.add(node_id)
+        starting = node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity
+        return NodeMade(node, tuple(refused), starting)
 
 
 def _age_key(node: WorkerNode, first_seen: Mapping[str, int]) -> tuple[int, str]:

@@ -16,10 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.utils import floatToGoString
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http import gzip_body
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
+from keda_ray_scaler.agent.http.exposition import go_float
 from keda_ray_scaler.agent.http.metrics_server import metrics_app
 from keda_ray_scaler.agent.http.sealed_body import SnapshotWriter
 from keda_ray_scaler.model import (
@@ -238,3 +240,36 @@ def test_every_body_served_holds_its_seal(key: bytes | None) -> None:
         samples = scraped(served(app, accept)[2])
         assert digest.check("c", samples, key) is Seal.HELD
         assert [s.value for s in samples if s.name == schema.SNAPSHOT_SUCCESS] == [0.0]
+
+
+def test_idle_times_moving_then_a_use_going_back_and_forth_are_written_as_encoded() -> None:
+    """Polls that move only idle times (each node's lines but its idle line kept), then a node
+    going busy, idle and busy again (its runs of each use made once): every body is the plain
+    seal of the encoding, and a family of nodes that did not change is kept."""
+    writer = SnapshotWriter(KEY)
+    polls = [
+        [node("a", 0), node("b", 10, 60.0 + t), node("c", 10, 5.0 + t)] for t in (0.0, 5.0, 10.0)
+    ]
+    polls += [
+        [node("a", 0), node("b", free, 75.0 if free == 10 else 0.0), node("c", 10, 20.0)]
+        for free in (4, 10, 4)
+    ]
+    before = None
+    for t, nodes in enumerate(polls):
+        snapshot = snap(nodes, t=float(t))
+        body = writer.write(snapshot)
+        assert sorted(body.samples(), key=key_of) == plain(snapshot, KEY)
+        families = {f.name: f for f in body.families}
+        if before is not None and t < 3:
+            assert families[schema.NODE_INFO] is before[schema.NODE_INFO]
+            assert families[schema.NODE_AVAILABLE] is before[schema.NODE_AVAILABLE]
+        before = families
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.0, -0.0, 1e-7, 0.1, 1.5, 60.25, 999_999.9, 1e6, 1.5e6, 34359738368.0, float("inf"), -1.0],
+)
+def test_a_value_is_written_as_prometheus_client_writes_it(value: float) -> None:
+    """The fast way (``repr`` below 1e6) and prometheus_client's agree on every value."""
+    assert go_float(value) == floatToGoString(value)  # type: ignore[no-untyped-call]

@@ -5,6 +5,8 @@ The cases are the polls recorded in the local demo (20 x {CPU: 5} on 10-CPU pods
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from keda_ray_scaler.agent.ray.demand_filter import (
@@ -143,3 +145,30 @@ def test_a_double_count_taken_out_earlier_does_not_hide_the_next_one() -> None:
         assert poll(float(t), 18, a=10) == 18  # the owner's report: as read
     assert poll(10.5, 18, a=10, b=10) == 16  # b's lease, double counted as a's was
     assert poll(11.5, 16, a=10, b=10) == 16  # the report: as read, nothing more taken out
+
+
+def test_a_use_that_changed_after_polls_changing_only_idle_times_is_read() -> None:
+    """Polls whose nodes differ only by idle time keep the use read; a pod's use rising after
+    them is read at once (and taken for a double count, as nothing pending paid for it)."""
+    history = UseHistory(window_s=10.0)
+    idle = [replace(node("a", used=0), idle_s=float(t)) for t in range(3)]
+    for t, n in enumerate(idle):
+        out = history.filter(float(t), [n], tasks(2))
+        assert out.current.used == {"a": Resources()}
+    out = history.filter(3.0, [node("a", used=5)], tasks(2))
+    assert out.current.used == {"a": Resources.of(CPU=5)}
+    assert out.removed == 1
+
+
+def test_the_use_of_a_few_pods_changed_is_read_as_a_whole_poll_reads_it() -> None:
+    """Pods kept, changed, added and gone from poll to poll: the use each poll keeps is
+    :func:`poll_of`'s of its nodes."""
+    history = UseHistory(window_s=10.0)
+    polls = [
+        [node("a", used=0), node("b", used=5), node("c", used=0)],
+        [node("a", used=0), node("b", used=2), node("d", used=10)],
+        [node("b", used=2), node("a", used=3), node("d", used=10, status=NodeStatus.PENDING)],
+    ]
+    for t, nodes in enumerate(polls):
+        out = history.filter(float(t), nodes, tasks(0))
+        assert out.current.used == poll_of(float(t), nodes, tasks(0)).used

@@ -108,3 +108,13 @@ def test_a_pod_whose_newest_node_died_has_no_live_node_and_the_old_one_stays_sup
     assert ages.stale == frozenset({OLD})
     ages.observe([NEW])
     assert ages.stale == frozenset()  # forgotten once no longer listed
+
+
+def test_the_same_ids_again_give_the_same_ages_and_a_new_one_is_seen_now() -> None:
+    """A poll listing the ids of the poll before, in its order, changes nothing (the very
+    mapping); a poll after it listing a new id records that id at its own poll."""
+    ages = NodeAges()
+    first = ages.observe([OLD, OTHER])
+    assert ages.observe([OLD, OTHER]) is first
+    assert dict(ages.observe([OTHER, OLD, NEW])) == {OLD: 1, OTHER: 1, NEW: 3}
+    assert dict(ages.observe([NEW])) == {NEW: 3}

@@ -133,3 +133,15 @@ def test_a_reply_listing_a_node_id_twice_is_always_parsed(parses: list[int]) -> 
         reply = answer(call, more=twice)
         assert memo.parse(reply, SPEC) == parse_status(reply, SPEC)
     assert (len(parses), memo.reused) == (2, 0)
+
+
+def test_a_reply_with_the_same_idle_times_too_is_answered_with_the_last_state_itself(
+    parses: list[int],
+) -> None:
+    """Only the counters moved: the state is the last one, not a copy (what follows the read
+    finds every node the same by identity); a change after it is parsed."""
+    memo = StatusMemo()
+    first = memo.parse(answer(1), SPEC)
+    assert memo.parse(answer(2), SPEC) is first
+    changed = memo.parse(answer(3, count=21), SPEC)
+    assert changed == parse_status(answer(3, count=21), SPEC) and len(parses) == 2
