@@ -13,11 +13,12 @@ It needs the bed: root, inside ``e2e/netns.sh``, with ``KRS_E2E_BIN`` and ``KRS_
 (``make bench-vs-ray`` sets them). Elsewhere it prints one line saying why and returns. It is a
 benchmark: a side that fails is printed as an error, the run goes on, the exit status is 0.
 
-``KRS_VS_RAY_PROFILES`` (``production,fast``), ``KRS_VS_RAY_WORKLOADS`` (``a,b,c,d,f,g``; about
-55 minutes for a-d, both sides, and 40 more at production settings for f and g) and
+``KRS_VS_RAY_PROFILES`` (``production,fast``), ``KRS_VS_RAY_WORKLOADS`` (``a,b,c,d,e,f,g``; about
+55 minutes for a-d, both sides, 40 more at production settings for f and g, about 10 for e) and
 ``KRS_VS_RAY_SIDES`` (``ours,ray``) narrow the run. The RayJob (f) and RayService (g) workloads
 make their own clusters through KubeRay (:mod:`bench.vs_ray_optin`): no RayCluster ``demo``, no
-hop probe, no CPU figures.
+hop probe, no CPU figures. The labels workload (e) makes its three labelled groups from the
+example's ``cpu`` group (:mod:`bench.vs_ray_labels`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from bench.vs_ray_bed import Bed, TestBed, bed, on_bed
 from bench.vs_ray_clusters import cluster
 from bench.vs_ray_figures import Figures, figures
 from bench.vs_ray_hops import HopProbe, budget_lines
+from bench.vs_ray_labels import relabel, run_labels
 from bench.vs_ray_profile import PROFILES, Profile
 from bench.vs_ray_rayjob import run_rayjob
 from bench.vs_ray_rayservice import run_rayservice
@@ -49,13 +51,15 @@ from pod_watch import PodEvent  # isort: skip
 from real_node import skip_reason as node_skip_reason  # isort: skip
 
 PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
-WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,c,d,f,g").split(",")
+WORKLOADS = os.environ.get("KRS_VS_RAY_WORKLOADS", "a,b,c,d,e,f,g").split(",")
 SIDES = os.environ.get("KRS_VS_RAY_SIDES", "ours,ray").split(",")
 #: how long beyond the idle timeout, HPA window and cooldown a run is watched for its last pods
 OBSERVE_AFTER_S = 90.0
 SHIPPED = {"idle_s": 60, "down_window_s": 60, "cooldown_s": 30}
 #: the workloads whose clusters KubeRay makes (a RayJob, a RayService): a runner per side each
 OPTIN_RUNNERS = {"f": run_rayjob, "g": run_rayservice}
+#: the workloads whose groups are made from the example's ``cpu`` group (labelled groups)
+RELABELLED = {"e": (run_labels, relabel)}
 
 
 def isolate_home() -> None:
@@ -101,12 +105,15 @@ def run_side(bed: Bed, side: str, key: str) -> Figures:
         return OPTIN_RUNNERS[key](bed, side)
     spec = SPECS[key]
     group = spec.groups[0]
-    with cluster(bed, side, spec.groups) as c, contextlib.ExitStack() as probing:
+    runner, layout = RELABELLED.get(key, (RUNNERS.get(key), None))
+    relabelled = layout(bed.profile) if layout else None
+    with cluster(bed, side, spec.groups, relabelled) as c, contextlib.ExitStack() as probing:
         probe = None
         if side == "ours":  # our path's hops (its latency budget); Ray's has no such hops
             probe = probing.enter_context(HopProbe(bed, group, spec.needed.get(group, 1)))
         before = cpu.read(bed, c)
-        run = RUNNERS[key](bed, c)
+        assert runner is not None, key
+        run = runner(bed, c)
         deadline = run.last_end() + observe_s(bed.profile, spec.groups)
         while time.time() < deadline and any(bed.pods.live_pods(g) for g in spec.groups):
             time.sleep(0.5)

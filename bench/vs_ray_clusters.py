@@ -29,7 +29,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from ray_on_node import (  # isort: skip
 from real_kuberay import CLUSTER, EXAMPLE, RC, RWG  # isort: skip
 from real_loop import (  # isort: skip
     NAMESPACE,
+    Docs,
     SCALER_ADDRESS,
     apply_overlay,
     read_ray_token,
@@ -307,13 +308,18 @@ def _no_workers(bed: Bed, groups: tuple[str, ...]) -> bool:
 
 
 @contextlib.contextmanager
-def cluster(bed: Bed, side: str, groups: tuple[str, ...]) -> Iterator[Cluster]:
+def cluster(
+    bed: Bed, side: str, groups: tuple[str, ...], relabel: Callable[[Docs], Docs] | None = None
+) -> Iterator[Cluster]:
     """Apply ``side``'s cluster with ``groups``, wait until its autoscaler runs and no worker
     pod exists (KEDA's fallback may give one at start: it must be gone first); delete it all on
-    exit."""
-    directory = write_overlay(bed, side, groups, bed.workdir / f"overlay-{side}-{time.time_ns()}")
+    exit. ``relabel`` (workload e) makes ``groups`` from the overlay's ``cpu`` group."""
+    base = ("cpu",) if relabel else groups
+    directory = write_overlay(bed, side, base, bed.workdir / f"overlay-{side}-{time.time_ns()}")
     applied = time.time()
-    apply_overlay(bed.cp, directory, "--server-side", transform=keep_docs(side, groups))
+    keep = keep_docs(side, base)
+    transform = keep if relabel is None else (lambda docs: relabel(keep(docs)))
+    apply_overlay(bed.cp, directory, "--server-side", transform=transform)
     try:
         ready = (lambda: _ours_ready(bed, groups)) if side == OURS else (lambda: _ray_ready(bed))
         try:

@@ -18,12 +18,16 @@ was gone), the driver's events and the tasks' attempts:
 - ``busy_deleted``: pods whose deletion began while an attempt of a task ran on them (an attempt
   that never ended normally counts as running until its pod went);
 - ``failed``, ``retries``: tasks Ray gave up on; attempts beyond one a task;
-- ``cpu``: CPU seconds of each autoscaling component over the run (:mod:`bench.vs_ray_cpu`).
+- ``cpu``: CPU seconds of each autoscaling component over the run (:mod:`bench.vs_ray_cpu`);
+- ``by_group``: worker pods created per group; for a run whose tasks name the group their
+  selectors ask for (workload e, ``want``): ``beyond``, the pods a group has beyond its demand's,
+  and ``misplaced``, the tasks that ran in a group they did not ask for (``None`` otherwise).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 from bench.vs_ray_workloads import Run
@@ -55,6 +59,9 @@ class Figures:
     retries: int
     cpu: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    by_group: dict[str, int] = field(default_factory=dict)
+    beyond: int | None = None
+    misplaced: int | None = None
 
 
 def _first(events: list[PodEvent], what: str, since: float) -> float | None:
@@ -136,6 +143,49 @@ def to_deletion(run: Run, deleted: dict[str, float]) -> list[float]:
     return [w for w in waits if w >= 0]
 
 
+def group_figures(run: Run, events: list[PodEvent]) -> tuple[int | None, list[str]]:
+    """Pods beyond each group's demand, and ``unit -> group`` of every task that ran in a group
+    its selector did not ask for; ``(None, [])`` when no task names its group."""
+    wanted = [e for e in run.done() if "want" in e]
+    if not wanted:
+        return None, []
+    group_of = {e.pod: e.group for e in events if e.what == "created"}
+    made = Counter(group_of.values())
+    beyond = sum(max(0, n - run.spec.needed.get(g, 0)) for g, n in made.items())
+    wrong = [e for e in wanted if group_of.get(e["pod"]) != e["want"]]
+    return beyond, [f"{e.get('unit', e['task'])} -> {group_of.get(e['pod'], '?')}" for e in wrong]
+
+
+def group_notes(run: Run, events: list[PodEvent]) -> tuple[str, ...]:
+    """The group of every pod: each task's (asked -> ran in), the pods that ran none."""
+    group_of = {e.pod: e.group for e in events if e.what == "created"}
+    wanted = [e for e in run.done() if "want" in e]
+    if not wanted:
+        return ()
+    units = ", ".join(
+        f"{e.get('unit', e['task'])} {e['want']}->{group_of.get(e['pod'], '?')}" for e in wanted
+    )
+    used = {e["pod"] for e in run.done()} | {a.pod for a in run.attempts}
+    idle = Counter(g for p, g in group_of.items() if p not in used)
+    spare = ", ".join(f"{g} {n}" for g, n in sorted(idle.items())) or "none"
+    notes = (f"units (asked->ran in): {units}", f"pods that ran no unit: {spare}")
+    if any("wave" in e for e in wanted):
+        notes += (f"submission -> every unit running, by phase: {_by_wave(run)}",)
+    return notes
+
+
+def _by_wave(run: Run) -> str:
+    """Per wave (phase) whose ``done`` events name it: its submission to its last unit's start."""
+    submitted = {e["wave"]: float(e["at"]) for e in run.events if e["event"] == "submitted"}
+    wave_of = {e["task"]: e["wave"] for e in run.done() if "wave" in e}
+    last: dict[object, float] = {}
+    for a in run.attempts:
+        if a.task in wave_of:
+            last[wave_of[a.task]] = max(last.get(wave_of[a.task], 0.0), a.start)
+    parts = [f"{w} {last[w] - at:.1f} s" for w, at in submitted.items() if w in last]
+    return ", ".join(parts) or "-"
+
+
 def figures(
     side: str, run: Run, events: list[PodEvent], end: float, cpu: dict[str, float]
 ) -> Figures:
@@ -149,7 +199,9 @@ def figures(
     gone = {e.pod for e in events if e.what == "gone"}
     needed_at = all_needed_at(events, run.spec.needed)
     busy = busy_deleted(run, deleted)
-    notes = tuple(f"busy pod deleted: {p}" for p in busy)
+    beyond, wrong = group_figures(run, events)
+    notes = tuple(f"busy pod deleted: {p}" for p in busy) + group_notes(run, events)
+    notes += tuple(f"in a group not asked for: {w}" for w in wrong)
     return Figures(
         side=side,
         workload=run.spec.key,
@@ -171,4 +223,7 @@ def figures(
         retries=max(0, len(run.attempts) - len({a.task for a in run.attempts})),
         cpu=cpu,
         notes=notes,
+        by_group=dict(Counter(e.group for e in events if e.what == "created")),
+        beyond=beyond,
+        misplaced=None if beyond is None else len(wrong),
     )

@@ -2,7 +2,9 @@
 
 One table: a row per (profile, workload, figure), columns ours | Ray | ours/Ray. The last line
 begins ``vs-ray:`` and gives, per profile and workload, peak pods, pod-seconds, the time to all
-needed pods, pods deleted while busy and failed tasks (requests, for workload g), ours / Ray's.
+needed pods, pods deleted while busy and failed tasks (requests, for workload g), ours / Ray's;
+for workload e also the pods per group, the pods beyond each group's demand and the tasks in a
+group their selectors did not ask for.
 """
 
 from __future__ import annotations
@@ -90,10 +92,26 @@ def table(results: Results) -> list[str]:
             if isinstance(f, Figures):
                 parts = ", ".join(f"{k} {_num(v, 2)}" for k, v in sorted(f.cpu.items()))
                 lines += [f"{'':<21}{side} CPU by component: {parts}"] if parts else []
+                lines += [f"{'':<21}{side} pods by group: {_groups(f)}"] if f.by_group else []
                 lines += [f"{'':<21}{side}: {note}" for note in f.notes]
             elif f:
                 lines.append(f"{'':<21}{side} error: {f}")
     return lines
+
+
+def _groups(f: Figures, sep: str = ", ", joint: str = " ") -> str:
+    return sep.join(f"{g}{joint}{n}" for g, n in sorted(f.by_group.items())) or "none"
+
+
+def _labelled(ours: Figures, ray: Figures) -> str:
+    """Workload e's part of the line: pods by group, beyond the demand, tasks misplaced."""
+    if ours.beyond is None and ray.beyond is None:
+        return ""
+    return (
+        f" groups {_groups(ours, ',', ':')}/{_groups(ray, ',', ':')}"
+        f" beyond {_num(ours.beyond, 0)}/{_num(ray.beyond, 0)}"
+        f" misplaced {_num(ours.misplaced, 0)}/{_num(ray.misplaced, 0)}"
+    )
 
 
 def _pair(ours: float | None, ray: float | None, digits: int) -> str:
@@ -116,6 +134,6 @@ def vs_ray_line(results: Results) -> str:
             f" ({_ratio(ours.pod_seconds, ray.pod_seconds)})"
             f" all-pods {_pair(ours.all_needed_s, ray.all_needed_s, 1)} s"
             f" busy-deleted {ours.busy_deleted}/{ray.busy_deleted}"
-            f" failed {ours.failed}/{ray.failed}"
+            f" failed {ours.failed}/{ray.failed}" + _labelled(ours, ray)
         )
     return "vs-ray: " + ("; ".join(parts) or "nothing ran")

@@ -22,6 +22,10 @@ the
 - **d, cycles**: the real-control-plane test's random waves (seed 20261123), 14 waves 6 s apart
   of 1-6 tasks of ``{CPU: 5}``, 1-5 s each. Needed: at most 3 pods at a time (a wave's tasks on
   10-CPU pods; waves do not overlap once pods are there).
+- **e, labels**: Ray's label selectors over three labelled groups, ``spot``, ``on-demand`` and
+  ``gpu`` (the real-node labels test's cluster and driver, ``bench/vs_ray_labels.py``): tasks,
+  an actor, a placement group's bundles, a fallback and (KubeRay 1.7) a choice ``priority``
+  decides, one unit a pod. Needed: 4 spot pods (3 without priority), 2 on-demand, 1 gpu.
 - **f, rayjob** and **g, rayservice**: the seed as a RayJob, and a Serve application under a load
   step as a RayService; KubeRay makes their clusters, so each side's objects differ
   (``bench/vs_ray_rayjob.py``, ``bench/vs_ray_rayservice.py``, ``bench/vs_ray_optin.py``).
@@ -35,6 +39,7 @@ import random
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,8 @@ from bench.vs_ray_bed import Bed
 from bench.vs_ray_clusters import Cluster
 
 from ray_on_node import CLIENT_ADDRESS, GCS_ADDRESS, SHARE_MOUNT, make_share  # isort: skip
+from real_labels import GROUPS as LABEL_GROUPS  # isort: skip
+from real_labels import PHASE1, PHASE2, PRIORITY_UNIT  # isort: skip
 from real_loop import RAY_TASK_RETRIES, SEED_SHORT, SEED_WAVES, Workload, submit  # isort: skip
 
 START_AFTER_S = 300.0  # the seed's short tasks begin at the latest this long after submission
@@ -136,7 +143,18 @@ SEED_SHORT_FORM = Spec("s", "seed, short form: 20 x {CPU: 5}, 5 s", ("cpu",), {"
 RAYJOB = Spec("f", "rayjob: the seed as a RayJob", ("cpu",), {"cpu": 10}, 20)
 #: the requests are counted as they are sent (``tasks`` is 0 here)
 RAYSERVICE = Spec("g", "rayservice: Serve 1 -> 6 replicas under load", ("cpu",), {"cpu": 3}, 0)
-SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE, SEED_SHORT_FORM, RAYJOB, RAYSERVICE)}
+#: workload e's units (unit -> the group its selector asks for), phase by phase (the driver's
+#: command, none for phase 1); the priority phase on KubeRay 1.7+ only (1.5's CRD prunes it)
+KUBERAY = os.environ.get("KRS_KUBERAY_VERSION") or "v1.5.1"  # e2e/build.sh's default
+HAS_PRIORITY = tuple(map(int, KUBERAY.lstrip("v").split(".")[:2])) >= (1, 7)
+LABEL_PHASES: list[tuple[str | None, dict[str, str]]] = [(None, PHASE1), ("phase2", PHASE2)]
+LABEL_PHASES += [("phase3", PRIORITY_UNIT)] if HAS_PRIORITY else []
+LABEL_UNITS = {unit: group for _, units in LABEL_PHASES for unit, group in units.items()}
+LABELS = Spec(
+    "e", "labels: spot, on-demand, gpu; selectors", tuple(LABEL_GROUPS),
+    dict(Counter(LABEL_UNITS.values())), len(LABEL_UNITS),
+)  # fmt: skip
+SPECS = {s.key: s for s in (SEED, BURST, MIX, CYCLE, SEED_SHORT_FORM, RAYJOB, RAYSERVICE, LABELS)}
 
 
 def _submit(

@@ -24,7 +24,7 @@ made for the other. ``stop`` ends the driver.
 
 Output, one JSON object per line: ``{"event": "connected"}``, ``{"event": "submitted",
 "phase": 1}``, ``{"event": "pg_ready"}``, ``{"event": "done", "unit": ..., "pod": ...}``,
-``{"event": "failed", "unit": ..., "error": ...}``.
+``{"event": "failed", "unit": ..., "error": ...}``; each with its time, ``at``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import Any
 import ray
 from ray.util.placement_group import placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ray_workload import connect
 
 #: The longest a task holds its CPUs without the release file.
 HOLD_S = 1200.0
@@ -72,9 +73,16 @@ class Gpu:
         return _mark(markers, unit)
 
 
+_EMITTING = threading.Lock()
+
+
 def emit(**fields: Any) -> None:
-    """One JSON line on stdout, flushed."""
-    print(json.dumps(fields), flush=True)
+    """One JSON line on stdout, flushed, with its time (``at``, unix) unless given; one line at
+    a time (the units' threads emit at once when released)."""
+    line = json.dumps({"at": time.time(), **fields}) + "\n"
+    with _EMITTING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _watch(unit: str, ref: Any) -> None:
@@ -130,7 +138,7 @@ def later(phase: str, markers: str, release: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     address, markers, release = argv
-    ray.init(address=address, log_to_driver=False, configure_logging=False)
+    connect(address)  # Ray Client's refusals under load tried again
     emit(event="connected", at=time.time())
     refs, keep = phase1(markers, release)
     emit(event="submitted", phase=1, units=sorted(refs))
