@@ -601,18 +601,22 @@ class RealLoop:
 
     def keda_sees_the_failure(self) -> str:
         """How KEDA shows that the scaler's answer is missing, with pods in the group ("" while
-        it does not): the HPA cannot read its metric, or the ScaledObject is not Ready
-        (``TriggerError``). The ScaledObjects have no ``fallback`` (docs/design/keda-fallback.md);
-        at zero the HPA is ``ScalingDisabled`` anyway, so this reads true only above zero."""
+        it does not): KEDA's fallback active (``currentReplicas``: this mode keeps one,
+        docs/design/keda-fallback.md), the HPA unable to read its metric, or the ScaledObject
+        not Ready (``TriggerError``). At zero the HPA is ``ScalingDisabled`` anyway."""
+        if self.condition("Fallback") == "True":
+            return "fallback"
         status, reason = self.hpa_condition("ScalingActive")
         if status == "False":
             return f"HPA {reason}"
         return "ScaledObject TriggerError" if self.condition("Ready") == "False" else ""
 
     def keda_recovered(self) -> bool:
-        """KEDA reads the scaler again: the ScaledObject Ready and its HPA scaling."""
+        """KEDA reads the scaler again: no fallback, the ScaledObject Ready, its HPA scaling."""
         return (
-            self.condition("Ready") == "True" and self.hpa_condition("ScalingActive")[0] == "True"
+            self.condition("Fallback") != "True"
+            and self.condition("Ready") == "True"
+            and self.hpa_condition("ScalingActive")[0] == "True"
         )
 
     def hpa_condition(self, type_: str, name: str = f"keda-hpa-{SCALED_OBJECT}") -> tuple[str, str]:
@@ -743,8 +747,7 @@ def _overlay(workdir: Path, share: Path, images: dict[str, str], apiserver_port:
     overlay.mkdir()
     example = REPO / "manifests" / "examples" / "ray-cluster"
     spec = yaml.safe_load((example / "cluster.yaml").read_text())
-    # The cpu group only. With the gpu group in, KEDA's fallback (replicas: 1; the ScaledObjects
-    # have had none since, docs/design/keda-fallback.md) gave it a pod
+    # The cpu group only. With the gpu group in, KEDA's fallback (replicas: 1) gave it a pod
     # at every outage of the scaler's data (at start too, before the agent's first poll); the
     # agent froze its scale-down after the first such pod went unnamed (a wrong victim by its
     # count), and the pods left caught the tests' {CPU: 5} tasks (8 CPUs each), so the cpu

@@ -129,16 +129,21 @@ def test_the_readme_is_short_and_opens_with_the_two_commands() -> None:
     assert commands == ["make install && make demo", "make test"]
 
 
-def test_the_documented_scaledobjects_have_no_fallback() -> None:
-    """No ScaledObject shown in the docs has a ``fallback``: any makes KEDA 2.19+ start a pod in a
-    group at zero, and ``replicas: 0`` scales a failing group to zero
-    (docs/design/keda-fallback.md)."""
+def test_the_documented_scaledobjects_fall_back_as_their_mode_needs() -> None:
+    """A documented ScaledObject of a RayWorkerGroup (KubeRay mode) has no ``fallback`` (one
+    starts a pod at zero on KEDA 2.19+); one of a Deployment keeps ``currentReplicas`` with
+    ``replicas`` of at least 1 (0 scales a failing group to zero): docs/design/keda-fallback.md."""
     seen = 0
     for page in PAGES:
         for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S):
             if "kind: ScaledObject" not in block:
                 continue
-            assert "fallback" not in yaml.safe_load(block)["spec"], page
+            spec = yaml.safe_load(block)["spec"]
+            if spec["scaleTargetRef"].get("kind") == "RayWorkerGroup":
+                assert "fallback" not in spec, page
+            else:
+                assert spec["fallback"]["behavior"] == "currentReplicas", page
+                assert spec["fallback"]["replicas"] >= 1, page
             seen += 1
     assert seen >= 1
 

@@ -133,14 +133,14 @@ def test_scaledobject_bounds_match_the_cluster_spec_and_target_the_group_deploym
         assert target["spec"]["template"]["metadata"]["labels"]["ray.io/group"] == group
 
 
-def test_unavailable_holds_replicas_without_a_fallback_and_scale_down_outlasts_the_view_lag() -> (
-    None
-):
-    """No ``fallback``: an UNAVAILABLE answer holds the replicas, at zero too (any fallback makes
-    KEDA 2.19+ start a pod in a group at zero; ``replicas: 0`` scales a failing group to zero:
+def test_unavailable_keeps_replicas_and_scale_down_outlasts_the_view_lag() -> None:
+    """Deployment mode: the fallback keeps current replicas (without one, KEDA's cache race
+    scaled a failing group to zero, busy pods included; ``replicas: 0`` does so too:
     docs/design/keda-fallback.md). Scale-down waits out the view lag (60 s), tolerance 0."""
     for so in of_kind(render(EXAMPLE), "ScaledObject"):
-        assert "fallback" not in so["spec"]
+        assert so["spec"]["fallback"]["behavior"] == "currentReplicas"
+        assert so["spec"]["fallback"]["failureThreshold"] == 3
+        assert so["spec"]["fallback"]["replicas"] >= 1
         behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
         assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 60
         assert behavior["scaleDown"]["tolerance"] == "0"
@@ -158,7 +158,8 @@ def test_the_kuberay_example_scales_down_without_a_window_because_its_applier_na
         behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
         assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
         assert so["spec"]["cooldownPeriod"] == 5
-        assert "fallback" not in so["spec"]  # UNAVAILABLE holds, at zero too
+        # no fallback: a lower target removes nothing here, and a fallback starts a pod at zero
+        assert "fallback" not in so["spec"]
     # a stale answer of 0 with ten busy pods: nothing lowered
     assert decide(state, 0, pods, ()).replicas == 10
     # two drained victims: lowered by exactly those two, named

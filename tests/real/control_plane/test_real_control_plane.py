@@ -269,37 +269,6 @@ def _time_to_first_ready(loop: RealLoop) -> float:
     return float(first) - workload.submitted_at
 
 
-def _refused(loop: RealLoop) -> float:
-    """The scaler's UNAVAILABLE answers to KEDA's polls so far (its own count)."""
-    return sum(
-        loop.scaler_counter("keda_ray_scaler_rpcs_total", method=m, code="UNAVAILABLE")
-        for m in ("GetMetrics", "IsActive")
-    )
-
-
-def test_missing_data_at_zero_starts_no_pod(loop: RealLoop) -> None:
-    """At zero, Prometheus down: KEDA polls on, is refused each time, and the group stays at
-    zero. A ``fallback`` of any behavior would count as active on KEDA 2.19+ and start a pod
-    after ``failureThreshold`` refusals (docs/design/keda-fallback.md)."""
-    assert loop.timeline is not None
-    loop.wait_replicas(0, 180)
-    start, before = time.time(), _refused(loop)
-    loop.prometheus.stop()
-    try:
-        wait_until(  # more refusals than any failureThreshold a fallback would wait out (3)
-            lambda: _refused(loop) >= before + 8, timeout_s=120, what="KEDA refused 8 times"
-        )
-    finally:
-        loop.prometheus.start()
-    refused_s = time.time() - start
-    assert max(s.replicas for s in loop.timeline.replicas(since=start)) == 0
-    assert loop.deployment()[0] == 0
-    wait_until(lambda: loop.condition("Ready") == "True", timeout_s=90, what="KEDA to recover")
-    FIGURES["at zero, data missing"] = (
-        f"{_refused(loop) - before:.0f} refusals over {refused_s:.1f} s, pods 0"
-    )
-
-
 def test_new_demand_brings_the_group_back_from_zero_by_polling(loop: RealLoop) -> None:
     """At zero, one task: KEDA's IsActive poll (every 2 s) activates the group."""
     FIGURES["from zero, polling"] = f"{_time_to_first_ready(loop):.1f} s"
