@@ -43,6 +43,7 @@ from real_kuberay import (
     GROUP,
     NAMESPACE,
     RC,
+    RWG,
     WORKER_GROUP,
     Editor,
     GroupRecorder,
@@ -255,6 +256,11 @@ def _refused(loop: KubeRayLoop) -> float:
     )
 
 
+def _answered(loop: KubeRayLoop) -> float:
+    """The scaler's OK answers to KEDA's GetMetrics so far."""
+    return loop.base.scaler_counter("keda_ray_scaler_rpcs_total", method="GetMetrics", code="OK")
+
+
 def test_missing_data_at_zero_starts_no_pod(loop: KubeRayLoop) -> None:
     """At zero, Prometheus down: KEDA polls on, is refused each time, and the group stays at
     zero. The KubeRay example's ScaledObjects have no ``fallback``: one, of any behavior, would
@@ -270,6 +276,8 @@ def test_missing_data_at_zero_starts_no_pod(loop: KubeRayLoop) -> None:
     finally:
         loop.base.prometheus.start()
     refused_s = time.time() - since
+    answered = _answered(loop)
+    wait_until(lambda: _answered(loop) > answered, timeout_s=120, what="the scaler answering")
     assert loop.pod_watch.created_since(since, GROUP) == []
     FIGURES["at zero, data missing"] = (
         f"{_refused(loop) - before:.0f} refusals over {refused_s:.1f} s, pods made 0"
@@ -376,11 +384,15 @@ def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:
     assert "RayCluster refused" in log and "enableInTreeAutoscaling: false" in log
     work = loop.base.submit([(0.0, [5.0])])
     try:
-        # KEDA asks for the pod (the RayWorkerGroup's replicas, through /scale) ...
+        # A pod asked for on the RayWorkerGroup's /scale, as KEDA's HPA asks (written here: at
+        # zero KEDA asks only once the scaler answers, and this test is about the agent) ...
+        loop.custom.patch_namespaced_custom_object_scale(
+            *RWG[:2], NAMESPACE, RWG[2], WORKER_GROUP, {"spec": {"replicas": 1}}
+        )
         wait_until(
             lambda: (loop.worker_group().get("spec") or {}).get("replicas", 0) >= 1,
             timeout_s=90,
-            what="KEDA asking the RayWorkerGroup for a pod",
+            what="the RayWorkerGroup asking for a pod",
         )
         # ... and the agent, polling on, never applies it to the refused RayCluster
         polls = loop.agent_series(POLLS, "cluster")[CLUSTER]
