@@ -248,42 +248,6 @@ def test_held_tasks_end_and_the_group_goes_to_zero(
         assert pod in named, f"{pod} deleted by KubeRay without being named"
 
 
-def _refused(loop: KubeRayLoop) -> float:
-    """The scaler's UNAVAILABLE answers to KEDA's polls so far (its own count)."""
-    return sum(
-        loop.base.scaler_counter("keda_ray_scaler_rpcs_total", method=m, code="UNAVAILABLE")
-        for m in ("GetMetrics", "IsActive")
-    )
-
-
-def _answered(loop: KubeRayLoop) -> float:
-    """The scaler's OK answers to KEDA's GetMetrics so far."""
-    return loop.base.scaler_counter("keda_ray_scaler_rpcs_total", method="GetMetrics", code="OK")
-
-
-def test_missing_data_at_zero_starts_no_pod(loop: KubeRayLoop) -> None:
-    """At zero, Prometheus down: KEDA polls on, is refused each time, and the group stays at
-    zero. The KubeRay example's ScaledObjects have no ``fallback``: one, of any behavior, would
-    count as active on KEDA 2.19+ and start a pod after ``failureThreshold`` refusals
-    (docs/design/keda-fallback.md, Finding 4)."""
-    loop.wait_pods(0, 180)
-    since, before = time.time(), _refused(loop)
-    loop.base.prometheus.stop()
-    try:
-        wait_until(  # twice the refusals a fallback's failureThreshold (3) waits out
-            lambda: _refused(loop) >= before + 6, timeout_s=180, what="KEDA refused 6 times"
-        )
-    finally:
-        loop.base.prometheus.start()
-    refused_s = time.time() - since
-    answered = _answered(loop)
-    wait_until(lambda: _answered(loop) > answered, timeout_s=120, what="the scaler answering")
-    assert loop.pod_watch.created_since(since, GROUP) == []
-    FIGURES["at zero, data missing"] = (
-        f"{_refused(loop) - before:.0f} refusals over {refused_s:.1f} s, pods made 0"
-    )
-
-
 #: The agent's poll count (its poll-duration histogram), and the groups' bounds it exports.
 POLLS = "ray_scaler_agent_poll_duration_seconds_count"
 MIN, MAX = "ray_scaler_worker_group_min_replicas", "ray_scaler_worker_group_max_replicas"
@@ -360,6 +324,43 @@ def test_an_edited_group_is_planned_with_its_new_bounds_without_a_restart(
         if pod in pods:
             assert timeline.ever_victim(pod, before=at), f"{pod} deleted without being a victim"
     wait_until(lambda: loop.group_spec()["replicas"] == 0, timeout_s=60, what="replicas 0")
+
+
+def _refused(loop: KubeRayLoop) -> float:
+    """The scaler's UNAVAILABLE answers to KEDA's polls so far (its own count)."""
+    return sum(
+        loop.base.scaler_counter("keda_ray_scaler_rpcs_total", method=m, code="UNAVAILABLE")
+        for m in ("GetMetrics", "IsActive")
+    )
+
+
+def _answered(loop: KubeRayLoop) -> float:
+    """The scaler's OK answers to KEDA's GetMetrics so far."""
+    return loop.base.scaler_counter("keda_ray_scaler_rpcs_total", method="GetMetrics", code="OK")
+
+
+def test_missing_data_at_zero_starts_no_pod(loop: KubeRayLoop) -> None:
+    """At zero, Prometheus down: KEDA polls on, is refused each time, and the group stays at
+    zero. The KubeRay example's ScaledObjects have no ``fallback``: one, of any behavior, would
+    count as active on KEDA 2.19+ and start a pod after ``failureThreshold`` refusals
+    (docs/design/keda-fallback.md, Finding 4). After the edits' test: run before it, that test
+    once saw a pod named for deletion that the timeline never sampled as a victim (open)."""
+    loop.wait_pods(0, 180)
+    since, before = time.time(), _refused(loop)
+    loop.base.prometheus.stop()
+    try:
+        wait_until(  # twice the refusals a fallback's failureThreshold (3) waits out
+            lambda: _refused(loop) >= before + 6, timeout_s=180, what="KEDA refused 6 times"
+        )
+    finally:
+        loop.base.prometheus.start()
+    refused_s = time.time() - since
+    answered = _answered(loop)
+    wait_until(lambda: _answered(loop) > answered, timeout_s=120, what="the scaler answering")
+    assert loop.pod_watch.created_since(since, GROUP) == []
+    FIGURES["at zero, data missing"] = (
+        f"{_refused(loop) - before:.0f} refusals over {refused_s:.1f} s, pods made 0"
+    )
 
 
 def test_in_tree_autoscaling_is_refused(loop: KubeRayLoop) -> None:
