@@ -1,207 +1,250 @@
 #!/usr/bin/env bash
-# End to end on kind (needs a Docker engine, kind, kubectl, helm, openssl):
-#   1. a kind cluster; KEDA and Prometheus from their Helm charts
-#   2. the image built (Dockerfile), Ray's pulled, both loaded into kind; mTLS certificates made with openssl
-#   3. the scaler (e2e/overlays/scaler) and the example Ray cluster (e2e/overlays/ray-cluster)
-#   4. 20 Ray tasks of {CPU: 5} (e2e/work.py): the cpu group must reach 10 running pods
-#   5. 16 tasks end, 4 keep running: after the idle timeout exactly the idle pods are removed
-#      and every busy pod is still there; no wrong victim is counted
-#   6. the driver stops: the group goes back to 0
-# Environment: CLUSTER, KIND_NODE_IMAGE, KEDA_CHART_VERSION, RAY_IMAGE, KEEP=1 keeps the cluster.
+# make e2e: the product on a kind cluster, deployed as the README says, and the seed scenario.
+#
+#   1. inputs, cached outside the repository (~/.cache/keda-ray-scaler): KEDA, the KubeRay
+#      operator, Helm and kind from their Go modules (e2e/build.sh); the Ray image
+#      (e2e/images.py: Ray 2.60.0 on Debian's Python, shaped as rayproject/ray); Debian's
+#      Prometheus; the kind node image (e2e/kind/node-image.sh: Kubernetes 1.37 from its Go
+#      modules, nothing pulled from a registry);
+#   2. the product's image: `docker build` of the Dockerfile (e2e/docker/build.py --once);
+#      KEDA's, KubeRay's and Prometheus's (e2e/kind/tools-image.sh);
+#   3. `kind create cluster`, then `kind load docker-image` and `kind load image-archive`;
+#   4. KEDA and KubeRay (CRDs and operators, from their modules' own config/), the scaler with
+#      Helm (charts/keda-ray-scaler, namespace keda, TLS Secrets made with openssl), the
+#      RayWorkerGroup CRD and manifests/kuberay/example (e2e/overlays/kuberay-example), then
+#      Prometheus scraping the head's agent with the shipped job (e2e/kind/prometheus.py);
+#   5. the seed scenario (e2e/kind/scenario.py): 10 pods, only drained victims deleted, back to
+#      the floor. The last line: `e2e-kind: ...` with the figures.
+# Everything it made goes on exit, also on failure or Ctrl-C: the cluster, and the bed's own
+# Docker Engine with its network namespace when it started one; a run after a failed one starts
+# clean (it deletes a cluster of the same name left behind first). KEEP=1 keeps the cluster (and
+# the engine) for a look: stop them with `e2e/run.sh --down`.
+# Needs root (e2e/images.py chroots), Go, kubectl, openssl, debootstrap and, for the bed's own
+# engine, Debian's docker.io (installed here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-CLUSTER=${CLUSTER:-keda-ray-scaler}
-KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-kindest/node:v1.34.0}
-KEDA_CHART_VERSION=${KEDA_CHART_VERSION:-2.18.0}
-RAY_IMAGE=${RAY_IMAGE:-rayproject/ray:2.60.0-py311}
+CLUSTER=krs-kind
 KEEP=${KEEP:-0}
-NS=ray
-SCALER_NS=keda
-GROUP=cpu
-EXPECTED_PODS=10
-SHORT_S=45
-SCALE_UP_TIMEOUT_S=420
-SCALE_DOWN_TIMEOUT_S=420
-WORK=$(mktemp -d)
+export KRS_KUBERAY_VERSION=${KRS_KUBERAY_VERSION:-v1.5.1}
+# shellcheck source=e2e/versions.env
+source e2e/versions.env
+DOCKER=${DOCKER:-docker}
+log() { printf '%s e2e: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
-log() { printf '%s e2e: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
-need() { command -v "$1" >/dev/null || { echo "e2e: $1 is required" >&2; exit 2; }; }
+# --- the one place for this sandbox ---------------------------------------------------------
+# A machine with a Docker Engine (Docker Desktop, a Linux dockerd) runs everything below against
+# it, unchanged. This sandbox has none, so the bed brings its own (e2e/docker/engine.sh: Debian's
+# dockerd, its data in ~/.cache), and the run moves into a private network namespace
+# (e2e/netns.sh: dockerd's bridge and iptables rules stay there; nothing routes out, so every
+# image is built or imported here). Three more adaptations exist for this sandbox alone, each
+# where it acts and each taken only when its condition holds here:
+#   - root lacks CAP_SYS_RESOURCE: dockerd runs containers through e2e/docker/krs-runc (which
+#     drops that capability from `--privileged` and caps rlimits), and the node image's systemd
+#     units keep the node's limits (e2e/kind/node-image.sh);
+#   - the host is cgroup v1: the kubelet's failCgroupV1: false (e2e/kind/cluster.yaml; no effect
+#     on a cgroup v2 host);
+#   - no registry: the base image of the Dockerfile and the pip index are given to `docker build`
+#     locally (e2e/docker/build.py), as the node image's and the other images' contents are.
+own_engine() { ! $DOCKER info >/dev/null 2>&1; }
 
-dump() {
-  kubectl get pods -A -o wide || true
-  kubectl -n "$NS" get scaledobjects,hpa -o wide || true
-  kubectl -n "$NS" describe scaledobject "ray-demo-$GROUP" | tail -30 || true
-  kubectl -n "$SCALER_NS" logs -l app.kubernetes.io/component=scaler --tail=50 || true
-  kubectl -n "$NS" logs deploy/ray-demo-head -c agent --tail=80 || true
+down() {
+  if command -v kind >/dev/null || [[ -n ${KIND:-} ]]; then
+    "${KIND:-kind}" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+  fi
+  if [[ ${KRS_E2E_OWN_ENGINE:-} == 1 ]]; then
+    bash e2e/docker/engine.sh stop || true
+  fi
 }
 
-die() { log "FAIL: $*"; dump; exit 1; }
+if [[ ${1:-} == --down ]]; then
+  KRS_E2E_OWN_ENGINE=1 down
+  exit 0
+fi
 
+if [[ ${1:-} != --inner ]]; then
+  t=$SECONDS
+  log "inputs (cached after the first run)"
+  KRS_E2E_SET="$(bash e2e/build.sh | tail -1)"
+  KRS_E2E_IMAGES="$(.venv/bin/python e2e/images.py pause ray | tail -1)"
+  export KRS_E2E_SET KRS_E2E_IMAGES KRS_E2E_INPUTS_S=$((SECONDS - t))
+  if own_engine; then
+    # A dockerd left by a killed run, in a namespace that is gone: stopped before a new one
+    bash e2e/docker/engine.sh stop
+    bash e2e/docker/engine.sh install
+    .venv/bin/python e2e/docker/build.py --prepare
+    log "no Docker Engine answers: the bed's own, in a private network namespace"
+    KRS_E2E_OWN_ENGINE=1 exec bash e2e/netns.sh bash e2e/run.sh --inner
+  fi
+  exec bash e2e/run.sh --inner
+fi
+
+# --- inside: the engine, the cluster, the deployment, the scenario ---------------------------
+KIND="$KRS_E2E_SET/bin/kind"
+HELM="$KRS_E2E_SET/bin/helm"
+WORK="$(mktemp -d /tmp/krs-e2e-kind.XXXXXX)"
+export KUBECONFIG="$WORK/kubeconfig"
 cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if ((status != 0)) && [[ -s $KUBECONFIG ]]; then
+    log "FAILED ($status): the cluster's state"
+    kubectl get pods -A -o wide >&2 || true
+    kubectl -n ray get raycluster,rayworkergroups,scaledobjects,hpa >&2 || true
+    kubectl -n ray logs -l ray.io/node-type=head -c agent --tail=30 >&2 || true
+    kubectl -n keda logs deploy/keda-ray-scaler --tail=20 >&2 || true
+  fi
+  if [[ $KEEP == 1 ]]; then
+    log "KEEP=1: cluster $CLUSTER kept (KUBECONFIG=$KUBECONFIG); e2e/run.sh --down removes it"
+  else
+    log "cleaning up"
+    down
+  fi
   rm -rf "$WORK"
-  if [[ $KEEP != 1 ]]; then kind delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true; fi
+  exit "$status"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# wait_for TIMEOUT_S WHAT COMMAND...: run COMMAND every 5 s until it succeeds.
-wait_for() {
-  local timeout=$1 what=$2
-  shift 2
-  local deadline=$((SECONDS + timeout))
-  until "$@"; do
-    ((SECONDS < deadline)) || die "timed out after ${timeout}s waiting for $what"
-    sleep 5
-  done
-}
-
-replicas() { kubectl -n "$NS" get deploy "ray-demo-$GROUP" -o jsonpath='{.spec.replicas}'; }
-
-# Running pods of the group that are not being deleted (a terminating pod has a 2nd field).
-running_pods() {
-  kubectl -n "$NS" get pods -l "ray.io/group=$GROUP" --field-selector=status.phase=Running \
-    -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' |
-    awk 'NF == 1 { print $1 }' | sort
-}
-
-head_exec() { kubectl -n "$NS" exec deploy/ray-demo-head -c "$1" -- "${@:2}"; }
-
-agent_metrics() {
-  head_exec agent python -c 'import sys, urllib.request
-sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9400/metrics", timeout=5).read().decode())'
-}
-
-# Pods whose Ray node has CPU in use, from the agent's own export.
-busy_pods() {
-  agent_metrics | awk '/^ray_scaler_node_resource_available\{/ && /resource="CPU"/ && $NF + 0 < 10 {
-    if (match($0, /pod="[^"]+"/)) print substr($0, RSTART + 5, RLENGTH - 6) }' | sort
-}
-
-tasks_done() {
-  local n
-  n=$(head_exec ray-head sh -c 'grep -c "^task done" /tmp/work.log || true')
-  ((n >= $1))
-}
-
-for tool in docker kind kubectl helm openssl; do need "$tool"; done
-
-log "kind cluster $CLUSTER ($KIND_NODE_IMAGE)"
-if ! kind get clusters | grep -qx "$CLUSTER"; then
-  kind create cluster --name "$CLUSTER" --config e2e/kind.yaml --image "$KIND_NODE_IMAGE" --wait 120s
+if [[ ${KRS_E2E_OWN_ENGINE:-} == 1 ]]; then
+  DOCKER=/usr/bin/docker # the engine's own client (Docker 20.10), see engine.sh
+  export DOCKER_HOST
+  DOCKER_HOST="$(bash e2e/docker/engine.sh start | tail -1)"
+  DOCKER_HOST=${DOCKER_HOST#DOCKER_HOST=}
+  # kind runs `docker`: the engine's own first on PATH
+  mkdir -p "$WORK/bin" && ln -s /usr/bin/docker "$WORK/bin/docker" && export PATH="$WORK/bin:$PATH"
 fi
-kubectl config use-context "kind-$CLUSTER" >/dev/null
+"$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true # a failed run's
 
 log "images"
-# one product image, both commands (serve; agent, the head's sidecar); Ray's own for Ray's pods
-docker build --target scaler -t keda-ray-scaler:e2e .
-docker pull "$RAY_IMAGE"
-docker tag "$RAY_IMAGE" krs-ray:e2e
-kind load docker-image --name "$CLUSTER" keda-ray-scaler:e2e krs-ray:e2e
+t=$SECONDS
+node_image="localhost/krs/kind-node:$KUBERNETES_VERSION"
+if ! $DOCKER image inspect "$node_image" >/dev/null 2>&1; then
+  bash e2e/kind/node-image.sh >/dev/null
+fi
+if [[ ${KRS_E2E_OWN_ENGINE:-} == 1 ]]; then
+  .venv/bin/python e2e/docker/build.py --once --tag keda-ray-scaler:e2e >&2
+else
+  $DOCKER build -t keda-ray-scaler:e2e . >&2
+fi
+mapfile -t tools < <(bash e2e/kind/tools-image.sh "$KRS_E2E_SET")
+ray_archive="$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["ray"]["archive"])' "$KRS_E2E_IMAGES/images.json")"
+images_s=$((SECONDS - t))
 
-log "KEDA $KEDA_CHART_VERSION and Prometheus"
-helm repo add kedacore https://kedacore.github.io/charts --force-update >/dev/null
-helm repo add prometheus-community https://prometheus-community.github.io/helm-charts --force-update >/dev/null
-helm upgrade --install keda kedacore/keda --namespace keda --create-namespace \
-  --version "$KEDA_CHART_VERSION" --wait --timeout 5m
-helm upgrade --install prometheus prometheus-community/prometheus --namespace monitoring \
-  --create-namespace --values e2e/prometheus-values.yaml --wait --timeout 5m
+log "kind create cluster ($node_image)"
+t=$SECONDS
+# once more if kubeadm fails: on a loaded 2-core machine its API server restarts under it at times
+# ("could not bootstrap the admin user ... connection refused")
+for attempt in 1 2; do
+  "$KIND" create cluster --name "$CLUSTER" --config e2e/kind/cluster.yaml --image "$node_image" \
+    --wait 180s >&2 && break
+  ((attempt < 2)) || exit 1
+  log "kind create cluster failed; deleting it and trying once more"
+  "$KIND" delete cluster --name "$CLUSTER" >&2
+done
+create_s=$((SECONDS - t))
 
-log "mTLS certificates"
-host="keda-ray-scaler.$SCALER_NS.svc.cluster.local"
+log "kind load"
+t=$SECONDS
+"$KIND" load docker-image --name "$CLUSTER" keda-ray-scaler:e2e "${tools[@]}" >&2
+"$KIND" load image-archive --name "$CLUSTER" "$ray_archive" >&2
+load_s=$((SECONDS - t))
+
+# kustomize_from DIR SRC: DIR/kustomization.yaml's resources are SRC's config/ dirs given after
+# it (kustomize takes relative paths only); the rest of the file comes on stdin.
+kustomize_from() {
+  local dir=$1 src=$2 rel
+  shift 2
+  mkdir -p "$dir"
+  rel="$(realpath --relative-to="$dir" "$src")"
+  {
+    printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n'
+    for r in "$@"; do printf '  - %s\n' "${r/#@/$rel/}"; done
+    cat
+  } >"$dir/kustomization.yaml"
+}
+
+log "KEDA $KEDA_VERSION (its config/, without the admission webhooks: not built here)"
+t=$SECONDS
+src="$(dirname "$KRS_E2E_SET")/src"
+kustomize_from "$WORK/keda" "$src/keda-$KEDA_VERSION/config" @crd @general @rbac @manager @metrics-server @service_account <<EOF
+images:
+  - {name: ghcr.io/kedacore/keda, newName: localhost/krs/keda, newTag: $KEDA_VERSION}
+  - {name: ghcr.io/kedacore/keda-metrics-apiserver, newName: localhost/krs/keda, newTag: $KEDA_VERSION}
+patches:
+  - target: {kind: Deployment, name: keda-operator}
+    patch: |
+      - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: IfNotPresent}
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: --enable-webhook-patching=false}
+  - target: {kind: Deployment, name: keda-metrics-apiserver}
+    patch: |
+      - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: IfNotPresent}
+EOF
+kubectl apply --server-side -k "$WORK/keda" >/dev/null
+
+log "KubeRay $KRS_KUBERAY_VERSION (its config/default)"
+# The bed's operator settings (tests/harness/bed.py OPERATOR_ENV): no probes injected (they run
+# wget, which the Ray image lacks), no init container (a `ray health-check` the head's token
+# authentication refuses without the token)
+mkdir -p "$WORK/kuberay"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kuberay-system\n' >"$WORK/kuberay/namespace.yaml"
+kustomize_from "$WORK/kuberay" "$src/kuberay-$KRS_KUBERAY_VERSION/config" namespace.yaml @default <<EOF
+namespace: kuberay-system
+images:
+  - {name: quay.io/kuberay/operator, newName: localhost/krs/kuberay-operator, newTag: $KRS_KUBERAY_VERSION}
+patches:
+  - target: {kind: Deployment, name: kuberay-operator}
+    patch: |
+      - {op: add, path: /spec/template/spec/containers/0/env, value: [{name: ENABLE_INIT_CONTAINER_INJECTION, value: "false"}, {name: ENABLE_PROBES_INJECTION, value: "false"}]}
+EOF
+kubectl apply --server-side -k "$WORK/kuberay" >/dev/null
+kubectl -n keda rollout status deploy/keda-operator deploy/keda-metrics-apiserver --timeout=300s >&2
+kubectl -n kuberay-system rollout status deploy/kuberay-operator --timeout=300s >&2
+
+log "TLS Secrets (by hand, as docs/getting-started.md says without cert-manager)"
+host="keda-ray-scaler.keda.svc.cluster.local"
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=keda-ray-scaler e2e CA" \
   -keyout "$WORK/ca.key" -out "$WORK/ca.crt" 2>/dev/null
 printf 'subjectAltName=DNS:%s,DNS:*.%s\nextendedKeyUsage=serverAuth\n' "$host" "$host" >"$WORK/server.ext"
 printf 'extendedKeyUsage=clientAuth\n' >"$WORK/client.ext"
 for who in server client; do
   cn=keda-ray-scaler-server
-  [ "$who" = client ] && cn=keda  # the one client the scaler serves (serve --client-identity)
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" \
-    -keyout "$WORK/$who.key" -out "$WORK/$who.csr" 2>/dev/null
+  [[ $who == client ]] && cn=keda # the one client the scaler serves (serve --client-identity)
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" -keyout "$WORK/$who.key" -out "$WORK/$who.csr" 2>/dev/null
   openssl x509 -req -in "$WORK/$who.csr" -CA "$WORK/ca.crt" -CAkey "$WORK/ca.key" \
     -CAcreateserial -days 2 -extfile "$WORK/$who.ext" -out "$WORK/$who.crt" 2>/dev/null
 done
-for ns in "$SCALER_NS" "$NS"; do
-  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-done
-kubectl -n "$SCALER_NS" create secret generic keda-ray-scaler-tls --dry-run=client -o yaml \
-  --from-file=tls.crt="$WORK/server.crt" --from-file=tls.key="$WORK/server.key" \
-  --from-file=ca.crt="$WORK/ca.crt" | kubectl apply -f - >/dev/null
-# KEDA's client key in KEDA's namespace only (manifests/keda: a ClusterTriggerAuthentication)
-kubectl -n keda create secret generic keda-ray-scaler-client-tls --dry-run=client -o yaml \
-  --from-file=tls.crt="$WORK/client.crt" --from-file=tls.key="$WORK/client.key" \
-  --from-file=ca.crt="$WORK/ca.crt" | kubectl apply -f - >/dev/null
-kubectl apply -k manifests/keda
-# Ray's token (token authentication is on in the example): the Secret named after the cluster
-kubectl -n "$NS" create secret generic demo --dry-run=client -o yaml \
-  --from-literal=auth_token="$(openssl rand -hex 32)" | kubectl apply -f - >/dev/null
+kubectl -n keda create secret generic keda-ray-scaler-tls --from-file=tls.crt="$WORK/server.crt" \
+  --from-file=tls.key="$WORK/server.key" --from-file=ca.crt="$WORK/ca.crt" >/dev/null
+kubectl -n keda create secret generic keda-ray-scaler-client-tls --from-file=tls.crt="$WORK/client.crt" \
+  --from-file=tls.key="$WORK/client.key" --from-file=ca.crt="$WORK/ca.crt" >/dev/null
 
-log "scaler"
-kubectl apply -k e2e/overlays/scaler
-kubectl -n "$SCALER_NS" rollout status deploy/keda-ray-scaler --timeout=180s
+log "the scaler (helm upgrade --install, as the README)"
+"$HELM" upgrade --install keda-ray-scaler charts/keda-ray-scaler --namespace keda \
+  --set prometheus.url=http://prometheus-server.monitoring.svc:80 \
+  --set clusterTriggerAuthentication.create=true \
+  --set image.repository=keda-ray-scaler --set image.tag=e2e \
+  --set replicas=1 --set refreshIntervalSeconds=1 --wait --timeout 5m >/dev/null
 
-log "Ray cluster"
-kubectl apply -k e2e/overlays/ray-cluster
-kubectl -n "$NS" rollout status deploy/ray-demo-head --timeout=300s
-wait_for 120 "the agent's metrics" agent_metrics >/dev/null
-[[ $(replicas) == 0 ]] || die "cpu group starts at $(replicas) pods, expected 0 (minReplicas 0, no demand)"
-
-log "submit 20 tasks of {CPU: 5}"
-head_exec ray-head sh -c 'cat > /tmp/work.py' <e2e/work.py
-head_exec ray-head sh -c "SHORT=16 SHORT_S=$SHORT_S LONG_S=1800 nohup python /tmp/work.py \
-  >/tmp/work.log 2>&1 & echo \$! >/tmp/work.pid"
-
-log "scale-up: expect exactly $EXPECTED_PODS pods"
-max_seen=0
-scaled_up() {
-  local r
-  r=$(replicas)
-  if ((r > max_seen)); then max_seen=$r; fi
-  ((r == EXPECTED_PODS)) && [[ $(running_pods | wc -l) -eq $EXPECTED_PODS ]]
+log "the RayWorkerGroup CRD and the KubeRay example (e2e/overlays/kuberay-example)"
+kubectl apply -k manifests/kuberay/crd >/dev/null
+kubectl apply --server-side -k e2e/overlays/kuberay-example >/dev/null
+head_ready() {
+  kubectl -n ray wait pod -l ray.io/cluster=demo,ray.io/node-type=head --for=condition=Ready --timeout=10s >/dev/null 2>&1
 }
-wait_for "$SCALE_UP_TIMEOUT_S" "$EXPECTED_PODS running pods" scaled_up
-log "cpu group at $(replicas) replicas, $(running_pods | wc -l) running"
-for _ in 1 2 3 4 5 6; do
-  sleep 5
-  r=$(replicas)
-  if ((r > max_seen)); then max_seen=$r; fi
-done
-((max_seen >= EXPECTED_PODS)) || die "replicas reached only $max_seen, expected $EXPECTED_PODS"
-if ((max_seen > EXPECTED_PODS)); then
-  # Ray can report a task as pending and its node as used for a moment (two raylets' reports
-  # race); the extra pod goes idle and is removed through the victim protocol like any other.
-  log "note: a transient target of $max_seen was seen"
-fi
-running_pods >"$WORK/peak"
+for _ in $(seq 60); do head_ready && break; sleep 5; done
+head_ready || { log "the head pod is not Ready"; exit 1; }
 
-log "wait for the 16 short tasks to end"
-wait_for $((SHORT_S + 240)) "16 finished tasks" tasks_done 16
-# The agent polls Ray every few seconds: take the busy set once two reads 10 s apart agree.
-stable_busy() {
-  busy_pods >"$WORK/busy.1"
-  sleep 10
-  busy_pods >"$WORK/busy"
-  cmp -s "$WORK/busy.1" "$WORK/busy" && [[ -s $WORK/busy ]]
-}
-wait_for 60 "a stable busy set" stable_busy
-comm -23 "$WORK/peak" "$WORK/busy" >"$WORK/idle"
-log "busy pods: $(tr '\n' ' ' <"$WORK/busy"); idle pods: $(wc -l <"$WORK/idle")"
+log "Prometheus (Debian's, the shipped job; e2e/kind/prometheus.py)"
+read -r head_ip head_pod < <(kubectl -n ray get pod -l ray.io/cluster=demo,ray.io/node-type=head \
+  -o jsonpath='{.items[0].status.podIP} {.items[0].metadata.name}{"\n"}')
+.venv/bin/python e2e/kind/prometheus.py localhost/krs/prometheus:debian "$head_ip" "$head_pod" |
+  kubectl apply -f - >/dev/null
+kubectl -n monitoring rollout status deploy/prometheus-server --timeout=180s >&2
+deploy_s=$((SECONDS - t))
 
-log "idle scale-down: expect exactly the idle pods removed"
-busy_count=$(wc -l <"$WORK/busy")
-scaled_down() {
-  [[ $(replicas) -eq $busy_count ]] && [[ $(running_pods | wc -l) -eq $busy_count ]]
-}
-wait_for "$SCALE_DOWN_TIMEOUT_S" "$busy_count pods" scaled_down
-running_pods >"$WORK/left"
-cmp -s "$WORK/left" "$WORK/busy" || die "pods left: $(tr '\n' ' ' <"$WORK/left"), busy were: $(tr '\n' ' ' <"$WORK/busy")"
-wrong=$(agent_metrics | awk '/^ray_scaler_wrong_victims_total\{/ && $NF + 0 != 0' || true)
-[[ -z $wrong ]] || die "wrong victims counted: $wrong"
-log "only idle pods were removed; $busy_count busy pods kept"
-
-log "stop the driver: the group goes back to 0"
-# shellcheck disable=SC2016 # expanded by the pod's shell
-head_exec ray-head sh -c 'kill "$(cat /tmp/work.pid)"'
-no_pods() { [[ $(replicas) -eq 0 ]]; }
-wait_for "$SCALE_DOWN_TIMEOUT_S" "0 pods" no_pods
-
+log "the seed scenario (e2e/kind/scenario.py)"
+t=$SECONDS
+line="$(.venv/bin/python e2e/kind/scenario.py)"
+scenario_s=$((SECONDS - t))
 log "PASS"
+echo "${line}; inputs ${KRS_E2E_INPUTS_S:-0} s, images ${images_s} s, cluster create ${create_s} s, kind load ${load_s} s, deploy ${deploy_s} s, scenario ${scenario_s} s"

@@ -1,7 +1,7 @@
 """``docker build`` of the shipped Dockerfile, as a user runs it, on the bed's own Docker Engine;
 then the image's size and start-up times.
 
-    python e2e/docker/build.py [--tag TAG] [--figures FILE] [--keep-engine]   (needs root)
+    python e2e/docker/build.py [--tag TAG] [--figures FILE] [--keep-engine] [--once]   (needs root)
 
 Run on the host, it prepares what the build cannot fetch (below, needs the network unless cached),
 then runs itself again under ``e2e/netns.sh``; run inside a private network namespace, it uses the
@@ -16,7 +16,9 @@ it): once with ``--no-cache`` (cold), once again (warm: nothing changed), once a
 edit of the package (tagged ``TAG-edit``, then removed); dangling images are pruned. Then ``docker
 run --rm TAG --help``, a bare container (``--entrypoint true``), and ``serve`` (read-only root,
 tmpfs /tmp, as the chart runs it) until its plaintext health port answers SERVING, three times
-each, and ``agent --help`` once. The figures go to ``--figures`` (JSON; default engine.sh's
+each, and ``agent --help`` once. ``--once`` (``make e2e``): one build, with the cache, and no
+figures but its seconds; ``--prepare``: the inputs alone (on the host, before the namespace).
+The figures go to ``--figures`` (JSON; default engine.sh's
 directory) and one line ``docker-build: ...`` on stdout, the last.
 
 What differs from a user's build, and why (this machine reaches no registry, and its build
@@ -380,6 +382,13 @@ def inside(args: argparse.Namespace, inputs: dict[str, Path]) -> dict[str, Any]:
         figures["base_import_s"] = import_base(inputs["base"], base, directory / "base.json")
         context = snapshot(REPO, directory / "context")
         with serve_index(inputs["index"]) as url:
+            if args.once:
+                (directory / "build-logs").mkdir(exist_ok=True)
+                logfile = directory / "build-logs" / "once.log"
+                figures["build_s"] = build(
+                    args.tag, base, url, context, no_cache=False, logfile=logfile
+                )
+                return figures
             figures.update(builds(args.tag, base, url, context, directory / "build-logs"))
         figures.update(measure(args.tag, base))
     finally:
@@ -402,8 +411,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tag", default="keda-ray-scaler:local")
     parser.add_argument("--figures", type=Path, help="default: engine.sh's directory/figures.json")
     parser.add_argument("--keep-engine", action="store_true", help="leave dockerd running")
+    parser.add_argument("--once", action="store_true", help="one build with the cache, no figures")
+    parser.add_argument("--prepare", action="store_true", help="only the inputs (host, network)")
     args = parser.parse_args(argv)
     start = time.monotonic()
+    if args.prepare:
+        prepare()
+        return 0
     if route_out():
         images.run("bash", HERE / "engine.sh", "install")
         prepare()
@@ -413,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.run(["bash", netns, *again], check=False).returncode
     inputs = prepare()
     figures = {"inputs_s": time.monotonic() - start, **inside(args, inputs)}
+    if args.once:
+        print(f"docker-build: {args.tag} in {figures['build_s']:.1f} s")
+        return 0
     out = args.figures or state_dir() / "figures.json"
     out.write_text(json.dumps(figures, indent=1) + "\n")
     log(f"figures: {out}")
