@@ -346,6 +346,11 @@ def test_missing_data_at_zero_starts_no_pod(loop: KubeRayLoop) -> None:
     (docs/design/keda-fallback.md, Finding 4). After the edits' test: run before it, that test
     once saw a pod named for deletion that the timeline never sampled as a victim (open)."""
     loop.wait_pods(0, 180)
+    # No pod's series left in the agent's export before Prometheus stops: a restarted Prometheus
+    # forgets which series a target stopped exporting, so those would stay live for its 5 min
+    # lookback and, under this agent's origin, fail the scaler's digest check for the next
+    # cluster of the name (seen: a victim's 6 series, the labels module refused for 5 min).
+    wait_until(lambda: not loop.agent_series(IDLE, "pod"), timeout_s=180, what="no pod exported")
     since, before = time.time(), _refused(loop)
     loop.base.prometheus.stop()
     try:
