@@ -31,6 +31,7 @@ class SourceMetrics:
     failures: Counter  # {source, error}: fetches that raised DemandUnavailable, by ERROR_KINDS
     duration: Histogram  # {source}: one fetch, retries included
     over_cap: Counter  # {source, cap}: fetches refused because the data exceeded a cap
+    leftovers: Counter  # {source}: series an earlier scrape left behind, dropped before the seal
 
 
 def source_metrics(registry: CollectorRegistry) -> SourceMetrics:
@@ -63,6 +64,13 @@ def source_metrics(registry: CollectorRegistry) -> SourceMetrics:
             "(series, worker_groups, shapes, placement_groups, bundles_per_placement_group, "
             "resource_names, name_chars)",
             ["source", "cap"],
+            registry=registry,
+        ),
+        leftovers=Counter(
+            p + "leftover_series",
+            "series an earlier scrape left behind and Prometheus never marked stale (after its "
+            "restart), dropped before the agent's seal was checked, by source",
+            ["source"],
             registry=registry,
         ),
     )

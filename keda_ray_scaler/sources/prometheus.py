@@ -2,13 +2,14 @@
 
 One instant query per cluster per refresh (:meth:`PrometheusSource.fetch`), from the fixed
 templates of :mod:`~keda_ray_scaler.sources.promql`; a second one only when the first is empty,
-to tell a lost target from an unknown cluster. Both select the agents' scrape job only, and the
-answer must carry the agent's seal (:class:`~keda_ray_scaler.sources.promql.OriginSettings`).
-The synchronous client runs in ``asyncio.to_thread``;
-each fetch, retries included, ends within its deadline (below KEDA's 3 s). Failures, empty
-answers and untrustworthy values raise :class:`~keda_ray_scaler.errors.DemandUnavailable`
-``from`` the cause, counted in :class:`~keda_ray_scaler.sources.metrics.SourceMetrics`:
-unknown is never zero.
+to tell a lost target from an unknown cluster, or when it does not add up to its seal, to drop
+the series an earlier scrape left behind (:mod:`~keda_ray_scaler.sources.leftovers`). All
+select the agents' scrape job only, and the answer must carry the agent's seal
+(:class:`~keda_ray_scaler.sources.promql.OriginSettings`). The synchronous client runs in
+``asyncio.to_thread``; each fetch, retries included, ends within its deadline (below KEDA's
+3 s). Failures, empty answers and untrustworthy values raise
+:class:`~keda_ray_scaler.errors.DemandUnavailable` ``from`` the cause, counted in
+:class:`~keda_ray_scaler.sources.metrics.SourceMetrics`: unknown is never zero.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import structlog
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
@@ -26,7 +28,7 @@ from urllib3.util.retry import Retry
 from keda_ray_scaler.errors import HttpStatusError, NotFound, SchemaError
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.schema import ClusterSnapshot, Sample, digest
-from keda_ray_scaler.sources import promql
+from keda_ray_scaler.sources import leftovers, promql
 from keda_ray_scaler.sources.http_source import HttpSource
 from keda_ray_scaler.sources.series_caps import DataCaps, check_series_count
 from keda_ray_scaler.sources.source_settings import HttpSettings, RetrySettings
@@ -100,6 +102,8 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
         # one deadline for the whole fetch, the lost-or-unknown query included
         deadline = asyncio.get_running_loop().time() + self._settings.retry.deadline_s
         result = await self._query(query, f"cluster {cluster}", deadline)
+        if leftovers.suspect(result):
+            result = await self._latest_scrapes(cluster, query, deadline)
         # thousands of series: decode off the event loop, like the HTTP call
         snapshots = await asyncio.to_thread(self._decode, cluster, result)
         snapshot = snapshots.get(cluster.name)
@@ -120,6 +124,19 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
             f"Prometheus returned no series for Ray cluster {cluster}, which it saw in the "
             f"last {self._settings.lost_window_s}s: the agent target may be lost",
         )
+
+    async def _latest_scrapes(self, cluster: ClusterRef, query: str, deadline: float) -> list[Any]:
+        """The cluster's series as the latest scrapes wrote them, without the leftovers of
+        earlier ones (:mod:`~keda_ray_scaler.sources.leftovers`), each dropped series counted."""
+        what = f"cluster {cluster} recent"
+        recent = await self._query(leftovers.recent_query(query), what, deadline)
+        kept, dropped = leftovers.latest_scrapes(recent)
+        if dropped:
+            self._metrics.leftovers.labels(source=SOURCE).inc(dropped)
+            structlog.get_logger(__name__).warning(
+                "source_leftovers_dropped", cluster=str(cluster), series=dropped
+            )
+        return kept
 
     async def _query(self, query: str, what: str, deadline: float) -> list[Any]:
         def call(timeout_s: float) -> list[Any]:

@@ -1,0 +1,143 @@
+"""Series an earlier scrape left behind: told apart from the agent's snapshot (pure, no server).
+
+The real case (a Prometheus restarted, a victim's series never stale-marked) runs against a real
+Prometheus in tests/real/prometheus/test_source_leftovers.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import cluster, group, inp, node
+
+from keda_ray_scaler import schema
+from keda_ray_scaler.identity import ClusterRef
+from keda_ray_scaler.model import NodeStatus
+from keda_ray_scaler.schema import Sample, decoding, digest, encoding
+from keda_ray_scaler.sources import leftovers, promql
+
+JOB = {"job": "ray-scaler-agents", "instance": "10.0.0.7:9400", "namespace": "ray"}
+CPU = group("cpu", cpu=10, max=50)
+#: Scrape times of the agent's target, 5 s apart.
+T1, T2, T3 = 1_700_000_000.0, 1_700_000_005.0, 1_700_000_010.0
+
+
+def sealed(*names: str) -> list[Sample]:
+    """Cluster demo's sealed series with the named victim pods."""
+    nodes = [node(n, CPU, idle=90.0, status=NodeStatus.VICTIM) for n in names]
+    snap = schema.ClusterSnapshot(inp(cluster(CPU), nodes=nodes), 1_700_000_000.5, True)
+    return digest.seal(encoding.encode(snap))
+
+
+def matrix(samples: list[Sample], times: list[float], **extra: str) -> list[dict[str, Any]]:
+    """``samples`` as a range answer, each written at ``times``."""
+    return [
+        {
+            "metric": {"__name__": s.name, **s.labels, **JOB, **extra},
+            "values": [[t, repr(s.value)] for t in times],
+        }
+        for s in samples
+    ]
+
+
+def vector(samples: list[Sample], **extra: str) -> list[dict[str, Any]]:
+    """``samples`` as an instant answer."""
+    return [
+        {"metric": {"__name__": s.name, **s.labels, **JOB, **extra}, "value": [T3, repr(s.value)]}
+        for s in samples
+    ]
+
+
+def key(entry: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(sorted(f"{k}={v}" for k, v in entry["metric"].items()))
+
+
+def test_a_victim_deleted_while_prometheus_was_away_is_dropped_and_the_rest_holds_its_seal() -> (
+    None
+):
+    """The bed's case: the agent exported pod a's series up to T1 and no longer; its seal of T2
+    and T3 counts only what it exports now. The leftover goes; what stays matches the seal."""
+    now, before = sealed(), sealed("a")
+    gone = [s for s in before if s not in now and s.name not in digest.SEAL_NAMES]
+    answer = matrix(now, [T2, T3]) + matrix(gone, [T1])
+    assert leftovers.suspect(vector(now) + vector(gone))
+    kept, dropped = leftovers.latest_scrapes(answer)
+    assert dropped == len(gone) > 0
+    assert sorted(map(key, kept)) == sorted(map(key, vector(now)))
+    samples = promql.samples_from_result(kept, require_digest=True)
+    assert set(decoding.decode(samples)) == {"demo"}  # the seal holds
+
+
+def test_a_series_written_by_the_previous_scrape_stays() -> None:
+    """A series the target wrote at the seal's previous scrape is not a leftover yet: kept
+    (the seal then refuses the mix for one scrape interval, never longer)."""
+    now, gone = sealed(), sealed("a")[:1]
+    kept, dropped = leftovers.latest_scrapes(matrix(now, [T2, T3]) + matrix(gone, [T1, T2]))
+    assert dropped == 0 and len(kept) == len(now) + 1
+
+
+def test_a_writer_that_keeps_writing_under_the_agents_labels_is_never_dropped() -> None:
+    """A series written between the agent's scrapes (another target honouring labels) stays, so
+    the seal still refuses it: only what nobody wrote for a scrape interval goes."""
+    now = sealed()
+    forged = [Sample(schema.DEMAND_BUNDLES, {"cluster": "demo", "shape": "x"}, 50.0)]
+    answer = matrix(now, [T2, T3]) + matrix(forged, [T2 + 1.0])
+    kept, dropped = leftovers.latest_scrapes(answer)
+    assert dropped == 0 and len(kept) == len(now) + 1
+
+
+def test_an_old_agents_whole_snapshot_under_another_address_is_dropped() -> None:
+    """An agent pod replaced under another address: its last snapshot (seal included) lingers
+    as a second origin; the newest seal's cluster keeps only the live agent's."""
+    now = sealed()
+    old = matrix(sealed("a"), [T1 - 10.0, T1 - 5.0], instance="10.0.0.9:9400")
+    answer = matrix(now, [T2, T3]) + old
+    assert leftovers.suspect(vector(now) + vector(sealed("a"), instance="10.0.0.9:9400"))
+    kept, dropped = leftovers.latest_scrapes(answer)
+    assert dropped == len(old)
+    assert {e["metric"]["instance"] for e in kept} == {"10.0.0.7:9400"}
+
+
+def test_each_cluster_is_judged_by_its_own_seal() -> None:
+    """Two clusters in one answer: each keeps what its own newest seal vouches for."""
+    demo = sealed()
+    other = [Sample(s.name, {**s.labels, "cluster": "other"}, s.value) for s in sealed()]
+    answer = matrix(demo, [T2, T3]) + matrix(other, [T1 - 10.0, T1 - 5.0])
+    kept, dropped = leftovers.latest_scrapes(answer)
+    assert dropped == 0 and len(kept) == len(demo) + len(other)
+
+
+def test_a_seal_with_one_sample_in_the_window_drops_nothing() -> None:
+    """Without a previous scrape of the seal there is no interval to judge by: all kept."""
+    now, gone = sealed(), sealed("a")[:2]
+    kept, dropped = leftovers.latest_scrapes(matrix(now, [T3]) + matrix(gone, [T1]))
+    assert dropped == 0 and len(kept) == len(now) + 2
+
+
+def test_an_answer_that_adds_up_is_not_suspect() -> None:
+    """One origin, one seal, as many series as it counts: no second query."""
+    assert not leftovers.suspect(vector(sealed("a")))
+    assert not leftovers.suspect(vector(sealed()) + vector(sealed(), cluster="x"))
+
+
+def test_a_second_seal_or_origin_is_suspect() -> None:
+    """Two origins for one cluster, or a seal written twice, may be leftovers."""
+    now = vector(sealed())
+    assert leftovers.suspect(now + vector(sealed(), instance="10.0.0.9:9400"))
+    seal = [e for e in now if e["metric"]["__name__"] == schema.SNAPSHOT_SERIES]
+    assert leftovers.suspect([*now, {**seal[0], "metric": {**seal[0]["metric"], "x": "1"}}])
+
+
+def test_unreadable_answers_go_the_usual_way() -> None:
+    """Malformed answers are neither suspect nor filtered: the usual parse refuses them."""
+    assert not leftovers.suspect({"not": "a list"})
+    assert not leftovers.suspect([{"metric": {}, "value": "x"}])
+    bad = [{"metric": {"__name__": "ray_scaler_x"}, "values": [["later", "1"]]}]
+    assert leftovers.latest_scrapes(bad) == (bad, 0)
+    assert leftovers.latest_scrapes("nope") == ([], 0)
+
+
+def test_the_recent_query_is_the_same_selector_over_the_window() -> None:
+    """The raw samples of the cluster's own selector: nothing else enters."""
+    query = promql.cluster_query(ClusterRef("ray", "demo"), job=promql.AGENT_JOB)
+    assert leftovers.recent_query(query, 120) == query + "[120s]"
