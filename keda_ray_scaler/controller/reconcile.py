@@ -6,8 +6,8 @@ refused cluster is told why and nothing is read or written for it: a typo in an 
 removes no autoscaling mid-run. Otherwise the round lists the objects the controller made for
 the cluster (the managed-by and cluster labels), reads by name each desired object the list did
 not hold (one of another's in the way), plans the changes with the core and writes them
-(:mod:`~keda_ray_scaler.controller.writes`). Every refusal of the round is told once per
-RayCluster version (:mod:`~keda_ray_scaler.controller.notices`), and the round's condition
+(:mod:`~keda_ray_scaler.controller.writes`). Every refusal of the round is told once, and again
+only after a while (:mod:`~keda_ray_scaler.controller.notices`), and the round's condition
 (:mod:`~keda_ray_scaler.controller.condition`) is written on the cluster's status when it shows
 another (a failed condition write is logged and counted; the next round tries again). A
 namespace's pass does the same for each RayCluster of the namespace, listing each kind once for
@@ -106,7 +106,8 @@ def cluster_selector(name: str) -> str:
 
 
 class Reconciler:
-    """Rounds of RayClusters through ``store`` (module doc); ``now`` stamps the events."""
+    """Rounds of RayClusters through ``store`` (module doc); ``now`` stamps the events and
+    times their repeats (``memo``)."""
 
     def __init__(
         self,
@@ -203,30 +204,29 @@ class Reconciler:
         return self._counted(RoundResult(Outcome.REFUSED))
 
     def _show(self, cluster: Mapping[str, Any], wanted: Condition | Unsaid) -> None:
-        """Our condition on the cluster's status, when the cluster as read shows another; the
-        notices told at its version stay told at the version the write makes."""
+        """Our condition on the cluster's status, when the cluster as read shows another (a
+        status write: the generation, which the notices go by, stays)."""
         entries = condition.to_write(cluster, wanted, self._now())
         if entries is None:
             return
-        uid, version, where = _identity(cluster)
+        _, _, where = _identity(cluster)
         try:
-            after = self._store.set_conditions(cluster, entries)
+            self._store.set_conditions(cluster, entries)
         except CallFailed as exc:  # counted by the calls; the next round writes it again
             log.error("condition not written", error=str(exc), **where)
             return
-        new_version = str((after.get("metadata") or {}).get("resourceVersion") or "")
-        self._memo.moved(uid, version, new_version)
         shown = [(e["status"], e["reason"]) for e in entries] or "removed"
         log.info("condition written", condition=condition.AUTOSCALED, shown=shown, **where)
 
     def _tell(self, cluster: Mapping[str, Any], told: Sequence[Notice]) -> None:
-        """Each notice not yet shown at this version: an event, a count, a log line."""
-        uid, version, where = _identity(cluster)
-        for notice in self._memo.fresh(uid, version, told):
+        """Each notice new, or not shown for a while (``memo``): an event, a count, a log line."""
+        uid, generation, where = _identity(cluster)
+        now_s = self._now()
+        for notice in self._memo.fresh(uid, generation, told, now_s):
             self._metrics.refusals.labels(notice.label).inc()
             log.warning(notice.reason, why=notice.label, message=notice.message, **where)
             try:
-                self._store.emit(cluster, notice, self._now())
+                self._store.emit(cluster, notice, now_s)
             except CallFailed as exc:  # told in the log and the counter all the same
                 log.error("event not created", reason=notice.reason, error=str(exc), **where)
 
@@ -253,10 +253,10 @@ def _result(
 
 
 def _identity(cluster: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    """The cluster's uid, resourceVersion, and where it is (log fields)."""
+    """The cluster's uid, ``metadata.generation``, and where it is (log fields)."""
     meta = cluster.get("metadata") or {}
     where = {"namespace": meta.get("namespace"), "cluster": meta.get("name")}
-    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), where
+    return str(meta.get("uid") or ""), str(meta.get("generation") or ""), where
 
 
 def _name(obj: Mapping[str, Any]) -> str:

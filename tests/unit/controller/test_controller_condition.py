@@ -160,8 +160,9 @@ def ours(store: FakeStore) -> list[tuple[str, str]]:
 
 
 def test_a_refused_cluster_gets_the_condition_once_and_one_event_however_many_rounds() -> None:
-    """enableInTreeAutoscaling: the condition written once; the controller's own status write
-    (a new resourceVersion) repeats no event; a user's edit does."""
+    """enableInTreeAutoscaling: the condition written once; neither the controller's own status
+    write nor KubeRay's (new resourceVersions) repeats the event, nor a spec edit that leaves the
+    refusal standing (the condition shows it; the event repeats only after a while)."""
     store = FakeStore(raycluster(worker("cpu"), in_tree=True))
     store.clusters["ray", "demo"]["metadata"]["resourceVersion"] = "1"
     rec, _ = reconciler(store)
@@ -171,9 +172,12 @@ def test_a_refused_cluster_gets_the_condition_once_and_one_event_however_many_ro
     ((_, (entry,)),) = store.status_writes
     assert "spec.enableInTreeAutoscaling" in entry["message"]
     assert len(store.events) == 1
-    store.clusters["ray", "demo"]["metadata"]["resourceVersion"] = "2"  # a user's edit
+    store.clusters["ray", "demo"]["metadata"]["resourceVersion"] = "2"  # KubeRay's status write
     rec.cluster("ray", "demo")
-    assert (len(store.events), len(store.status_writes)) == (2, 1)
+    assert (len(store.events), len(store.status_writes)) == (1, 1)
+    store.clusters["ray", "demo"]["metadata"]["generation"] = 2  # an edit, still in-tree
+    rec.cluster("ray", "demo")  # the condition written again: its observedGeneration
+    assert (len(store.events), len(store.status_writes)) == (1, 2)
 
 
 def test_a_served_cluster_is_ready_then_its_opt_out_removes_the_condition() -> None:

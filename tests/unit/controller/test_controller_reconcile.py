@@ -1,6 +1,7 @@
 """One RayCluster's round on a dict-backed store: what is read, written and told, and the outcome
-counted; a refused cluster is told once per version and nothing of it is touched; an object of
-another's is never written; a write refused or stale does not stop the others."""
+counted; a refused cluster is told once per generation (again after a while) and nothing of it is
+touched; an object of another's is never written; a write refused or stale does not stop the
+others."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from controller_input import raycluster, worker
 from controller_store import FakeStore, conflict
 from prometheus_client import CollectorRegistry
 
+from keda_ray_scaler.clock import Now
 from keda_ray_scaler.controller import notices
 from keda_ray_scaler.controller.desired import DesiredObjects
 from keda_ray_scaler.controller.kube_calls import CallFailed
@@ -30,11 +32,13 @@ def cluster(*groups: dict[str, Any], version: str = "1", **kw: Any) -> dict[str,
     return rc
 
 
-def reconciler(store: FakeStore) -> tuple[Reconciler, CollectorRegistry]:
-    """A reconciler on ``store`` with a fresh registry."""
+def reconciler(
+    store: FakeStore, now: Now = lambda: 1_790_000_000.0
+) -> tuple[Reconciler, CollectorRegistry]:
+    """A reconciler on ``store`` with a fresh registry, at ``now``."""
     registry = CollectorRegistry()
     metrics = ControllerMetrics(registry)
-    return Reconciler(store, ControllerTemplate(), metrics, lambda: 1_790_000_000.0), registry
+    return Reconciler(store, ControllerTemplate(), metrics, now), registry
 
 
 def rounds(registry: CollectorRegistry, outcome: Outcome) -> float:
@@ -71,16 +75,27 @@ def test_a_cluster_opted_out_loses_everything_of_ours_and_nothing_else() -> None
     assert rec.cluster("ray", "demo") == RoundResult(Outcome.LEFT_ALONE)
 
 
-def test_a_refused_cluster_is_told_once_per_version_and_keeps_its_objects() -> None:
-    """A typo in the annotation: one event and one count per resourceVersion, no write."""
+def test_a_refused_cluster_is_told_once_per_generation_and_keeps_its_objects() -> None:
+    """A typo in the annotation: one event and one count, not repeated by resyncs, by the
+    controller's own condition write or KubeRay's status writes (new resourceVersions), nor by a
+    spec change while it stands; again once the re-show period is past; no write."""
     store = FakeStore(cluster(worker("cpu")))
-    rec, registry = reconciler(store)
+    clock = [1_790_000_000.0]
+    rec, registry = reconciler(store, lambda: clock[0])
     rec.cluster("ray", "demo")
-    written = list(store.writes)
-    store.clusters["ray", "demo"]["metadata"]["annotations"] = {OPT_IN_ANNOTATION: "yes"}
-    for _ in range(3):
+    written, conditions = list(store.writes), len(store.status_writes)
+    meta = store.clusters["ray", "demo"]["metadata"]
+    meta["annotations"] = {OPT_IN_ANNOTATION: "yes"}
+    meta["generation"] = 1
+    for step in range(3):
+        meta["resourceVersion"] = str(100 + step)  # KubeRay's status writes
+        clock[0] += 30
         assert rec.cluster("ray", "demo") == RoundResult(Outcome.REFUSED)
-    store.clusters["ray", "demo"]["metadata"]["resourceVersion"] = "2"
+    assert len(store.status_writes) == conditions + 1
+    meta["generation"] = 2
+    rec.cluster("ray", "demo")
+    assert len(store.events) == 1
+    clock[0] += notices.RESHOW_S
     rec.cluster("ray", "demo")
     assert [n.reason for _, n in store.events] == [notices.CLUSTER_REFUSED] * 2
     assert OPT_IN_ANNOTATION in store.events[0][1].message
