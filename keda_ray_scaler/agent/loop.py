@@ -235,7 +235,7 @@ class AgentLoop:
             return out.demand  # the debug line's sums cost a pass over every node
         self._log.debug(
             "demand read",
-            pending=out.current.pending.as_dict(),
+            pending=out.current.pending_total.as_dict(),
             in_use=sum((u for u in out.current.used.values()), Resources()).as_dict(),
             starting=len(state.starting),
             gcs_tasks=state.gcs_tasks,

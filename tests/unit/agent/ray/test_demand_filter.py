@@ -16,6 +16,7 @@ from keda_ray_scaler.agent.ray.demand_filter import (
     poll_of,
     without,
 )
+from keda_ray_scaler.labels import LabelConstraint, LabelOperator, LabelSelector, selectors_of
 from keda_ray_scaler.model import (
     Bundle,
     Demand,
@@ -172,3 +173,54 @@ def test_the_use_of_a_few_pods_changed_is_read_as_a_whole_poll_reads_it() -> Non
     for t, nodes in enumerate(polls):
         out = history.filter(float(t), nodes, tasks(0))
         assert out.current.used == poll_of(float(t), nodes, tasks(0)).used
+
+
+def asking(label: str, *fallbacks: str) -> tuple[LabelSelector, ...]:
+    """The selectors of a task asking ``market-type: label``, then each fallback ('' for any
+    node)."""
+    return selectors_of(
+        LabelSelector.of([LabelConstraint.of("market-type", LabelOperator.IN, [v])] if v else [])
+        for v in (label, *fallbacks)
+    )
+
+
+def busy(*pods: str, used: int = 10) -> list[WorkerNode]:
+    return [node(p, used=used) for p in pods]
+
+
+def test_a_kind_that_arrives_after_others_started_is_shown_at_once() -> None:
+    """vs-ray (e) phase 2: four spot tasks start on four pods, then, every pod busy, a task
+    asking on-demand with a fallback to any node. The spot kind's fall explains the use; the
+    new kind is no double count (summed over kinds it was hidden for the whole window, 9.3 s)."""
+    spot = Bundle(Resources.of(CPU=10), 4, selectors=asking("spot"))
+    fallback = Bundle(Resources.of(CPU=10), 1, selectors=asking("on-demand", ""))
+    history = UseHistory(window_s=10.0)
+    history.filter(0.0, busy("a", "b", "c", "d", used=0), Demand(bundles=(spot,)))
+    history.filter(1.0, busy("a", "b", "c", "d"), Demand())
+    out = history.filter(2.0, busy("a", "b", "c", "d"), Demand(bundles=(fallback,)))
+    assert (out.removed, out.demand.bundles) == (0, (fallback,))
+
+
+def test_a_new_kind_leased_at_once_on_free_room_is_still_a_double_count() -> None:
+    """A kind never pending before, read pending and leased in one poll (free room, the owner's
+    report behind): nothing fell to explain the use, so it is taken out, as before."""
+    fresh = Bundle(Resources.of(CPU=10), 1, selectors=asking("on-demand"))
+    history = UseHistory(window_s=10.0)
+    history.filter(0.0, busy("a", used=0), Demand())
+    out = history.filter(1.0, busy("a"), Demand(bundles=(fresh,)))
+    assert (out.removed, out.demand.bundles) == (1, ())
+
+
+def test_a_kind_falling_explains_only_its_own_share() -> None:
+    """Two kinds pending; one task of each starts on its own pod and the spot kind's owner
+    reports at once while the on-demand one is still behind: one task is taken out (the spot
+    kind's fall explains one start, not both)."""
+    spot = Bundle(TASK, 2, selectors=asking("spot"))
+    ondemand = Bundle(TASK, 2, selectors=asking("on-demand"))
+    history = UseHistory(window_s=10.0)
+    history.filter(0.0, busy("a", "b", used=0), Demand(bundles=(ondemand, spot)))
+    out = history.filter(
+        1.0, busy("a", "b", used=5), Demand(bundles=(ondemand, replace(spot, count=1)))
+    )
+    assert out.removed == 1
+    assert sum(b.count for b in out.demand.bundles) == 2
