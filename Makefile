@@ -80,18 +80,23 @@ test-ray-versions: install ## the agent's read and drain against every Ray of th
 	KRS_RAY_VERSIONS=all $(BIN)/pytest -q -rs --durations=0 tests/real/ray/test_ray_versions.py $(PYTEST_ARGS)
 
 # One process: every module here starts a real node, and those run one after another anyway.
+# Then `make e2e` (e2e/run.sh, kind: 6-8 minutes, more than warm CI's ~15 of 20 minutes leaves, so
+# it runs here and not in CI), also when the tests failed; its e2e-kind line is sorted among
+# theirs, and e2e-local fails when either part fails.
 # KubeRay: the newest release, v1.7.0, where its Go module can be had (the Go module proxy here
 # serves its .info and .mod but refuses its .zip; a module cache that holds it serves it), else
 # build.sh's default, v1.5.1, which `make test` (CI) runs; the e2e-kuberay line names it.
 E2E_LOCAL_KUBERAY ?= $(shell go mod download github.com/ray-project/kuberay/ray-operator@v1.7.0 >/dev/null 2>&1 && echo v1.7.0 || echo v1.5.1)
-e2e-local: install e2e-build ## the real-node tests alone; end with their "e2e-faults:", "e2e-kuberay:", "e2e-labels:", "e2e-local:", "e2e-node:", "e2e-rayjob:", "e2e-rayservice:", "e2e-rayservice-upgrade:" and "vs-ray:" lines
+e2e-local: install e2e-build ## the real-node tests, then make e2e; end with their "e2e-faults:", "e2e-kind:", "e2e-kuberay:", "e2e-labels:", "e2e-local:", "e2e-node:", "e2e-rayjob:", "e2e-rayservice:", "e2e-rayservice-upgrade:" and "vs-ray:" lines
 	@log=$$(mktemp); export KRS_KUBERAY_VERSION=$(E2E_LOCAL_KUBERAY); echo "e2e-local: KubeRay $$KRS_KUBERAY_VERSION"; \
 	  $(BED) $(BIN)/pytest -q -n 0 \
 	  tests/real/node/test_real_node.py tests/real/control_plane/test_bed_networking.py tests/real/control_plane/test_real_control_plane.py tests/real/control_plane/test_real_kuberay.py \
 	  tests/real/control_plane/test_real_labels.py tests/real/control_plane/test_real_rayjob.py tests/real/control_plane/test_real_rayservice.py \
 	  tests/real/control_plane/test_real_rayservice_upgrade.py tests/real/node/test_real_faults.py \
 	  tests/real/node/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
-	  status=$${PIPESTATUS[0]}; grep -E '^(e2e-(faults|kuberay|labels|local|node|rayjob|rayservice|rayservice-upgrade)|vs-ray):' $$log | sort; rm -f $$log; exit $$status
+	  status=$${PIPESTATUS[0]}; bash e2e/run.sh | tee -a $$log; kind=$${PIPESTATUS[0]}; \
+	  grep -E '^(e2e-(faults|kind|kuberay|labels|local|node|rayjob|rayservice|rayservice-upgrade)|vs-ray):' $$log | sort; \
+	  rm -f $$log; ((status != 0)) && exit $$status; exit $$kind
 
 lint: install
 	$(BIN)/ruff check keda_ray_scaler tests bench
@@ -125,6 +130,7 @@ demo: install ## the local demo: no Kubernetes, no Prometheus
 # kind from its Go module on a node image built here (e2e/kind/), the product deployed as the
 # README says; the KubeRay operator of e2e-local. Without a Docker Engine (this sandbox) the bed
 # starts its own in a private network namespace (e2e/run.sh says what differs there and why).
+# Not in CI (6-8 minutes): e2e-local runs it after its tests.
 e2e: install ## kind cluster end to end: KEDA, KubeRay, Prometheus, the chart, the seed scenario; ends with its "e2e-kind:" line
 	KRS_KUBERAY_VERSION=$(E2E_LOCAL_KUBERAY) bash e2e/run.sh
 

@@ -6,8 +6,8 @@
 #      (e2e/images.py: Ray 2.60.0 on Debian's Python, shaped as rayproject/ray); Debian's
 #      Prometheus; the kind node image (e2e/kind/node-image.sh: Kubernetes 1.37 from its Go
 #      modules, nothing pulled from a registry);
-#   2. the product's image: `docker build` of the Dockerfile (e2e/docker/build.py --once);
-#      KEDA's, KubeRay's and Prometheus's (e2e/kind/tools-image.sh);
+#   2. the product's image: `docker build` of the Dockerfile (e2e/docker/build.py --once), its
+#      size and `serve`'s start-up; KEDA's, KubeRay's and Prometheus's (e2e/kind/tools-image.sh);
 #   3. `kind create cluster`, then `kind load docker-image` and `kind load image-archive`;
 #   4. KEDA and KubeRay (CRDs and operators, from their modules' own config/), the scaler with
 #      Helm (charts/keda-ray-scaler, namespace keda, TLS Secrets made with openssl), the
@@ -126,6 +126,22 @@ if [[ ${KRS_E2E_OWN_ENGINE:-} == 1 ]]; then
 else
   $DOCKER build -t keda-ray-scaler:e2e . >&2
 fi
+# The image's size, and its start-up: `docker run` of `serve` (read-only root, as the chart runs
+# it) to its "scaler serving" log line, which it writes once its health is SERVING
+image_mb=$(($($DOCKER image inspect -f '{{.Size}}' keda-ray-scaler:e2e) / 1000000))
+serve_start_s() {
+  local t0 t1 name=krs-e2e-serve-start
+  $DOCKER rm -f "$name" >/dev/null 2>&1 || true
+  t0=$(date +%s%N)
+  timeout 60 grep -q -m1 'scaler serving' < <($DOCKER run --rm --name "$name" --read-only \
+    --tmpfs /tmp keda-ray-scaler:e2e serve --health-port 9091 --prometheus-url http://127.0.0.1:9 2>&1) ||
+    { log "serve did not start in 60 s"; $DOCKER rm -f "$name" >/dev/null 2>&1; return 1; }
+  t1=$(date +%s%N)
+  $DOCKER rm -f "$name" >/dev/null 2>&1 || true
+  printf '%d.%02d\n' $(((t1 - t0) / 1000000000)) $(((t1 - t0) / 10000000 % 100))
+}
+serve_s="$(serve_start_s)"
+log "keda-ray-scaler:e2e: $image_mb MB; docker run to serving $serve_s s"
 mapfile -t tools < <(bash e2e/kind/tools-image.sh "$KRS_E2E_SET")
 ray_archive="$(.venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["ray"]["archive"])' "$KRS_E2E_IMAGES/images.json")"
 images_s=$((SECONDS - t))
@@ -247,4 +263,4 @@ t=$SECONDS
 line="$(.venv/bin/python e2e/kind/scenario.py)"
 scenario_s=$((SECONDS - t))
 log "PASS"
-echo "${line}; inputs ${KRS_E2E_INPUTS_S:-0} s, images ${images_s} s, cluster create ${create_s} s, kind load ${load_s} s, deploy ${deploy_s} s, scenario ${scenario_s} s"
+echo "${line}; image ${image_mb} MB, docker run to serving ${serve_s} s; inputs ${KRS_E2E_INPUTS_S:-0} s, images ${images_s} s, cluster create ${create_s} s, kind load ${load_s} s, deploy ${deploy_s} s, scenario ${scenario_s} s"

@@ -38,8 +38,7 @@ KUSTOMIZATIONS = (
     "manifests/monitoring",
     "manifests/keda",
     "manifests/examples/ray-cluster",
-    "e2e/overlays/scaler",
-    "e2e/overlays/ray-cluster",
+    "e2e/overlays/kuberay-example",  # make e2e's (tests/project/test_e2e_kind.py)
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
@@ -704,16 +703,6 @@ def test_the_plain_scrape_job_takes_namespace_and_pod_from_discovery() -> None:
     assert targets["namespace"] == ["__meta_kubernetes_namespace"]
     assert targets["head_pod"] == ["__meta_kubernetes_pod_name"]
     assert "pod" not in targets  # the agent's own `pod` label names worker pods
-
-
-def test_the_e2e_prometheus_relabels_exactly_as_shipped() -> None:
-    """e2e/prometheus-values.yaml's one job is the shipped job, its name (the scaler's
-    --prometheus-job) included."""
-    values = yaml.safe_load((ROOT / "e2e/prometheus-values.yaml").read_text())
-    (job,) = values["serverFiles"]["prometheus.yml"]["scrape_configs"]
-    shipped = shipped_scrape_job()
-    for key in ("job_name", "honor_labels", "kubernetes_sd_configs", "relabel_configs"):
-        assert job[key] == shipped[key], key
 
 
 def test_the_agent_podmonitor_never_honours_the_agents_labels() -> None:
