@@ -11,12 +11,20 @@ but for nothing. Seen on the test bed: one victim's 6 series, 259 s old and neve
 refused a cluster for 5 minutes after a Prometheus restart.
 
 So when an answer does not add up (:func:`suspect`: a cluster's series count differs from its
-seal's, or more than one origin or seal), the source asks for the cluster's raw samples of the
-last :data:`WINDOW_S` seconds (:func:`recent_query`) and :func:`latest_scrapes` keeps, per
-cluster, only the series written since the newest seal's previous scrape. What a target wrote
-in its latest two scrapes stays, so a writer that keeps writing under the agent's labels (what
-the seal is for) is still refused; only what nobody wrote for a whole scrape interval goes.
-Every series dropped is counted; the rest is checked against the seal as usual.
+seal's, or more than one origin or seal), the source asks for the cluster's raw samples of the last
+:data:`WINDOW_S` seconds (:func:`recent_query`) and :func:`latest_scrapes` keeps, per cluster and
+origin (``job``, ``instance``), only the series written since that origin's newest seal's previous
+scrape. An origin is judged by its own seal only: a forger scraped more often than the agent
+(another origin) must never make the agent's series look old (a first version judged a cluster by
+its newest seal of any origin, and a forger scraped every 0.5 s evicted the agent's series scraped
+every 1 s: its forgery won, caught by ``test_source_honoured``). What a target wrote in its latest
+two scrapes stays, so a writer that keeps writing under the agent's labels (what the seal is for)
+is still refused; only what nobody wrote for a whole scrape interval goes (unkeyed, a writer under
+the agent's own origin can win anyway, as ``test_source_honoured`` shows; keyed, what stays must
+still match the cluster's key). An old origin (an agent pod replaced under a new address) leaves
+the answer when its samples leave the window: the cluster is refused (``two_origins``) for
+:data:`WINDOW_S` at most, not the lookback. Every series dropped is counted; the rest is checked
+against the seal as usual.
 """
 
 from __future__ import annotations
@@ -68,20 +76,20 @@ def suspect(result: object) -> bool:
 
 
 def latest_scrapes(result: object) -> tuple[list[dict[str, Any]], int]:
-    """A range answer (:func:`recent_query`) as an instant one of the series each cluster's
+    """A range answer (:func:`recent_query`) as an instant one of the series each origin's
     newest seal vouches for, and how many series were dropped.
 
-    Per cluster, the seal series (:data:`~keda_ray_scaler.schema.SNAPSHOT_DIGEST`) whose last
-    sample is newest gives the time of its previous scrape; a series of that cluster whose last
-    sample is older than it was written by no scrape since, and is dropped. A cluster whose
-    seal has fewer than two samples in the window keeps everything. Each kept series as
-    ``{"metric": ..., "value": [time, value]}`` of its last sample. An answer that cannot be
-    read comes back unchanged (``[]`` for a non-list), with nothing dropped.
+    Per cluster and origin, the seal series (:data:`~keda_ray_scaler.schema.SNAPSHOT_DIGEST`)
+    whose last sample is newest gives the time of its previous scrape; a series of that cluster
+    and origin whose last sample is older than it was written by no scrape since, and is
+    dropped. An origin whose seal has fewer than two samples in the window keeps everything.
+    Each kept series as ``{"metric": ..., "value": [time, value]}`` of its last sample. An answer
+    that cannot be read comes back unchanged (``[]`` for a non-list), with nothing dropped.
     """
     if not isinstance(result, list):
         return [], 0
     last: list[tuple[Mapping[str, str], Sequence[Any]]] = []
-    since: dict[str, tuple[float, float]] = {}  # cluster -> (newest seal sample, its previous)
+    since: dict[tuple[str, ...], tuple[float, float]] = {}  # (newest seal sample, its previous)
     for entry in result:
         fields = _metric_value(entry, "values")
         if fields is None or not fields[1] or not all(_timed(v) for v in fields[1]):
@@ -89,15 +97,19 @@ def latest_scrapes(result: object) -> tuple[list[dict[str, Any]], int]:
         metric, values = fields
         last.append((metric, values[-1]))
         if metric.get("__name__") == schema.SNAPSHOT_DIGEST and len(values) > 1:
-            cluster = metric.get(schema.LABEL_CLUSTER, "")
             times = (_number(values[-1][0]), _number(values[-2][0]))
-            since[cluster] = max(since.get(cluster, times), times)
+            since[_whose(metric)] = max(since.get(_whose(metric), times), times)
     kept = [
         {"metric": dict(metric), "value": list(sample)}
         for metric, sample in last
-        if _number(sample[0]) >= since.get(metric.get(schema.LABEL_CLUSTER, ""), (0.0, 0.0))[1]
+        if _number(sample[0]) >= since.get(_whose(metric), (0.0, 0.0))[1]
     ]
     return kept, len(last) - len(kept)
+
+
+def _whose(metric: Mapping[str, str]) -> tuple[str, ...]:
+    """A series' cluster and origin: what one seal vouches for."""
+    return (metric.get(schema.LABEL_CLUSTER, ""), *(metric.get(k, "") for k in ORIGIN_LABELS))
 
 
 def _metric_value(entry: object, key: str) -> tuple[Mapping[str, str], Any] | None:

@@ -86,16 +86,24 @@ def test_a_writer_that_keeps_writing_under_the_agents_labels_is_never_dropped() 
     assert dropped == 0 and len(kept) == len(now) + 1
 
 
-def test_an_old_agents_whole_snapshot_under_another_address_is_dropped() -> None:
-    """An agent pod replaced under another address: its last snapshot (seal included) lingers
-    as a second origin; the newest seal's cluster keeps only the live agent's."""
+def test_a_forger_scraped_more_often_never_evicts_the_agents_series() -> None:
+    """Another origin (a Pushgateway's job) re-serves a sealed forgery every 0.5 s while the
+    agent is scraped every 1 s: judged by the forger's seal, the agent's series would look old
+    and the forgery would stand alone. Each origin is judged by its own seal: nothing dropped,
+    both origins stay (and are refused as two)."""
     now = sealed()
-    old = matrix(sealed("a"), [T1 - 10.0, T1 - 5.0], instance="10.0.0.9:9400")
-    answer = matrix(now, [T2, T3]) + old
-    assert leftovers.suspect(vector(now) + vector(sealed("a"), instance="10.0.0.9:9400"))
-    kept, dropped = leftovers.latest_scrapes(answer)
-    assert dropped == len(old)
-    assert {e["metric"]["instance"] for e in kept} == {"10.0.0.7:9400"}
+    forged = matrix(sealed("a"), [T3 - 0.5, T3 + 0.5, T3 + 1.0], instance="pushgateway:9091")
+    kept, dropped = leftovers.latest_scrapes(matrix(now, [T2, T3]) + forged)
+    assert dropped == 0
+    assert {e["metric"]["instance"] for e in kept} == {"10.0.0.7:9400", "pushgateway:9091"}
+
+
+def test_an_old_agents_snapshot_under_another_address_stays_until_it_leaves_the_window() -> None:
+    """An agent pod replaced under another address: its last snapshot (seal included) is its
+    own origin's latest, so it stays (refused as two origins) until it leaves the window."""
+    now, old = sealed(), matrix(sealed("a"), [T1 - 10.0, T1 - 5.0], instance="10.0.0.9:9400")
+    kept, dropped = leftovers.latest_scrapes(matrix(now, [T2, T3]) + old)
+    assert dropped == 0 and len(kept) == len(now) + len(old)
 
 
 def test_each_cluster_is_judged_by_its_own_seal() -> None:
