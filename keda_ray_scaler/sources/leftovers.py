@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.sources.promql import ORIGIN_LABELS
+from keda_ray_scaler.sources.promql import origin
 
 #: How far back the raw samples are read: two scrapes of an agent scraped up to every 60 s.
 WINDOW_S: Final = 120
@@ -54,14 +54,14 @@ def suspect(result: object) -> bool:
         return False
     counted: dict[str, list[float]] = {}
     series: dict[str, int] = {}
-    origins: dict[str, set[tuple[str, ...]]] = {}
+    origins: dict[str, set[str]] = {}
     for entry in result:
         fields = _metric_value(entry, "value")
         if fields is None:
             return False
         metric, (_, value) = fields
         cluster, name = metric.get(schema.LABEL_CLUSTER, ""), metric.get("__name__", "")
-        origins.setdefault(cluster, set()).add(tuple(metric.get(k, "") for k in ORIGIN_LABELS))
+        origins.setdefault(cluster, set()).add(origin(metric))
         if name == schema.SNAPSHOT_SERIES:
             counted.setdefault(cluster, []).append(_number(value))
         if name in schema.SNAPSHOT_NAMES:
@@ -89,7 +89,7 @@ def latest_scrapes(result: object) -> tuple[list[dict[str, Any]], int]:
     if not isinstance(result, list):
         return [], 0
     last: list[tuple[Mapping[str, str], Sequence[Any]]] = []
-    since: dict[tuple[str, ...], tuple[float, float]] = {}  # (newest seal sample, its previous)
+    since: dict[tuple[str, str], tuple[float, float]] = {}  # (newest seal sample, its previous)
     for entry in result:
         fields = _metric_value(entry, "values")
         if fields is None or not fields[1] or not all(_timed(v) for v in fields[1]):
@@ -107,9 +107,10 @@ def latest_scrapes(result: object) -> tuple[list[dict[str, Any]], int]:
     return kept, len(last) - len(kept)
 
 
-def _whose(metric: Mapping[str, str]) -> tuple[str, ...]:
-    """A series' cluster and origin: what one seal vouches for."""
-    return (metric.get(schema.LABEL_CLUSTER, ""), *(metric.get(k, "") for k in ORIGIN_LABELS))
+def _whose(metric: Mapping[str, str]) -> tuple[str, str]:
+    """A series' cluster and origin (:func:`~keda_ray_scaler.sources.promql.origin`): what one
+    seal vouches for."""
+    return metric.get(schema.LABEL_CLUSTER, ""), origin(metric)
 
 
 def _metric_value(entry: object, key: str) -> tuple[Mapping[str, str], Any] | None:

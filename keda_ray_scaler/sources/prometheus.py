@@ -102,7 +102,8 @@ class PrometheusSource(HttpSource[PrometheusSettings]):
         # one deadline for the whole fetch, the lost-or-unknown query included
         deadline = asyncio.get_running_loop().time() + self._settings.retry.deadline_s
         result = await self._query(query, f"cluster {cluster}", deadline)
-        if leftovers.suspect(result):
+        # a pass over every series, like the decoding: off the event loop too
+        if await asyncio.to_thread(leftovers.suspect, result):
             result = await self._latest_scrapes(cluster, query, deadline)
         # thousands of series: decode off the event loop, like the HTTP call
         snapshots = await asyncio.to_thread(self._decode, cluster, result)
