@@ -3,8 +3,11 @@
 In this order: objects no longer desired deleted (ScaledObjects first, so KEDA lets a target go
 before it goes), each with its uid as precondition; replacements deleted the same way (made
 again by a later round, once the old one is gone: it may hold a finalizer); then every object
-to create or update applied, in the core's order (the agent's identity, then per group the
-RayWorkerGroup before its ScaledObject), an update only onto the resourceVersion the core read.
+to create or update applied, creates and updates together in the core's order (the agent's
+identity, then per group the RayWorkerGroup before its ScaledObject), an update only onto the
+resourceVersion the core read. Together: a group appended to a served cluster updates the
+agent's Role (which names the group's RayWorkerGroup) before that RayWorkerGroup is made, so
+the agent is never shown a group whose status it may not write yet.
 
 An object being deleted (``deletionTimestamp``) is not written: the round is *stale* and looked
 at again soon. So is one that changed or went since it was read (a 409 or 404). A field another
@@ -17,7 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -82,12 +85,17 @@ def write_changes(
             written.stale = True  # made again once it is gone
     applies = [(m, "") for m in changes.create]
     applies += [(u.manifest, u.resource_version) for u in changes.update]
+    applies.sort(key=lambda a: _KIND_ORDER[a[0].kind])  # stable: a group's RWG before its SO
     for manifest, version in applies:
         if (manifest.kind, manifest.name) in deleting:
             written.stale = True
             continue
         _apply(io, namespace, manifest, version, written)
     return written
+
+
+#: the order objects are applied in: an object's grant or target before what uses it
+_KIND_ORDER: Final = {kind: rank for rank, kind in enumerate(Kind)}
 
 
 def _delete(

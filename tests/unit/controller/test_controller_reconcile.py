@@ -61,6 +61,22 @@ def test_a_new_cluster_gets_its_objects_then_a_second_round_writes_nothing() -> 
     assert (rounds(registry, Outcome.CHANGED), rounds(registry, Outcome.UNCHANGED)) == (1, 1)
 
 
+def test_a_group_appended_updates_the_role_before_its_rayworkergroup_is_made() -> None:
+    """The Role names each group's RayWorkerGroup: updated before that RayWorkerGroup is
+    created, so the agent never sees a group whose status it may not yet write."""
+    store = FakeStore(cluster(worker("cpu")))
+    rec, _ = reconciler(store)
+    rec.cluster("ray", "demo")
+    store.clusters["ray", "demo"]["spec"]["workerGroupSpecs"].append(worker("small"))
+    store.writes.clear()
+    assert rec.cluster("ray", "demo") == RoundResult(Outcome.CHANGED, 3)
+    assert store.writes == [
+        ("apply", "Role", "ray-demo-agent"),
+        ("apply", "RayWorkerGroup", "ray-demo-small"),
+        ("apply", "ScaledObject", "ray-demo-small"),
+    ]
+
+
 def test_a_cluster_opted_out_loses_everything_of_ours_and_nothing_else() -> None:
     """Annotation disabled: our objects deleted, ScaledObjects first; a user's object stays."""
     store = FakeStore(cluster(worker("cpu")))
