@@ -16,7 +16,9 @@ The hops of a scale-up, in the order the data flows (``docs/concepts/latency.md`
 
 Each time is seconds after the driver's first submission; a hop not seen is ``None``. The probe
 reads what the HPA would (it adds GetMetrics calls the scaler answers from memory), nothing
-else; it never fails a run.
+else; it never fails a run. It stops once the needed pods of the group are Ready: every hop it
+reads comes before that, and its reads cost our side CPU Ray's side is never charged (the
+agent's /metrics every 0.2 s was about 0.8 s of the agent's 3.0 s over a run of (a), 2026-11-28).
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ class HopProbe:
             ("raycluster", self._raycluster),
         ]
         rounds = 0
-        while not self._stop.wait(PERIOD_S):
+        started = time.time()
+        while not self._stop.wait(PERIOD_S) and not self._ramped(started):
             rounds += 1
             for name, step in steps:
                 if name == "answer" and rounds % ANSWER_EVERY:  # a kubectl each: 1 s apart
@@ -139,6 +142,15 @@ class HopProbe:
                     step()
                 except Exception as exc:  # a probe never fails the run: the last error kept
                     self.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
+
+    def _ramped(self, since: float) -> bool:
+        """Whether the group's needed pods became Ready after ``since``: the last hop seen."""
+        ready = {
+            e.pod
+            for e in list(self._bed.pods.events)
+            if e.group == self._group and e.what == "ready" and e.at >= since
+        }
+        return len(ready) >= self._needed
 
     def _agent(self) -> None:
         text = requests.get(f"http://127.0.0.1:{AGENT_PORT}/metrics", timeout=2).text
