@@ -8,9 +8,11 @@ polls (:func:`answers`):
 
 - **unchanged**: the same cluster each call, but what Ray changes at every call anyway: its
   ``cluster_resource_state_version`` and each node's ``node_state_version`` count up, and every
-  idle node's ``idle_duration_ms`` grows by the interval (``gcs_autoscaler_state_manager.cc``
-  adds the time since the node's last report). A second variant, **unchanged, no idle**, has
-  every node busy, so only the counters move.
+  idle node's ``idle_duration_ms`` grows with the agent's clock
+  (``gcs_autoscaler_state_manager.cc`` adds the time since the node's last report): the
+  stand-in sets it at each call from the time the bench's clock shows
+  (:func:`~bench.agent_answers.idle_ms`), give or take 0.3 s of report timing. A second
+  variant, **unchanged, no idle**, has every node busy, so only the counters move.
 - **changed**: each call also moves the demand (every task shape's count) and a tenth of the
   nodes between busy and idle.
 
@@ -37,65 +39,34 @@ from functools import partial
 from multiprocessing.queues import Queue
 from typing import Any
 
+from bench.agent_answers import INTERVAL_MS, answers, idle_ms
 from bench.agent_bench import HEAD_ID
 from bench.agent_look import HEAD_SHAPES, LOOKS_PER_INTERVAL, looked, r1_watch
 from bench.agent_scrape import scrape, timed
 
 SIZES = (10, 100, 1_000)
 REPEATS = 15
-INTERVAL_MS = 5_000
 
 
-def shapes_for(nodes: int) -> int:
-    """Demand shapes beside ``nodes`` nodes: 200 at 1,000 (as ``bench.agent_bench``)."""
-    return max(5, nodes // 5)
-
-
-def answers(nodes: int, polls: int, *, changed: bool, idle: bool = True) -> list[bytes]:
-    """``polls`` serialized replies as the GCS gives them over consecutive calls (module doc)."""
-    from bench.agent_bench import PLACEMENT_GROUPS, synthetic_reply
-    from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
-
-    shapes = shapes_for(nodes)
-    base = pb.GetClusterStatusReply.FromString(
-        synthetic_reply(nodes=nodes, shapes=max(shapes, PLACEMENT_GROUPS + 1))
-    )
-    out = []
-    for k in range(polls):
-        reply = pb.GetClusterStatusReply()
-        reply.CopyFrom(base)
-        state = reply.cluster_resource_state
-        state.cluster_resource_state_version = 100 + k
-        for i, ns in enumerate(state.node_states):
-            ns.node_state_version = 100 + k
-            busy = ns.status == pb.RUNNING or not idle
-            if changed and i % 10 == k % 10:
-                busy = not busy
-            if busy:
-                ns.status, ns.idle_duration_ms = pb.RUNNING, 0
-                ns.available_resources["CPU"] = 0.0
-            else:
-                ns.status = pb.IDLE
-                ns.idle_duration_ms = 1000 * i + INTERVAL_MS * k
-                ns.available_resources["CPU"] = ns.total_resources["CPU"]
-        if changed:
-            for req in state.pending_resource_requests:
-                req.count += k
-        out.append(reply.SerializeToString())
-    return out
-
-
-def serve_answers(replies: Sequence[bytes], ports: Queue[int]) -> None:
+def serve_answers(replies: Sequence[bytes], ports: Queue[int], clock: Any = None) -> None:
     """In a process of its own: a GCS stand-in on 127.0.0.1 answering ``GetClusterStatus`` with
-    ``replies`` in turn (cycling), ``InternalKVGet`` with "not found"; also the head's raylet
-    (``GetAllNodeInfo`` names it, ``GetResourceLoad`` answers :data:`HEAD_SHAPES` shapes)."""
+    ``replies`` in turn (cycling), each idle node's idle time as :func:`idle_ms` says at the time
+    ``clock`` (a shared ``multiprocessing.Value``) shows; ``InternalKVGet`` with "not found";
+    also the head's raylet (``GetAllNodeInfo`` names it, ``GetResourceLoad`` answers
+    :data:`HEAD_SHAPES` shapes)."""
+    import threading
     from concurrent import futures
 
     import grpc
 
     from bench.agent_bench import synthetic_head_load
+    from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
     from keda_ray_scaler.gcs._generated import gcs_pb2
     from keda_ray_scaler.gcs._generated import gcs_service_pb2 as gs
+
+    parsed = [pb.GetClusterStatusReply.FromString(r) for r in replies]
+    first: list[float] = []
+    lock = threading.Lock()
 
     head_load = synthetic_head_load(HEAD_SHAPES)
     calls = iter(range(1 << 62))
@@ -104,7 +75,18 @@ def serve_answers(replies: Sequence[bytes], ports: Queue[int]) -> None:
     port: list[int] = []  # the stand-in's own: it is the head's raylet too
 
     def status(_request: bytes, _context: Any) -> bytes:
-        return replies[next(calls) % len(replies)]
+        call = next(calls)
+        if clock is None:
+            return replies[call % len(replies)]
+        with lock:
+            if not first:
+                first.append(clock.value)
+            elapsed = clock.value - first[0]
+            reply = parsed[call % len(parsed)]
+            for i, ns in enumerate(reply.cluster_resource_state.node_states):
+                if ns.idle_duration_ms:
+                    ns.idle_duration_ms = idle_ms(i, elapsed, call)
+            return reply.SerializeToString()
 
     def head(_request: bytes, _context: Any) -> bytes:
         info = gcs_pb2.GcsNodeInfo(
@@ -167,8 +149,9 @@ class PollClock:
 SCRAPES = ("render", "render_gz", "before", "before_gz")
 
 
-async def _polls(address: str, polls: int) -> dict[str, list[float]]:
-    """CPU (and wall) ms of each poll and of the scrapes after it (the first poll left out)."""
+async def _polls(address: str, polls: int, shown: Any) -> dict[str, list[float]]:
+    """CPU (and wall) ms of each poll and of the scrapes after it (the first poll left out);
+    ``shown``: where the stand-in reads the clock's time."""
     from prometheus_client import CollectorRegistry
 
     from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
@@ -184,11 +167,11 @@ async def _polls(address: str, polls: int) -> dict[str, list[float]]:
     collector = SnapshotCollector(registry)
     gcs = GcsConnection(address)
     raylet = HeadRaylet()
-    reader = RayReader(gcs, spec, demand=DemandRead.GCS, raylet=raylet)
+    clock = PollClock()
+    reader = RayReader(gcs, spec, demand=DemandRead.GCS, raylet=raylet, now=clock.now)
     gcs_only = StatusWatch(gcs, lambda: reader.seen, raylet, every_s=0.5, timeout_s=5.0)
     watch = await r1_watch(gcs, reader, raylet)
     settings = LoopSettings(scale_down=False)
-    clock = PollClock()
     loop = AgentLoop(spec, reader, collector, AgentMetrics(registry, "bench"), clock, settings)
     ours, before = metrics_app(registry, collector), metrics_app(registry)
     apps = dict(zip(SCRAPES, (ours, ours, before, before), strict=True))
@@ -196,6 +179,7 @@ async def _polls(address: str, polls: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {name: [] for name in names}
     for k in range(polls + 1):
         clock.t += INTERVAL_MS / 1000
+        shown.value = clock.t
         cpu, wall = time.process_time(), time.perf_counter()
         snapshot = await loop.poll_once()
         poll = ((time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000)
@@ -222,11 +206,12 @@ def measure(replies: Sequence[bytes], polls: int = REPEATS) -> dict[str, float]:
     """Median figures of ``polls`` polls against a stand-in answering ``replies``."""
     context = multiprocessing.get_context("spawn")
     ports: Queue[int] = context.Queue()
-    server = context.Process(target=serve_answers, args=(replies, ports), daemon=True)
+    shown = context.Value("d", 0.0)
+    server = context.Process(target=serve_answers, args=(replies, ports, shown), daemon=True)
     server.start()
     try:
         address = f"127.0.0.1:{ports.get(timeout=60)}"
-        times = asyncio.run(_polls(address, polls))
+        times = asyncio.run(_polls(address, polls, shown))
         return {name: statistics.median(values) for name, values in times.items()}
     finally:
         server.terminate()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from keda_ray_scaler.labels import Labels, Selectors
 
@@ -257,6 +257,11 @@ class WorkerNode:
     #: the Ray node's labels (``NodeState.labels``); empty while it is no Ray node yet (then
     #: the planner reads its group's)
     labels: Mapping[str, str] = Labels()
+    #: unix seconds since when the Ray node has been idle, as the agent keeps it across polls
+    #: (0: not idle, or not known: then ``idle_s`` alone says); what the agent exports, so an
+    #: idle node's series does not change from poll to poll (``idle_s`` does). Not compared:
+    #: to a plan, nodes alike but for it are the same node
+    idle_since_s: float = field(default=0.0, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.labels, Labels):

@@ -165,6 +165,7 @@ def build_agent(
         demand=settings.demand_read,
         refusals=RefusalLog(registry, specs.spec.name),
         raylet=raylet,
+        now=clock.now,
     )
     parts = None
     if source is not None:

@@ -74,7 +74,10 @@ CLUSTER_UPSCALING_SPEED: Final = PREFIX + "cluster_upscaling_speed"  # {cluster}
 NODE_INFO: Final = PREFIX + "node_info"
 NODE_TOTAL: Final = PREFIX + "node_resource_total"  # {cluster, pod, resource}
 NODE_AVAILABLE: Final = PREFIX + "node_resource_available"  # {cluster, pod, resource}
-NODE_IDLE_SECONDS: Final = PREFIX + "node_idle_seconds"  # {cluster, pod}
+#: gauge {cluster, pod}: unix time the pod's Ray node is idle since (0: busy), kept across polls;
+#: idle time = the snapshot's time minus it. Older agents export NODE_IDLE_SECONDS instead
+NODE_IDLE_SINCE: Final = PREFIX + "node_idle_since_timestamp_seconds"
+NODE_IDLE_SECONDS: Final = PREFIX + "node_idle_seconds"  # {cluster, pod}: read, no more written
 #: gauge {cluster}: Ray nodes of the last poll not mapped to a pod/group (exported, group="")
 NODES_UNMAPPED: Final = PREFIX + "nodes_unmapped"
 
@@ -84,11 +87,14 @@ SNAPSHOT_TIMESTAMP: Final = PREFIX + "snapshot_timestamp_seconds"
 #: gauge {cluster}: 1 when the last poll of Ray succeeded, 0 otherwise (demand then not fresh)
 SNAPSHOT_SUCCESS: Final = PREFIX + "snapshot_success"
 
-# --- integrity (schema/digest.py) ------------------------------------------------------------
-#: gauge {cluster}: how many series of :data:`SNAPSHOT_NAMES` the snapshot has
+# --- integrity (schema/digest.py, schema/coverage.py) ------------------------------------------
+#: gauge {cluster}: how many series the snapshot's digest covers (its covers series included)
 SNAPSHOT_SERIES: Final = PREFIX + "snapshot_series"
 #: gauge {cluster}: a 48-bit SHA-256 digest of those series (names, labels, values)
 SNAPSHOT_DIGEST: Final = PREFIX + "snapshot_digest"
+#: gauge {cluster, families, label_keys}: 1; the series names and the label keys the digest
+#: covers, each list sorted and joined by ``,``: what the seal vouches for, under the digest
+SNAPSHOT_COVERS: Final = PREFIX + "snapshot_covers"
 
 # --- victims ------------------------------------------------------------------------------
 WRONG_VICTIMS: Final = PREFIX + "wrong_victims_total"  # counter {cluster, group}
@@ -107,6 +113,10 @@ LABEL_REASON: Final = "reason"
 LABEL_SELECTOR: Final = "selector"
 LABEL_LABELS: Final = "labels"
 LABEL_PRIORITY: Final = "priority"
+#: The series names a seal covers (:data:`SNAPSHOT_COVERS`).
+LABEL_FAMILIES: Final = "families"
+#: The label keys a seal covers (:data:`SNAPSHOT_COVERS`).
+LABEL_KEYS: Final = "label_keys"
 #: Between the selector lists of a placement group's bundles, in the ``selector`` label.
 BUNDLE_SELECTOR_SEP: Final = "|"
 #: The longest ``labels`` label an agent writes: MAX_LABELS pairs of the longest key (a
@@ -129,10 +139,14 @@ LABELS: Final = frozenset(
         LABEL_SELECTOR,
         LABEL_LABELS,
         LABEL_PRIORITY,
+        LABEL_FAMILIES,
+        LABEL_KEYS,
     }
 )
 #: The series of one snapshot (what ``encoding.encode`` writes and ``decoding.decode`` reads),
-#: which its digest covers.
+#: which its digest covers: an agent lists them in its seal (:data:`SNAPSHOT_COVERS`); a seal
+#: listing none (an older agent's) covers these. A name once here stays here (a scaler refuses a
+#: seal that leaves out a name it reads).
 SNAPSHOT_NAMES: Final = frozenset(
     {
         DEMAND_BUNDLES,
@@ -147,6 +161,7 @@ SNAPSHOT_NAMES: Final = frozenset(
         NODE_INFO,
         NODE_TOTAL,
         NODE_AVAILABLE,
+        NODE_IDLE_SINCE,
         NODE_IDLE_SECONDS,
         SNAPSHOT_TIMESTAMP,
         SNAPSHOT_SUCCESS,

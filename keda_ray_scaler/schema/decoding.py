@@ -130,7 +130,7 @@ def _decode(cluster: str, by_name: dict[str, list[Sample]]) -> ClusterSnapshot:
     known = {g.name for g in spec.worker_groups}
     limits = _per_group(by_name, schema.GROUP_LAUNCH_LIMIT)
     launch = tuple((g, _count(limits[g])) for g in sorted(limits) if g in known)
-    nodes = _decode_nodes(by_name, known)
+    nodes = _decode_nodes(by_name, known, when)
     return ClusterSnapshot(
         PlanningInput(spec, _decode_demand(by_name), nodes, launch), when, success
     )
@@ -218,12 +218,12 @@ def _decode_demand(by_name: dict[str, list[Sample]]) -> Demand:
     )
 
 
-def _decode_nodes(by_name: dict[str, list[Sample]], known: set[str]) -> tuple[WorkerNode, ...]:
+def _decode_nodes(
+    by_name: dict[str, list[Sample]], known: set[str], when: float
+) -> tuple[WorkerNode, ...]:
     totals = _node_vectors(by_name.get(schema.NODE_TOTAL, []))
     avails = _node_vectors(by_name.get(schema.NODE_AVAILABLE, []))
-    idle_s = {
-        s.labels[schema.LABEL_POD]: s.value for s in by_name.get(schema.NODE_IDLE_SECONDS, [])
-    }
+    idle_s = idle_times(by_name, when)
     nodes = []
     for s in sorted(by_name.get(schema.NODE_INFO, []), key=lambda s: s.labels[schema.LABEL_POD]):
         pod, group = s.labels[schema.LABEL_POD], s.labels[schema.LABEL_GROUP]
@@ -243,6 +243,16 @@ def _decode_nodes(by_name: dict[str, list[Sample]], known: set[str]) -> tuple[Wo
             )
         )
     return tuple(nodes)
+
+
+def idle_times(by_name: Mapping[str, list[Sample]], when: float) -> dict[str, float]:
+    """Each pod's idle time at the snapshot's time ``when``: ``when`` minus its idle-since time,
+    at least 0 (0 for a busy node's 0), or the idle seconds an agent older than that series
+    exports; a pod with both is read from its idle-since time."""
+    out = {s.labels[schema.LABEL_POD]: s.value for s in by_name.get(schema.NODE_IDLE_SECONDS, [])}
+    for s in by_name.get(schema.NODE_IDLE_SINCE, []):
+        out[s.labels[schema.LABEL_POD]] = max(when - s.value, 0.0) if s.value > 0 else 0.0
+    return out
 
 
 def _failure(s: Sample) -> JoinFailure | None:

@@ -4,17 +4,20 @@ Prometheus names a series' origin (``job``, ``instance``) after its scrape targe
 honours its targets' labels (``honor_labels: true``: the prometheus-community chart's
 ``kubernetes-pods``, a Pushgateway's job) lets any target write series under the agent's origin,
 beside the agent's own or over them. So the agent seals each snapshot (:func:`seal`): beside its
-series it exports how many there are (:data:`~keda_ray_scaler.schema.SNAPSHOT_SERIES`) and a
-digest of them (:data:`~keda_ray_scaler.schema.SNAPSHOT_DIGEST`); the scaler recomputes both over
-what it got (:func:`check`). A series added, missing or altered (a value another writer
-interleaved under the same labels) does not match: :class:`~keda_ray_scaler.errors.UntrustedData`
-(``digest_mismatch``), never planned.
+series it exports how many there are (:data:`~keda_ray_scaler.schema.SNAPSHOT_SERIES`), a
+digest of them (:data:`~keda_ray_scaler.schema.SNAPSHOT_DIGEST`) and the list of the names and
+label keys the digest covers (:mod:`~keda_ray_scaler.schema.coverage`); the scaler recomputes
+count and digest over what it got (:func:`check`), names it does not know included. A series
+added, missing or altered (a value another writer interleaved under the same labels) does not
+match: :class:`~keda_ray_scaler.errors.UntrustedData` (``digest_mismatch``), never planned.
 
-The digest (version 1), language-neutral. For each series of
-:data:`~keda_ray_scaler.schema.SNAPSHOT_NAMES`, one line: the compact ASCII JSON array
-``[name, [[key, value], ...], bits]`` of its name, its labels of
-:data:`~keda_ray_scaler.schema.LABELS` with a non-empty value sorted by key (Prometheus drops empty
-ones), and its value as the 16 lowercase hex digits of a big-endian IEEE 754 double (``-0`` as
+The digest (version 1), language-neutral. For each series the seal covers
+(:mod:`~keda_ray_scaler.schema.coverage`: the series of the names its covers series list, and
+those covers series; a seal listing none, an older agent's, covers
+:data:`~keda_ray_scaler.schema.SNAPSHOT_NAMES`), one line: the compact ASCII JSON array
+``[name, [[key, value], ...], bits]`` of its name, its labels of the keys covered (listed, or
+:data:`~keda_ray_scaler.schema.LABELS`) with a non-empty value sorted by key (Prometheus drops
+empty ones), and its value as the 16 lowercase hex digits of a big-endian IEEE 754 double (``-0`` as
 ``0``). The lines sorted, each ended by a newline; SHA-256 of that; its first 6 bytes as a
 big-endian unsigned integer (below 2**48, so exact in a sample's float64). Cost: linear in the
 labels' size plus a sort, once per poll on the agent and once per fetch on the scaler (after the
@@ -43,10 +46,15 @@ from typing import Final, Protocol
 
 from keda_ray_scaler import schema
 from keda_ray_scaler.errors import Refusal, UntrustedData
-from keda_ray_scaler.schema import Sample
+from keda_ray_scaler.schema import Sample, coverage
+from keda_ray_scaler.schema.coverage import Coverage
 
-#: The two series of a seal.
-SEAL_NAMES: Final = frozenset({schema.SNAPSHOT_SERIES, schema.SNAPSHOT_DIGEST})
+#: The series of a seal: the list of what it covers, its count and its digest.
+SEAL_NAMES: Final = frozenset(
+    {schema.SNAPSHOT_COVERS, schema.SNAPSHOT_SERIES, schema.SNAPSHOT_DIGEST}
+)
+#: The two series every seal has (an older agent's lists nothing it covers).
+_COUNT_AND_DIGEST: Final = frozenset({schema.SNAPSHOT_SERIES, schema.SNAPSHOT_DIGEST})
 #: Bytes of the SHA-256 kept: 48 bits, exact in a float64.
 DIGEST_BYTES: Final = 6
 #: What a cluster's key is derived for (version 1 of the derivation).
@@ -96,10 +104,11 @@ class Seal(enum.Enum):
     ABSENT = "absent"
 
 
-def line_prefix(name: str, labels: Mapping[str, str]) -> str:
-    """A series' digest line up to its value (``["name",[[key,value],...],"``): what
-    :func:`value_line` completes, so a writer keeps it while only the value changes."""
-    kept = sorted((k, v) for k, v in labels.items() if k in schema.LABELS and v)
+def line_prefix(name: str, labels: Mapping[str, str], keys: frozenset[str] = schema.LABELS) -> str:
+    """A series' digest line up to its value (``["name",[[key,value],...],"``), its labels of
+    the ``keys`` covered: what :func:`value_line` completes, so a writer keeps it while only the
+    value changes."""
+    kept = sorted((k, v) for k, v in labels.items() if k in keys and v)
     return json.dumps([name, kept, ""], ensure_ascii=True, separators=(",", ":"))[:-2]
 
 
@@ -108,9 +117,10 @@ def value_line(prefix: str, value: float) -> str:
     return prefix + struct.pack(">d", value + 0.0).hex() + '"]'  # + 0.0: -0.0 is 0.0
 
 
-def series_line(s: Sample) -> str:
-    """One series' digest line (module doc), without its newline."""
-    return value_line(line_prefix(s.name, s.labels), s.value)
+def series_line(s: Sample, keys: frozenset[str] = schema.LABELS) -> str:
+    """One series' digest line (module doc), its labels of the ``keys`` covered, without its
+    newline."""
+    return value_line(line_prefix(s.name, s.labels, keys), s.value)
 
 
 class Hasher(Protocol):
@@ -143,16 +153,23 @@ def digest_text(text: Iterable[bytes], key: bytes | None = None) -> int:
     return digest_value(h)
 
 
-def digest(samples: Iterable[Sample], key: bytes | None = None) -> tuple[int, int]:
-    """``(series, digest)`` of the snapshot series in ``samples`` (any other name is left out);
-    keyed with ``key`` (HMAC-SHA256) when given."""
-    lines = sorted(series_line(s) for s in samples if s.name in schema.SNAPSHOT_NAMES)
+def digest(
+    samples: Iterable[Sample], key: bytes | None = None, covered: Coverage = coverage.OWN
+) -> tuple[int, int]:
+    """``(series, digest)`` of the series ``covered`` in ``samples`` (any other name is left
+    out; by default this agent's names and its covers series); keyed with ``key``
+    (HMAC-SHA256) when given."""
+    keys = covered.keys
+    lines = sorted(series_line(s, keys) for s in samples if covered.counts(s.name))
     return len(lines), digest_text((f"{line}\n".encode("ascii") for line in lines), key)
 
 
-def seal(samples: Iterable[Sample], key: bytes | None = None) -> list[Sample]:
-    """``samples`` without any earlier seal, each cluster's new seal after them (keyed with
-    ``key``, the agent's cluster key, when given).
+def seal(
+    samples: Iterable[Sample], key: bytes | None = None, covered: Coverage = coverage.OWN
+) -> list[Sample]:
+    """``samples`` without any earlier seal, each cluster's new seal after them: its covers
+    series (listing ``covered``: this agent's names and keys by default), its count and its
+    digest (keyed with ``key``, the agent's cluster key, when given).
 
     Never raises on samples ``encoding.encode`` made (strings and floats only), so the agent can
     re-seal a snapshot whatever broke its poll.
@@ -160,12 +177,14 @@ def seal(samples: Iterable[Sample], key: bytes | None = None) -> list[Sample]:
     body = [s for s in samples if s.name not in SEAL_NAMES]
     by_cluster: dict[str, list[Sample]] = {}
     for s in body:
-        if s.name in schema.SNAPSHOT_NAMES:
+        if s.name in covered.names:
             by_cluster.setdefault(s.labels.get(schema.LABEL_CLUSTER, ""), []).append(s)
     for cluster, own in sorted(by_cluster.items()):
-        count, value = digest(own, key)
+        listed = coverage.covers(cluster, covered)
+        count, value = digest([*own, listed], key, covered)
         labels = {schema.LABEL_CLUSTER: cluster}
         body += [
+            listed,
             Sample(schema.SNAPSHOT_SERIES, labels, float(count)),
             Sample(schema.SNAPSHOT_DIGEST, labels, float(value)),
         ]
@@ -179,9 +198,11 @@ def check(cluster: str, samples: Sequence[Sample], key: bytes | None = None) -> 
     :attr:`Seal.HELD` when they do, :attr:`Seal.ABSENT` when they carry none; raises
     :class:`UntrustedData` (``digest_mismatch``) saying what differs: another number of series
     (one added or missing), other labels or values (one altered, or sealed without the
-    cluster's key), or a seal written twice.
+    cluster's key), a seal written twice, or a list of what it covers this scaler cannot take
+    (:func:`coverage.read`). Series of names the list holds but this scaler does not know are
+    checked as they came.
     """
-    seals = {name: [s for s in samples if s.name == name] for name in SEAL_NAMES}
+    seals = {name: [s for s in samples if s.name == name] for name in _COUNT_AND_DIGEST}
     if not any(seals.values()):
         return Seal.ABSENT
     where = f"Ray cluster {cluster!r}"
@@ -189,7 +210,7 @@ def check(cluster: str, samples: Sequence[Sample], key: bytes | None = None) -> 
         if len(found) != 1:
             raise _mismatch(f"{where}: {len(found)} {name} series, the agent exports one")
     (counted,), (sealed,) = seals[schema.SNAPSHOT_SERIES], seals[schema.SNAPSHOT_DIGEST]
-    count, value = digest(samples, key)
+    count, value = digest(samples, key, coverage.read(cluster, samples))
     if count != counted.value:
         raise _mismatch(
             f"{where}: {count} series where the agent's seal counts {counted.value:g} "

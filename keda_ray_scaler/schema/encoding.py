@@ -38,7 +38,7 @@ def encode(snapshot: ClusterSnapshot) -> list[Sample]:
     out += group_samples(spec, snapshot.input.launch_limits)
     out += demand_samples(spec.name, snapshot.input.demand)
     for n in snapshot.input.nodes:
-        out += node_samples(spec.name, n)
+        out += node_samples(spec.name, n, snapshot.snapshot_time_s)
     return out
 
 
@@ -123,14 +123,23 @@ def _group_info(g: WorkerGroup) -> Mapping[str, str]:
     return out
 
 
-def node_samples(cluster: str, n: WorkerNode) -> list[Sample]:
-    """One worker pod: its info, resources and idle time (:func:`idle_sample`, last)."""
+def node_samples(cluster: str, n: WorkerNode, when: float) -> list[Sample]:
+    """One worker pod of a snapshot taken at ``when``: its info, resources and idle-since time
+    (:func:`idle_sample`, last)."""
     return [
         node_info(cluster, n),
         *resource_samples(cluster, n.pod, schema.NODE_TOTAL, n.total),
         *resource_samples(cluster, n.pod, schema.NODE_AVAILABLE, n.available),
-        idle_sample(cluster, n.pod, n.idle_s),
+        idle_sample(cluster, n.pod, idle_since(n, when)),
     ]
+
+
+def idle_since(n: WorkerNode, when: float) -> float:
+    """The idle-since time exported for ``n`` in a snapshot taken at ``when``: the node's own
+    (the agent keeps it across polls), else ``when`` minus its idle time; 0 when not idle."""
+    if n.idle_s <= 0:
+        return 0.0
+    return n.idle_since_s if n.idle_since_s > 0 else when - n.idle_s
 
 
 def node_info(cluster: str, n: WorkerNode) -> Sample:
@@ -164,8 +173,8 @@ def resource_samples(cluster: str, pod: str, metric: str, vec: Resources) -> lis
     ]
 
 
-def idle_sample(cluster: str, pod: str, idle_s: float) -> Sample:
-    """How long one worker pod's Ray node has been idle."""
+def idle_sample(cluster: str, pod: str, since_s: float) -> Sample:
+    """Since when one worker pod's Ray node has been idle (unix seconds; 0: busy)."""
     return Sample(
-        schema.NODE_IDLE_SECONDS, {schema.LABEL_CLUSTER: cluster, schema.LABEL_POD: pod}, idle_s
+        schema.NODE_IDLE_SINCE, {schema.LABEL_CLUSTER: cluster, schema.LABEL_POD: pod}, since_s
     )

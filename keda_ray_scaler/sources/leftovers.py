@@ -11,7 +11,9 @@ but for nothing. Seen on the test bed: one victim's 6 series, 259 s old and neve
 refused a cluster for 5 minutes after a Prometheus restart.
 
 So when an answer does not add up (:func:`suspect`: a cluster's series count differs from its
-seal's, or more than one origin or seal), the source asks for the cluster's raw samples of the last
+seal's, counted as the scaler counts them: the names its seal lists, or
+:data:`~keda_ray_scaler.schema.SNAPSHOT_NAMES` when it lists none; or more than one origin,
+seal or list), the source asks for the cluster's raw samples of the last
 :data:`WINDOW_S` seconds (:func:`recent_query`) and :func:`latest_scrapes` keeps, per cluster and
 origin (``job``, ``instance``), only the series written since that origin's newest seal's previous
 scrape. An origin is judged by its own seal only: a forger scraped more often than the agent
@@ -30,10 +32,12 @@ against the seal as usual.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from keda_ray_scaler import schema
+from keda_ray_scaler.schema import coverage
 from keda_ray_scaler.sources.promql import origin
 
 #: How far back the raw samples are read: two scrapes of an agent scraped up to every 60 s.
@@ -53,7 +57,8 @@ def suspect(result: object) -> bool:
     if not isinstance(result, list):
         return False
     counted: dict[str, list[float]] = {}
-    series: dict[str, int] = {}
+    series: dict[str, Counter[str]] = {}  # by cluster, how many series of each name
+    listed: dict[str, Mapping[str, str]] = {}  # by cluster, its covers series' labels
     origins: dict[str, set[str]] = {}
     for entry in result:
         fields = _metric_value(entry, "value")
@@ -64,15 +69,24 @@ def suspect(result: object) -> bool:
         origins.setdefault(cluster, set()).add(origin(metric))
         if name == schema.SNAPSHOT_SERIES:
             counted.setdefault(cluster, []).append(_number(value))
-        if name in schema.SNAPSHOT_NAMES:
-            series[cluster] = series.get(cluster, 0) + 1
+        if name == schema.SNAPSHOT_COVERS and all(isinstance(v, str) for v in metric.values()):
+            listed[cluster] = metric
+        series.setdefault(cluster, Counter())[name] += 1
     for cluster, seen in origins.items():
         sealed = counted.get(cluster, [])
-        if len(seen) > 1 or len(sealed) > 1:
+        if len(seen) > 1 or len(sealed) > 1 or series[cluster][schema.SNAPSHOT_COVERS] > 1:
             return True
-        if sealed and sealed[0] != series.get(cluster, 0):
+        if sealed and sealed[0] != _covered(series[cluster], listed.get(cluster)):
             return True
     return False
+
+
+def _covered(series: Counter[str], listed: Mapping[str, str] | None) -> int:
+    """How many of a cluster's series its seal covers, by the scaler's own rule
+    (:func:`~keda_ray_scaler.schema.coverage.listed`): those of the names its covers series
+    lists and that series, or of :data:`~keda_ray_scaler.schema.SNAPSHOT_NAMES` without one."""
+    covered = coverage.listed(listed)
+    return sum(n for name, n in series.items() if covered.counts(name))
 
 
 def latest_scrapes(result: object) -> tuple[list[dict[str, Any]], int]:

@@ -31,6 +31,6 @@ def full_snapshot() -> schema.ClusterSnapshot:
         placement_groups=(PlacementGroup(Strategy.PACK, (cpu,)),),
         constraints=(Bundle(cpu, 1),),
     )
-    node = WorkerNode("p", "cpu", cpu, cpu, 1.0, NodeStatus.RUNNING, "ab")
+    node = WorkerNode("p", "cpu", cpu, cpu, 0.5, NodeStatus.RUNNING, "ab")  # idle since 0.5
     inp = PlanningInput(ClusterSpec("c", (group,), max_workers=5), demand, (node,))
     return schema.ClusterSnapshot(inp, 1.0, True)

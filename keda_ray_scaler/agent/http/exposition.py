@@ -43,12 +43,14 @@ HELP: Final = {
     schema.NODE_INFO: "One worker pod: group, Ray node id, state and why failing; always 1.",
     schema.NODE_TOTAL: "Total logical resources of a worker pod's Ray node.",
     schema.NODE_AVAILABLE: "Available logical resources of a worker pod's Ray node.",
-    schema.NODE_IDLE_SECONDS: "How long the pod's Ray node has been idle (0 when busy).",
+    schema.NODE_IDLE_SINCE: "Unix time since when the pod's Ray node has been idle (0: busy).",
     schema.SNAPSHOT_TIMESTAMP: "Unix time of the last successful poll of Ray (0: none yet).",
     schema.SNAPSHOT_SUCCESS: "1 when the last poll of Ray succeeded, else 0 (data not fresh).",
     schema.SNAPSHOT_SERIES: "Series of this snapshot that its digest covers.",
     schema.SNAPSHOT_DIGEST: "48-bit SHA-256 digest of this snapshot's series (the scaler "
     "refuses series that do not match it).",
+    schema.SNAPSHOT_COVERS: "A series name (family) or label key (label_key) this snapshot's "
+    "digest covers; always 1.",
 }
 
 _EOF: Final = "# EOF\n"

@@ -6,8 +6,11 @@ digest lines sorted and its exposition text joined. A family whose runs are the 
 snapshot before keeps both; the digest is then one SHA-256 (or HMAC) pass over the families'
 sorted lines in name order. That is :func:`~keda_ray_scaler.schema.digest.digest` exactly:
 the series' lines sorted are the families' sorted lines in the order of their names (every line
-starts with ``["<name>",``, and ``"`` sorts before any character of a name). The seal's two
-series close the body, as :func:`~keda_ray_scaler.schema.digest.seal` puts them.
+starts with ``["<name>",``, and ``"`` sorts before any character of a name). The seal closes the
+body, as :func:`~keda_ray_scaler.schema.digest.seal` puts it: its covers series
+(:func:`~keda_ray_scaler.schema.coverage.covers`, covered too; the same at every snapshot of a
+cluster, so made once, and fed to the digest again only when a family before it in name order
+changed), then its count and digest.
 
 A body is immutable; its samples (for ``prometheus_client``'s own rendering) are made on
 demand, its text in a format (:class:`~keda_ray_scaler.agent.http.exposition.Format`) on first
@@ -25,7 +28,7 @@ from keda_ray_scaler.agent.http import gzip_body
 from keda_ray_scaler.agent.http.exposition import Format, family_header
 from keda_ray_scaler.agent.http.series_memo import SeriesMemo
 from keda_ray_scaler.agent.http.series_runs import Run, runs_of
-from keda_ray_scaler.schema import ClusterSnapshot, Sample, digest
+from keda_ray_scaler.schema import ClusterSnapshot, Sample, coverage, digest
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -133,18 +136,29 @@ class DigestMemo:
         return digest.digest_value(h)
 
 
+def covers_family(cluster: str) -> Family:
+    """The family of ``cluster``'s covers series (:func:`coverage.covers`)."""
+    return Family.of(schema.SNAPSHOT_COVERS, runs_of([coverage.covers(cluster)]))
+
+
 def sealed(
-    cluster: str, families: Sequence[Family], value: Callable[[Sequence[Family]], int]
+    cluster: str,
+    families: Sequence[Family],
+    value: Callable[[Sequence[Family]], int],
+    covers: Family | None = None,
 ) -> SealedBody:
     """``families`` (one cluster's snapshot) with their seal, its digest ``value`` of the covered
-    families in name order: ``digest.seal`` of their samples."""
-    covered = sorted((f for f in families if f.name in schema.SNAPSHOT_NAMES), key=_name)
+    families in name order: ``digest.seal`` of their samples. ``covers``: the cluster's
+    :func:`covers_family`, kept by the caller (made here when not given)."""
+    listed = covers_family(cluster) if covers is None else covers
+    own = (f for f in families if coverage.OWN.counts(f.name))
+    covered = sorted((*own, listed), key=_name)
     labels = {schema.LABEL_CLUSTER: cluster}
     seal = (
         Sample(schema.SNAPSHOT_SERIES, labels, float(sum(f.count for f in covered))),
         Sample(schema.SNAPSHOT_DIGEST, labels, float(value(covered))),
     )
-    return SealedBody((*families, *(Family.of(r.name, (r,)) for r in runs_of(seal))))
+    return SealedBody((*families, listed, *(Family.of(r.name, (r,)) for r in runs_of(seal))))
 
 
 def _name(family: Family) -> str:
@@ -159,10 +173,14 @@ class SnapshotWriter:
         self._digest = DigestMemo(key)
         self._series = SeriesMemo()
         self._families: dict[str, Family] = {}
+        self._covers: tuple[str, Family] | None = None  # the cluster's covers family
 
     def write(self, snapshot: ClusterSnapshot) -> SealedBody:
         """``snapshot`` sealed and ready to serve."""
+        cluster = snapshot.input.cluster.name
         parts = self._series.families(snapshot)
         families = [Family.of(name, runs, self._families.get(name)) for name, runs in parts.items()]
         self._families = {f.name: f for f in families}
-        return sealed(snapshot.input.cluster.name, families, self._digest.value)
+        if self._covers is None or self._covers[0] != cluster:
+            self._covers = (cluster, covers_family(cluster))
+        return sealed(cluster, families, self._digest.value, self._covers[1])

@@ -7,8 +7,9 @@ they said at the last parse: at 1,000 nodes with a tenth of them changing, readi
 resource maps and labels again was two thirds of the parse. So each live node is read once per
 :func:`node_key`: its ``NodeState`` serialized (deterministically) without what the GCS changes
 at every call (``node_state_version``, ``idle_duration_ms``), beside the pod and group it was
-mapped to. The same key gives the same node, its idle time from this reply; the node's labels'
-refusals and whether it is starting are kept with it. Everything else of the parse (the mapping
+mapped to. The same key gives the same node, its idle time from this reply and its idle-since
+time kept (:func:`idle_since`); the node's labels' refusals and whether it is starting are kept
+with it. Everything else of the parse (the mapping
 to pods, the rules of :mod:`~keda_ray_scaler.agent.ray.refusals` on names and IPs, the newest
 node of a pod) runs at every parse as before. Only the last parse's nodes are kept.
 """
@@ -24,15 +25,39 @@ from keda_ray_scaler.agent.ray.refusals import Refused
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import ClusterResourceState
 from keda_ray_scaler.model import WorkerNode
 
-#: A node's fields in order, and where its idle time is among them.
+#: A node's fields in order, and where its idle time and idle-since time are among them.
 _FIELDS: Final = tuple(f.name for f in fields(WorkerNode))
-_ALL, _IDLE = attrgetter(*_FIELDS), _FIELDS.index("idle_s")
+_ALL, _IDLE, _SINCE = (
+    attrgetter(*_FIELDS),
+    _FIELDS.index("idle_s"),
+    _FIELDS.index("idle_since_s"),
+)
+#: How far a node's idle-since time, computed anew at a poll, may be from the one kept before it
+#: is replaced: Ray's ``idle_duration_ms`` is the idle time the raylet last reported plus the
+#: time since that report, so it moves by the reports' timing, not only by the clock.
+IDLE_SINCE_TOLERANCE_S: Final = 1.0
 
 
-def idle_for(node: WorkerNode, idle_s: float) -> WorkerNode:
-    """``node`` idle for ``idle_s`` (``dataclasses.replace``, at half its cost)."""
+def idle_since(kept_s: float, idle_s: float, now_s: float) -> float:
+    """Unix seconds since when a node idle for ``idle_s`` at ``now_s`` is idle: 0 when it is not
+    idle; ``kept_s`` (the last poll's, 0 for none) while the new time is within
+    :data:`IDLE_SINCE_TOLERANCE_S` of it, so an idle node's export stays the same."""
+    if idle_s <= 0:
+        return 0.0
+    since = now_s - idle_s
+    if kept_s > 0 and abs(since - kept_s) <= IDLE_SINCE_TOLERANCE_S:
+        return kept_s
+    return since
+
+
+def idle_for(node: WorkerNode, idle_s: float, now_s: float) -> WorkerNode:
+    """``node`` idle for ``idle_s`` at ``now_s``, its idle-since time kept (:func:`idle_since`);
+    ``node`` itself when neither changes (``dataclasses.replace`` at half its cost otherwise)."""
+    since = idle_since(node.idle_since_s, idle_s, now_s)
+    if idle_s == node.idle_s and since == node.idle_since_s:
+        return node
     values = list(_ALL(node))
-    values[_IDLE] = idle_s
+    values[_IDLE], values[_SINCE] = idle_s, since
     return WorkerNode(*values)
 
 
@@ -67,27 +92,31 @@ class NodeMemo:
 
     def __init__(self) -> None:
         self._last: dict[NodeKey, NodeMade] = {}
+        self._now_s = 0.0  # the parse's time: the nodes' idle-since times are computed at it
         self._now: dict[NodeKey, NodeMade] = {}
         #: the reply's nodes' keys, in its order (:func:`node_keys`), for the parse in progress
         self.keys: Sequence[bytes] = ()
         #: nodes taken from the last parse (the tests' and the bench's count)
         self.reused = 0
 
-    def start(self, keys: Sequence[bytes]) -> None:
-        """A parse of a reply whose nodes have ``keys`` begins."""
-        self.keys, self._now = keys, {}
+    def start(self, keys: Sequence[bytes], now_s: float) -> None:
+        """A parse of a reply whose nodes have ``keys`` begins, at ``now_s`` (unix seconds)."""
+        self.keys, self._now, self._now_s = keys, {}, now_s
 
     def made(self, key: NodeKey, idle_s: float, make: Callable[[], NodeMade]) -> NodeMade:
         """The node ``key`` was made into at the last parse, idle for ``idle_s``; ``make()``
         when the last parse made no such node, or this one already took it (a node listed twice
-        must be two nodes: the parse tells them apart by identity). Kept for the next parse."""
+        must be two nodes: the parse tells them apart by identity). Either way its idle-since
+        time is the last parse's while within the tolerance (:func:`idle_for`). Kept for the
+        next parse."""
         made = self._last.get(key)
         if made is None or key in self._now:
             made = make()
         else:
             self.reused += 1
-            if made.node.idle_s != idle_s:
-                made = made._replace(node=idle_for(made.node, idle_s))
+        node = idle_for(made.node, idle_s, self._now_s)
+        if node is not made.node:
+            made = made._replace(node=node)
         self._now[key] = made
         return made
 

@@ -29,6 +29,7 @@ constraints' field before 2.41, is ``resource_requests``'s field number), as
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from enum import StrEnum
@@ -47,6 +48,7 @@ from keda_ray_scaler.agent.ray.task_load_read import (
     RayletRead,
     read_task_load,
 )
+from keda_ray_scaler.clock import Now
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     GetClusterStatusReply,
@@ -116,7 +118,8 @@ class RayReader:
     unsupported version); :meth:`nodes`, the victim protocol's re-check, counts nothing again.
 
     ``demand`` chooses the task demand's source (:class:`DemandRead`); with R1 a failed raylet
-    or load read is no failed poll, it is the state's ``fallback``.
+    or load read is no failed poll, it is the state's ``fallback``. ``now`` is the time a node's
+    idle-since time is computed at: the agent's clock, as its snapshot time.
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class RayReader:
         demand: DemandRead = DemandRead.EXACT,
         raylet: RayletRead | None = None,
         refusals: RefusalLog | None = None,
+        now: Now = time.time,
     ) -> None:
         self._gcs = gcs
         self._refusals = refusals
@@ -146,7 +150,8 @@ class RayReader:
         # Returns the active pods with their IPs (from the pod cache): the IP rule and fallback.
         self._pods = pods
         self._ages = NodeAges()  # which of a pod's live nodes is its own (a restarted raylet's)
-        self._memo = StatusMemo()  # a reply saying the same as the last is not parsed again
+        # a reply saying the same as the last is not parsed again; ``now``: idle-since times
+        self._memo = StatusMemo(now)
         self._head: NodeLoad | None = None  # the head raylet's queue, as the last read found it
         #: What the last :meth:`read` read (nothing when it failed) that the look between polls
         #: compares with (:mod:`~keda_ray_scaler.agent.ray.status_watch`).

@@ -8,7 +8,10 @@ the state serialized (deterministically) with the counters and idle times zeroed
 other input of :func:`~keda_ray_scaler.agent.ray.ray_status.parse_status` (the pods and their
 IPs, R1's task demand, ``request_resources()``'s KV value, the nodes' ages, the worker groups).
 When all are equal to the last parse's, its state is the answer, each node's idle time taken
-from this reply (the very state when they did not move either); anything else is parsed,
+from this reply (the very state when they did not move either) and its idle-since time kept
+while within a second of the one computed now
+(:func:`~keda_ray_scaler.agent.ray.node_memo.idle_since`: the time exported, so an idle node's
+series stays the same); anything else is parsed,
 each node that says what it said at the last parse taken from it
 (:mod:`~keda_ray_scaler.agent.ray.node_memo`). Nothing of the reply's demand or nodes can be
 served stale: everything but the three fields named is compared byte for byte.
@@ -16,6 +19,7 @@ served stale: everything but the three fields named is compared byte for byte.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -23,6 +27,7 @@ from keda_ray_scaler.agent.ray.node_memo import NodeMemo, idle_for, node_keys
 from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.ray.task_load import QueuedShape
+from keda_ray_scaler.clock import Now
 from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     ClusterResourceState,
     GetClusterStatusReply,
@@ -86,22 +91,25 @@ def _places(reply: GetClusterStatusReply, state: RayState) -> tuple[tuple[int, i
 
 
 def with_idle(
-    last: _Parsed, places: tuple[tuple[int, int], ...], idle_ms: tuple[int, ...]
+    last: _Parsed, places: tuple[tuple[int, int], ...], idle_ms: tuple[int, ...], now_s: float
 ) -> RayState:
-    """``last``'s state with each node's idle time as ``idle_ms`` says (``places``: which node
-    of the state each of the reply's is; pure)."""
+    """``last``'s state with each node's idle time as ``idle_ms`` says at ``now_s``, its
+    idle-since time kept within the tolerance (``places``: which node of the state each of the
+    reply's is; pure)."""
     nodes = list(last.state.nodes)
     for i, j in places:
         if idle_ms[i] != last.idle_ms[i]:
-            nodes[j] = idle_for(nodes[j], idle_ms[i] / 1000.0)
+            nodes[j] = idle_for(nodes[j], idle_ms[i] / 1000.0, now_s)
     return replace(last.state, nodes=tuple(nodes))
 
 
 class StatusMemo:
     """:func:`~keda_ray_scaler.agent.ray.ray_status.parse_status`, not run again for a reply that
-    says the same as the last one parsed (module doc)."""
+    says the same as the last one parsed (module doc); ``now`` (unix seconds) is when a reply is
+    read, for the nodes' idle-since times."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Now = time.time) -> None:
+        self._now = now
         self._last: _Parsed | None = None
         self._nodes = NodeMemo()  # the nodes of the last parse: a parse reads only new ones
         #: how many parses were answered from the last one (the tests' and the bench's count)
@@ -126,6 +134,7 @@ class StatusMemo:
         """``parse_status`` of these arguments (its signature), from the last parse when only
         the counters and idle times differ."""
         steady, idle_ms = steady_part(reply.cluster_resource_state)
+        now_s = self._now()
         inputs = _Inputs(
             steady,
             cluster,
@@ -138,10 +147,14 @@ class StatusMemo:
         last = self._last
         if last is not None and last.places is not None and last.inputs == inputs:
             self.reused += 1
-            state = last.state if idle_ms == last.idle_ms else with_idle(last, last.places, idle_ms)
+            state = (
+                last.state
+                if idle_ms == last.idle_ms
+                else with_idle(last, last.places, idle_ms, now_s)
+            )
             self._last = _Parsed(inputs, state, idle_ms, last.places)
             return state
-        self._nodes.start(node_keys(reply.cluster_resource_state))
+        self._nodes.start(node_keys(reply.cluster_resource_state), now_s)
         try:
             state = parse_status(
                 reply,

@@ -251,11 +251,20 @@ def test_held_tasks_end_and_the_group_goes_to_zero(
 #: The agent's poll count (its poll-duration histogram), and the groups' bounds it exports.
 POLLS = "ray_scaler_agent_poll_duration_seconds_count"
 MIN, MAX = "ray_scaler_worker_group_min_replicas", "ray_scaler_worker_group_max_replicas"
-IDLE = "ray_scaler_node_idle_seconds"
+IDLE = "ray_scaler_node_idle_since_timestamp_seconds"
+SNAPSHOT_TIME = "ray_scaler_snapshot_timestamp_seconds"
 #: Polls from a RayCluster edit to its values exported: the poll running at the edit (it may
 #: have read the groups before), the next one (it plans with the edit), one for the watch
 #: event's way through a busy API server.
 EDIT_POLLS = 3
+
+
+def _idle_s(loop: KubeRayLoop) -> dict[str, float]:
+    """Each exported pod's idle time: the snapshot's time minus its idle-since time (0: busy).
+    The time is read first: a poll between the two reads makes the idle time shorter, never
+    longer."""
+    now = loop.agent_series(SNAPSHOT_TIME, "cluster").get(CLUSTER, 0.0)
+    return {p: now - t if t > 0 else 0.0 for p, t in loop.agent_series(IDLE, "pod").items()}
 
 
 def _edit(loop: KubeRayLoop, low: int, high: int) -> int:
@@ -300,9 +309,7 @@ def test_an_edited_group_is_planned_with_its_new_bounds_without_a_restart(
         pods = set(loop.pods())
         # both idle past their idle timeout, seen by the agent: at min 2 neither is a victim
         wait_until(
-            lambda: all(
-                loop.agent_series(IDLE, "pod").get(p, 0.0) >= IDLE_TIMEOUT_S + 3 for p in pods
-            ),
+            lambda: all(_idle_s(loop).get(p, 0.0) >= IDLE_TIMEOUT_S + 3 for p in pods),
             timeout_s=120,
             what="both pods idle past their idle timeout",
         )

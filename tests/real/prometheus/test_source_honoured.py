@@ -80,7 +80,7 @@ def agents_series(address: str) -> list[Sample]:
         Sample(s.name, dict(s.labels), s.value)
         for family in text_string_to_metric_families(text)
         for s in family.samples
-        if s.name in schema.SNAPSHOT_NAMES | {schema.SNAPSHOT_DIGEST, schema.SNAPSHOT_SERIES}
+        if s.name in schema.SNAPSHOT_NAMES | digest.SEAL_NAMES
     ]
 
 

@@ -43,24 +43,37 @@ def mismatch(samples: list[Sample]) -> str:
 
 
 def test_a_sealed_snapshot_decodes_to_itself_and_holds() -> None:
-    """seal adds one series count and one digest per cluster; decode checks and drops them."""
+    """seal adds one covers series, one series count and one digest per cluster; decode checks
+    and drops them."""
     samples = sealed()
     body = encoding.encode(full_snapshot())
     assert samples[: len(body)] == body
     assert [s.name for s in samples[len(body) :]] == [
+        schema.SNAPSHOT_COVERS,
         schema.SNAPSHOT_SERIES,
         schema.SNAPSHOT_DIGEST,
     ]
-    assert seal_of(samples)[0] == len(body)
+    assert seal_of(samples)[0] == len(body) + 1  # the covers series is covered too
     assert digest.check("c", samples) is Seal.HELD
     assert decoding.decode(samples) == {"c": full_snapshot()}
 
 
 def test_the_digest_is_the_documented_one() -> None:
     """An implementation written from schema/digest.py's text (JSON lines of name, non-empty
-    schema labels sorted, the value's IEEE 754 bits; sorted; SHA-256; 48 bits) agrees."""
+    schema labels sorted, the value's IEEE 754 bits; sorted; SHA-256; 48 bits) and
+    schema/coverage.py's (one covers series: the names and keys covered, sorted, joined by
+    ``,``; covered too) agrees."""
+    covers = Sample(
+        schema.SNAPSHOT_COVERS,
+        {
+            "cluster": "c",
+            "families": ",".join(sorted(schema.SNAPSHOT_NAMES)),
+            "label_keys": ",".join(sorted(schema.LABELS)),
+        },
+        1.0,
+    )
     lines = []
-    for s in encoding.encode(full_snapshot()):
+    for s in [*encoding.encode(full_snapshot()), covers]:
         labels = [[k, v] for k, v in sorted(s.labels.items()) if v]
         bits = struct.pack(">d", s.value).hex()
         lines.append(json.dumps([s.name, labels, bits], separators=(",", ":")))
@@ -119,7 +132,7 @@ def test_a_series_added_is_refused() -> None:
 
 def test_a_series_missing_is_refused() -> None:
     """A series of the snapshot gone (or hidden): the count differs."""
-    samples = [s for s in sealed() if s.name != schema.NODE_IDLE_SECONDS]
+    samples = [s for s in sealed() if s.name != schema.NODE_IDLE_SINCE]
     assert "added or missing" in mismatch(samples)
 
 

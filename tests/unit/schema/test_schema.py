@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -67,6 +68,57 @@ def test_round_trip_gives_back_the_same_snapshot() -> None:
     """decode(encode(s)) == s for a snapshot with every kind of demand and node."""
     snap = snapshot()
     assert decoding.decode(encoding.encode(snap)) == {"demo": snap}
+
+
+def idle_of(snap: schema.ClusterSnapshot, *, since: float | None, seconds: float | None) -> float:
+    """Node ray-cpu-def's idle time decoded when its idle series are the ones given (an agent
+    of this version exports the idle-since time, an older one the idle seconds)."""
+    samples = [
+        s
+        for s in encoding.encode(snap)
+        if s.name != schema.NODE_IDLE_SINCE or s.labels["pod"] != "ray-cpu-def"
+    ]
+    pod = {"cluster": "demo", "pod": "ray-cpu-def"}
+    if since is not None:
+        samples.append(schema.Sample(schema.NODE_IDLE_SINCE, pod, since))
+    if seconds is not None:
+        samples.append(schema.Sample(schema.NODE_IDLE_SECONDS, pod, seconds))
+    (node,) = [n for n in decoding.decode(samples)["demo"].input.nodes if n.pod == "ray-cpu-def"]
+    return node.idle_s
+
+
+def test_an_idle_node_exports_its_idle_since_time_and_decodes_to_its_idle_time() -> None:
+    """Idle 75.5 s at the snapshot's time: exported as the time it became idle, kept by the
+    node when it has one; the busy node exports 0."""
+    snap = snapshot()
+    since = {
+        s.labels["pod"]: s.value for s in encoding.encode(snap) if s.name == schema.NODE_IDLE_SINCE
+    }
+    assert since == {"ray-cpu-abc": 0.0, "ray-cpu-def": 1_700_000_000.5 - 75.5}
+    kept = replace(snap.input.nodes[1], idle_since_s=1_699_999_920.0)
+    inp = replace(snap.input, nodes=(snap.input.nodes[0], kept))
+    (node,) = [
+        n
+        for n in decoding.decode(encoding.encode(replace(snap, input=inp)))["demo"].input.nodes
+        if n.pod == "ray-cpu-def"
+    ]
+    assert node.idle_s == 80.5
+
+
+def test_the_idle_time_is_read_from_either_series_the_idle_since_time_first() -> None:
+    """Rolling upgrades: an older agent's idle seconds are read; both: the idle-since time."""
+    snap = snapshot()
+    assert idle_of(snap, since=1_700_000_000.5 - 30.0, seconds=None) == 30.0
+    assert idle_of(snap, since=None, seconds=12.0) == 12.0
+    assert idle_of(snap, since=1_700_000_000.5 - 30.0, seconds=12.0) == 30.0
+    assert idle_of(snap, since=None, seconds=None) == 0.0
+
+
+def test_an_idle_since_time_after_the_snapshot_or_zero_is_no_idle_time() -> None:
+    """Clamped at 0: a time after the snapshot's (clocks apart) is idle 0, as is 0 (busy)."""
+    snap = snapshot()
+    assert idle_of(snap, since=1_700_000_003.0, seconds=None) == 0.0
+    assert idle_of(snap, since=0.0, seconds=40.0) == 0.0
 
 
 def test_twenty_tasks_of_five_cpus_are_one_series_with_value_twenty() -> None:

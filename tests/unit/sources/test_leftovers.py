@@ -13,7 +13,7 @@ from builders import cluster, group, inp, node
 from keda_ray_scaler import schema
 from keda_ray_scaler.identity import ClusterRef
 from keda_ray_scaler.model import NodeStatus
-from keda_ray_scaler.schema import Sample, decoding, digest, encoding
+from keda_ray_scaler.schema import Sample, coverage, decoding, digest, encoding
 from keda_ray_scaler.sources import leftovers, promql
 
 JOB = {"job": "ray-scaler-agents", "instance": "10.0.0.7:9400", "namespace": "ray"}
@@ -136,10 +136,43 @@ def test_a_second_seal_or_origin_is_suspect() -> None:
     assert leftovers.suspect([*now, {**seal[0], "metric": {**seal[0]["metric"], "x": "1"}}])
 
 
+#: A later agent's seal: it covers a name this scaler does not know.
+LATER_NAME = schema.PREFIX + "node_future_seconds"
+LATER = coverage.Coverage(schema.SNAPSHOT_NAMES | {LATER_NAME}, schema.LABELS, listed=True)
+
+
+def later(*names: str) -> list[Sample]:
+    """Cluster demo's series as a later agent seals them, one series of its new name each pod."""
+    body = [s for s in sealed(*names) if s.name not in digest.SEAL_NAMES]
+    pods = [Sample(LATER_NAME, {"cluster": "demo", "pod": n}, 1.0) for n in names]
+    return digest.seal([*body, *pods], None, LATER)
+
+
+def test_series_are_counted_as_the_scaler_counts_them() -> None:
+    """The names the seal lists (a name this scaler does not know included), its covers series,
+    or an older agent's names when it lists none: an answer that adds up is not suspect; a
+    pod's series of the new name left behind is."""
+    assert not leftovers.suspect(vector(later("a")))
+    old = [s for s in sealed("a") if s.name != schema.SNAPSHOT_COVERS]
+    count = len([s for s in old if s.name in schema.SNAPSHOT_NAMES])
+    old = [
+        Sample(s.name, s.labels, float(count)) if s.name == schema.SNAPSHOT_SERIES else s
+        for s in old
+    ]
+    assert not leftovers.suspect(vector(old))
+    left = [s for s in later("a") if s.name == LATER_NAME]
+    assert leftovers.suspect(vector(later()) + vector(left))
+    covers = [e for e in vector(later()) if e["metric"]["__name__"] == schema.SNAPSHOT_COVERS]
+    second = {**covers[0], "metric": {**covers[0]["metric"], schema.LABEL_FAMILIES: "x"}}
+    assert leftovers.suspect([*vector(later()), second])  # an older list left behind
+
+
 def test_unreadable_answers_go_the_usual_way() -> None:
     """Malformed answers are neither suspect nor filtered: the usual parse refuses them."""
     assert not leftovers.suspect({"not": "a list"})
     assert not leftovers.suspect([{"metric": {}, "value": "x"}])
+    covers = {"__name__": schema.SNAPSHOT_COVERS, "cluster": "demo", "families": 3}
+    assert not leftovers.suspect([{"metric": covers, "value": [T3, "1"]}])
     bad = [{"metric": {"__name__": "ray_scaler_x"}, "values": [["later", "1"]]}]
     assert leftovers.latest_scrapes(bad) == (bad, 0)
     assert leftovers.latest_scrapes("nope") == ([], 0)

@@ -14,7 +14,7 @@ from keda_ray_scaler import schema
 from keda_ray_scaler.cli import build_parser
 from keda_ray_scaler.errors import ConfigError, Refusal, SchemaError, UntrustedData
 from keda_ray_scaler.identity import ClusterRef
-from keda_ray_scaler.schema import Sample, decoding, digest, encoding
+from keda_ray_scaler.schema import Sample, coverage, decoding, digest, encoding
 from keda_ray_scaler.sources import promql
 from keda_ray_scaler.sources.promql import AGENT_JOB, OriginSettings
 
@@ -131,6 +131,27 @@ def test_a_vector_round_trips_to_the_same_snapshot() -> None:
     assert decoded == {"demo": SEED}
 
 
+def test_a_later_agents_vector_with_a_name_this_scaler_does_not_know_decodes() -> None:
+    """A later agent adds a series name to the contract and lists it in its seal: the vector
+    is checked whole (its new series altered is refused) and decodes to what this scaler
+    reads, before the scaler is upgraded."""
+    new = schema.PREFIX + "cluster_future_total"
+    later = coverage.Coverage(schema.SNAPSHOT_NAMES | {new}, schema.LABELS, listed=True)
+    body = [*encoding.encode(SEED), Sample(new, {"cluster": "demo"}, 3.0)]
+    origin = {"job": AGENT_JOB, "instance": "10.0.0.1:9500", "namespace": "ray"}
+    vector = as_vector(digest.seal(body, None, later), **origin)
+    assert decoding.decode(promql.samples_from_result(vector, require_digest=True)) == {
+        "demo": SEED
+    }
+    forged = [
+        {**e, "value": [e["value"][0], "4.0"]} if e["metric"]["__name__"] == new else e
+        for e in vector
+    ]
+    with pytest.raises(UntrustedData) as info:
+        decoding.decode(promql.samples_from_result(forged, require_digest=True))
+    assert info.value.reason is Refusal.DIGEST_MISMATCH
+
+
 def test_a_cluster_without_a_seal_is_refused_unless_such_agents_are_accepted() -> None:
     """An agent older than the digest: UntrustedData (no_digest) naming the cluster and the
     flag; with require_digest False it decodes as before."""
@@ -157,7 +178,7 @@ def test_a_series_added_under_the_agents_origin_is_refused_not_planned() -> None
     with pytest.raises(UntrustedData) as info:
         decoding.decode(samples)
     assert info.value.reason is Refusal.DIGEST_MISMATCH
-    assert "10 series where the agent's seal counts 9" in str(info.value)
+    assert "11 series where the agent's seal counts 10" in str(info.value)
 
 
 def test_the_name_moves_out_of_the_labels() -> None:

@@ -153,12 +153,31 @@ def test_whatever_the_polls_the_writer_writes_the_plain_seal(
 
 def test_a_poll_that_changed_nothing_keeps_every_family_but_its_time_and_seal() -> None:
     """Only the timestamp's family and the seal's are written again; the rest is the very
-    same text (nothing encoded, sorted or joined again)."""
+    same text (nothing encoded, sorted or joined again). The idle node carries its idle-since
+    time, as the agent's nodes do."""
     writer = SnapshotWriter()
-    before = writer.write(SEQUENCE[0]).families
-    after = writer.write(replace(SEQUENCE[0], snapshot_time_s=99.0)).families
+    first = replace(SEQUENCE[0], input=replace(SEQUENCE[0].input, nodes=STEADY_NODES))
+    before = writer.write(first).families
+    after = writer.write(replace(first, snapshot_time_s=99.0)).families
     changed = {a.name for a, b in zip(after, before, strict=True) if a is not b}
     assert changed == {schema.SNAPSHOT_TIMESTAMP, schema.SNAPSHOT_SERIES, schema.SNAPSHOT_DIGEST}
+
+
+#: Node a busy, node b idle since 5 s (what the agent's reader makes: the time kept).
+STEADY_NODES = (node("a", 0), node("b", 10, 60.0, idle_since_s=5.0))
+
+
+def test_an_idle_node_whose_idle_since_time_is_kept_keeps_its_series() -> None:
+    """Its idle time grew with the clock, its idle-since time is the same: every node family
+    is kept as it was (no idle line made again), and the body is still the plain seal."""
+    writer = SnapshotWriter()
+    grown = (node("a", 0), node("b", 10, 65.0, idle_since_s=5.0))
+    before = writer.write(snap(STEADY_NODES, t=65.0)).families
+    body = writer.write(snap(grown, t=70.0))
+    changed = {a.name for a, b in zip(body.families, before, strict=True) if a is not b}
+    assert changed == {schema.SNAPSHOT_TIMESTAMP, schema.SNAPSHOT_SERIES, schema.SNAPSHOT_DIGEST}
+    assert sorted(body.samples(), key=key_of) == plain(snap(grown, t=70.0))
+    assert {s.value for s in body.samples() if s.name == schema.NODE_IDLE_SINCE} == {0.0, 5.0}
 
 
 ACCEPTS = {
