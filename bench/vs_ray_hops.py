@@ -16,9 +16,10 @@ The hops of a scale-up, in the order the data flows (``docs/concepts/latency.md`
 
 Each time is seconds after the driver's first submission; a hop not seen is ``None``. The probe
 reads what the HPA would (it adds GetMetrics calls the scaler answers from memory), nothing
-else; it never fails a run. It stops once the needed pods of the group are Ready: every hop it
-reads comes before that, and its reads cost our side CPU Ray's side is never charged (the
-agent's /metrics every 0.2 s was about 0.8 s of the agent's 3.0 s over a run of (a), 2026-11-28).
+else; it never fails a run. It stops once every hop was seen (the needed pods Ready and the
+RayWorkerGroup at the needed replicas; at most a minute after the pods), not at the run's end:
+its reads cost our side CPU Ray's side is never charged (the agent's /metrics every 0.2 s for a
+whole run of (a) was about 0.8 s of the agent's 3.0 s, 2026-11-28).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from real_kuberay import CLUSTER, RC, RWG  # isort: skip
 from real_loop import AGENT_PORT  # isort: skip
 
 PERIOD_S = 0.2
+#: seconds the probe goes on after the needed pods are Ready, at most, for the KEDA path's hops
+AFTER_READY_S = 60.0
 ANSWER_EVERY = 5  # the adapter is asked through kubectl (~50 ms of CPU): every fifth round
 EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{metric}"
 
@@ -114,6 +117,7 @@ class HopProbe:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hop-probe", daemon=True)
         self._metric = ""
+        self._ready_at: float | None = None
 
     def __enter__(self) -> HopProbe:
         self._thread.start()
@@ -133,7 +137,7 @@ class HopProbe:
         ]
         rounds = 0
         started = time.time()
-        while not self._stop.wait(PERIOD_S) and not self._ramped(started):
+        while not self._stop.wait(PERIOD_S) and not self._done(started):
             rounds += 1
             for name, step in steps:
                 if name == "answer" and rounds % ANSWER_EVERY:  # a kubectl each: 1 s apart
@@ -143,8 +147,19 @@ class HopProbe:
                 except Exception as exc:  # a probe never fails the run: the last error kept
                     self.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
 
+    def _done(self, since: float) -> bool:
+        """Whether every hop was seen: the needed pods Ready and the RayWorkerGroup at the
+        needed replicas (the KEDA path's last hop; the agent's scale-up lead may make the pods
+        before the HPA's sync), or :data:`AFTER_READY_S` after the pods."""
+        if self._ready_at is None and self._ramped(since):
+            self._ready_at = time.time()
+        if self._ready_at is None:
+            return False
+        scaled = any(t >= since and v >= self._needed for t, v in self._rwg)
+        return scaled or time.time() - self._ready_at > AFTER_READY_S
+
     def _ramped(self, since: float) -> bool:
-        """Whether the group's needed pods became Ready after ``since``: the last hop seen."""
+        """Whether the group's needed pods became Ready after ``since``."""
         ready = {
             e.pod
             for e in list(self._bed.pods.events)
