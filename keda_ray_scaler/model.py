@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from keda_ray_scaler.labels import Labels, Selectors
 
@@ -250,6 +250,8 @@ class WorkerNode:
     group: str
     total: Resources
     available: Resources
+    #: seconds idle, for a node without an idle-since time (0: not idle); read through
+    #: :meth:`idle_at`
     idle_s: float = 0.0
     status: NodeStatus = NodeStatus.RUNNING
     node_id: str = ""  # Ray node id (hex), empty while pending
@@ -258,14 +260,19 @@ class WorkerNode:
     #: the planner reads its group's)
     labels: Mapping[str, str] = Labels()
     #: unix seconds since when the Ray node has been idle, as the agent keeps it across polls
-    #: (0: not idle, or not known: then ``idle_s`` alone says); what the agent exports, so an
-    #: idle node's series does not change from poll to poll (``idle_s`` does). Not compared:
-    #: to a plan, nodes alike but for it are the same node
-    idle_since_s: float = field(default=0.0, compare=False)
+    #: (0: not idle, or not known: then ``idle_s`` says); an idle node the agent reads again
+    #: is the same node, its series unchanged, while its idle time grows with the clock
+    idle_since_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.labels, Labels):
             object.__setattr__(self, "labels", Labels(self.labels))
+
+    def idle_at(self, now_s: float) -> float:
+        """Seconds idle at ``now_s`` (unix seconds): since its idle-since time, at least 0,
+        when it has one; else ``idle_s``."""
+        since = self.idle_since_s
+        return max(now_s - since, 0.0) if since > 0 else self.idle_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +285,9 @@ class PlanningInput:
     #: (group, most new pods it may get now) for groups backed off after pods that failed to
     #: join (the agent's ``agent/backoff.py``); a group not listed has no such limit
     launch_limits: tuple[tuple[str, int], ...] = ()
+    #: when the input was read (unix seconds): the nodes' idle times are taken at it
+    #: (:meth:`WorkerNode.idle_at`); a node without an idle-since time needs none
+    now_s: float = 0.0
 
     def launch_limit(self, group: str) -> int | None:
         """The most new pods ``group`` may get now, or None when it is not backed off."""

@@ -182,7 +182,7 @@ class AgentLoop:
         gone = self._memory.gone
         nodes = complete_nodes(cluster, state.nodes, victims, pods, gone, joins.failing)
         exported = self._without_double_count(started, state, nodes, demand)
-        inp = PlanningInput(cluster, exported, nodes, joins.launch_limits)
+        inp = PlanningInput(cluster, exported, nodes, joins.launch_limits, started)
         self._publish(inp, started)
         if self._settings.scale_down:
             await self._scale_down(inp, demand, state, victims, started)

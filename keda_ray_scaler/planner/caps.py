@@ -40,14 +40,15 @@ def removable_now(node: WorkerNode) -> bool:
     return node.status is NodeStatus.RUNNING and node.available == node.total
 
 
-def cap_order(node: WorkerNode) -> tuple[int, float, str]:
-    """Ray's termination order: not yet a Ray node first, then longest idle first."""
-    return (0 if node.status is NodeStatus.PENDING else 1, -node.idle_s, node.pod)
+def cap_order(node: WorkerNode, now_s: float) -> tuple[int, float, str]:
+    """Ray's termination order: not yet a Ray node first, then longest idle (at ``now_s``)
+    first."""
+    return (0 if node.status is NodeStatus.PENDING else 1, -node.idle_at(now_s), node.pod)
 
 
-def cut_to_caps(cluster: ClusterSpec, pods: Sequence[Sequence[WorkerNode]]) -> CapCut:
+def cut_to_caps(cluster: ClusterSpec, pods: Sequence[Sequence[WorkerNode]], now_s: float) -> CapCut:
     """The pods (``pods[i]``: group ``i``'s pods that are not victims) that go to meet
-    maxReplicas, then maxWorkers; see the module docstring."""
+    maxReplicas, then maxWorkers, idle times taken at ``now_s``; see the module docstring."""
     groups = cluster.worker_groups
     leaving: list[list[str]] = [[] for _ in groups]
     decisions: list[list[Decision]] = [[] for _ in groups]
@@ -57,13 +58,15 @@ def cut_to_caps(cluster: ClusterSpec, pods: Sequence[Sequence[WorkerNode]]) -> C
         leaving[i] = [n.pod for n in failing]
         decisions[i] = failing_decisions(failing)
         rest = [n for n in pods[i] if n.status is not NodeStatus.FAILING]
-        candidates = sorted((n for n in rest if removable_now(n)), key=cap_order)
+        candidates = sorted(
+            (n for n in rest if removable_now(n)), key=lambda n: cap_order(n, now_s)
+        )
         excess = len(rest) - g.max_replicas
         over = [n.pod for n in candidates[: max(0, excess)]]
         if excess > 0:
             leaving[i] += over
             _record(decisions[i], over, excess, Why.MAX_REPLICAS, g.max_replicas)
-        spare += [(cap_order(n), i) for n in candidates[len(over) :]]
+        spare += [(cap_order(n, now_s), i) for n in candidates[len(over) :]]
     out: list[Decision] = []
     if cluster.max_workers is not None:
         left = [len(p) - len(gone) for p, gone in zip(pods, leaving, strict=True)]

@@ -135,7 +135,7 @@ def build_context(inp: PlanningInput) -> Context:
     index = Index(_resource_names(inp, [*bundles, *floors], pgs), len(adm) > 0)
     specs = tuple(_spec(index, adm, i, g) for i, g in enumerate(wgroups))
     pods, current, ignored = _by_group(inp, gidx)
-    caps = cut_to_caps(cluster, pods)
+    caps = cut_to_caps(cluster, pods, inp.now_s)
     leaving = {p for group in caps.leaving for p in group}
     floor = [len(p) for p in pods]
     staying = [f - len(gone) for f, gone in zip(floor, caps.leaving, strict=True)]
@@ -146,7 +146,7 @@ def build_context(inp: PlanningInput) -> Context:
     gang_vecs = {pg: _gang_vecs(index, adm, pg) for pg in gangs}
     tasks, next_tasks = _shapes(index, adm, bundles)
     floor_shapes, next_floors = _shapes(index, adm, floors)
-    usable = _usable(wgroups, pods, leaving)
+    usable = _usable(wgroups, pods, leaving, inp.now_s)
     pods_free, pods_total = index.pods(usable, adm.pod_class if len(adm) else None)
     return Context(
         inp=inp,
@@ -199,12 +199,16 @@ def _by_group(
 
 
 def _usable(
-    wgroups: Sequence[WorkerGroup], pods: Sequence[Sequence[WorkerNode]], leaving: set[str]
+    wgroups: Sequence[WorkerGroup],
+    pods: Sequence[Sequence[WorkerNode]],
+    leaving: set[str],
+    now_s: float,
 ) -> tuple[tuple[int, WorkerNode], ...]:
-    """(group, pod) of the pods that may take demand, in the order they take it."""
+    """(group, pod) of the pods that may take demand, in the order they take it (idle times
+    at ``now_s``)."""
     usable = sorted(
         (
-            (_pod_order(n, wgroups[gi]), gi, n)
+            (_pod_order(n, wgroups[gi], now_s), gi, n)
             for gi, group_pods in enumerate(pods)
             for n in group_pods
             if n.pod not in leaving and n.status in (NodeStatus.RUNNING, NodeStatus.PENDING)
@@ -241,11 +245,12 @@ def _resource_names(
     return {name for units in vectors for name, _ in units}
 
 
-def _pod_order(node: WorkerNode, group: WorkerGroup) -> tuple[int, float, str]:
+def _pod_order(node: WorkerNode, group: WorkerGroup, now_s: float) -> tuple[int, float, str]:
     """Which pods take demand first: pending, then not yet idle long enough, least idle."""
     if node.status is NodeStatus.PENDING:
         return (0, 0.0, node.pod)
-    return (1 if node.idle_s >= group.idle_timeout_s else 0, node.idle_s, node.pod)
+    idle = node.idle_at(now_s)
+    return (1 if idle >= group.idle_timeout_s else 0, idle, node.pod)
 
 
 def _shapes(

@@ -38,7 +38,7 @@ def group_plan(ctx: Context, out: RunResult, i: int, nodes: list[WorkerNode]) ->
     ]
     decisions += ctx.caps.decisions[i]
     leaving = ctx.caps.leaving[i]
-    idle = idle_pods(g, nodes, out.busy, set(leaving))
+    idle = idle_pods(g, nodes, out.busy, set(leaving), ctx.inp.now_s)
     room = max(0, ctx.staying[i] - g.min_replicas) if out.new[i] == 0 else 0
     removable = tuple(n.pod for n in idle[:room])
     if len(idle) > room:
@@ -68,21 +68,20 @@ def group_plan(ctx: Context, out: RunResult, i: int, nodes: list[WorkerNode]) ->
 
 
 def idle_pods(
-    g: WorkerGroup, nodes: list[WorkerNode], busy: set[str], leaving: set[str]
+    g: WorkerGroup, nodes: list[WorkerNode], busy: set[str], leaving: set[str], now_s: float
 ) -> list[WorkerNode]:
-    """Running pods with nothing in use or needed, idle at least the timeout, longest first."""
-    return sorted(
-        (
-            n
-            for n in nodes
-            if n.status is NodeStatus.RUNNING
-            and n.pod not in busy
-            and n.pod not in leaving
-            and n.available == n.total
-            and n.idle_s >= g.idle_timeout_s
-        ),
-        key=lambda n: (-n.idle_s, n.pod),
-    )
+    """Running pods with nothing in use or needed, idle at least the timeout at ``now_s``,
+    longest first."""
+    idle = [
+        (n.idle_at(now_s), n)
+        for n in nodes
+        if n.status is NodeStatus.RUNNING
+        and n.pod not in busy
+        and n.pod not in leaving
+        and n.available == n.total
+    ]
+    kept = sorted((t for t in idle if t[0] >= g.idle_timeout_s), key=lambda t: (-t[0], t[1].pod))
+    return [n for _, n in kept]
 
 
 def _limit(step: Why, g: WorkerGroup) -> int | None:

@@ -137,9 +137,9 @@ def node_samples(cluster: str, n: WorkerNode, when: float) -> list[Sample]:
 def idle_since(n: WorkerNode, when: float) -> float:
     """The idle-since time exported for ``n`` in a snapshot taken at ``when``: the node's own
     (the agent keeps it across polls), else ``when`` minus its idle time; 0 when not idle."""
-    if n.idle_s <= 0:
-        return 0.0
-    return n.idle_since_s if n.idle_since_s > 0 else when - n.idle_s
+    if n.idle_since_s > 0:
+        return n.idle_since_s
+    return when - n.idle_s if n.idle_s > 0 else 0.0
 
 
 def node_info(cluster: str, n: WorkerNode) -> Sample:

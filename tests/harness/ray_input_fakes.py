@@ -3,12 +3,13 @@ group ``cpu``, status replies carrying the seed's demand, a reader counting its 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
 from keda_ray_scaler.agent.ray.ray_state import DemandRead, RayReader
-from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY
+from keda_ray_scaler.agent.ray.ray_status import V1_REQUEST_KEY, RayState
 from keda_ray_scaler.agent.ray.refusal_log import RefusalLog
 from keda_ray_scaler.agent.ray.refusals import Refusal
 from keda_ray_scaler.errors import RayError
@@ -19,6 +20,15 @@ from keda_ray_scaler.model import Bundle, ClusterSpec, Resources, WorkerGroup
 
 SPEC = ClusterSpec("demo", (WorkerGroup("cpu", Resources.of(CPU=10), max_replicas=50),))
 SEED = Bundle(Resources.of(CPU=5), 20)
+#: The memos' clock in the tests of the reader's memos: idle-since times are taken at it.
+T = 1_700_000_000.0
+
+
+def timed(state: RayState, at: float = T) -> RayState:
+    """``state`` with each node's idle time at ``at`` as its own (to the millisecond, as Ray
+    gives it) and no idle-since time: as ``parse_status`` gives it, with no clock."""
+    nodes = tuple(replace(n, idle_s=round(n.idle_at(at), 3), idle_since_s=0.0) for n in state.nodes)
+    return replace(state, nodes=nodes)
 
 
 def node(

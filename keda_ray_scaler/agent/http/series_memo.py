@@ -116,8 +116,8 @@ def node_runs(cluster: str, node: WorkerNode, kept: _NodeRuns | None, when: floa
 def _same(
     last: tuple[str, tuple[WorkerNode, ...]], cluster: str, nodes: tuple[WorkerNode, ...]
 ) -> bool:
-    """Whether ``cluster`` and ``nodes`` are ``last``'s very cluster and nodes (by identity: a
-    node's idle-since time is not compared by ``==``)."""
+    """Whether ``cluster`` and ``nodes`` are ``last``'s very cluster and nodes (by identity: at
+    a fraction of ``==``'s cost)."""
     return last[0] == cluster and len(last[1]) == len(nodes) and all(map(is_, last[1], nodes))
 
 
@@ -154,8 +154,9 @@ def idle_moved(
     None when every entry is kept (``entries`` is the answer)."""
     out, moved = [], False
     for kept, node in zip(entries, nodes, strict=True):
-        idle, since = node.idle_s, node.idle_since_s  # encoding.idle_since, inline: every node
-        since = 0.0 if idle <= 0 else since if since > 0 else when - idle
+        since = node.idle_since_s  # encoding.idle_since, inline: every node
+        if since <= 0:
+            since = when - node.idle_s if node.idle_s > 0 else 0.0
         if same_value(kept.idle_value, since):
             out.append(kept)
             continue

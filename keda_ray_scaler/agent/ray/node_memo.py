@@ -7,11 +7,12 @@ they said at the last parse: at 1,000 nodes with a tenth of them changing, readi
 resource maps and labels again was two thirds of the parse. So each live node is read once per
 :func:`node_key`: its ``NodeState`` serialized (deterministically) without what the GCS changes
 at every call (``node_state_version``, ``idle_duration_ms``), beside the pod and group it was
-mapped to. The same key gives the same node, its idle time from this reply and its idle-since
-time kept (:func:`idle_since`); the node's labels' refusals and whether it is starting are kept
-with it. Everything else of the parse (the mapping
-to pods, the rules of :mod:`~keda_ray_scaler.agent.ray.refusals` on names and IPs, the newest
-node of a pod) runs at every parse as before. Only the last parse's nodes are kept.
+mapped to. The same key gives the same node, its idle-since time kept (:func:`idle_since`):
+a node holds no idle time of its own (``WorkerNode.idle_at`` takes it at the poll's time), so
+an idle node whose Ray state is unchanged is the very node of the last parse. The node's
+labels' refusals and whether it is starting are kept with it. Everything else of the parse (the
+mapping to pods, the rules of :mod:`~keda_ray_scaler.agent.ray.refusals` on names and IPs, the
+newest node of a pod) runs at every parse as before. Only the last parse's nodes are kept.
 """
 
 from __future__ import annotations
@@ -51,13 +52,14 @@ def idle_since(kept_s: float, idle_s: float, now_s: float) -> float:
 
 
 def idle_for(node: WorkerNode, idle_s: float, now_s: float) -> WorkerNode:
-    """``node`` idle for ``idle_s`` at ``now_s``, its idle-since time kept (:func:`idle_since`);
-    ``node`` itself when neither changes (``dataclasses.replace`` at half its cost otherwise)."""
+    """``node`` idle for ``idle_s`` at ``now_s``: its idle-since time, kept (:func:`idle_since`),
+    and no idle time of its own; ``node`` itself when that is what it holds
+    (``dataclasses.replace`` at half its cost otherwise)."""
     since = idle_since(node.idle_since_s, idle_s, now_s)
-    if idle_s == node.idle_s and since == node.idle_since_s:
+    if since == node.idle_since_s and node.idle_s == 0:
         return node
     values = list(_ALL(node))
-    values[_IDLE], values[_SINCE] = idle_s, since
+    values[_IDLE], values[_SINCE] = 0.0, since
     return WorkerNode(*values)
 
 

@@ -294,6 +294,7 @@ class RayReader:
         self._session = session
 
     async def nodes(self) -> tuple[WorkerNode, ...]:
-        """Mapped worker nodes (RayView): unmapped nodes are left out, they have no pod."""
+        """Mapped worker nodes (RayView), idle times their own: unmapped nodes are left out,
+        they have no pod."""
         state = await self._read()
-        return tuple(n for n in state.nodes if n.group)
+        return self._memo.idle_now(n for n in state.nodes if n.group)

@@ -7,9 +7,9 @@ gives each idle node the idle time reported plus the time since that report
 the state serialized (deterministically) with the counters and idle times zeroed, beside every
 other input of :func:`~keda_ray_scaler.agent.ray.ray_status.parse_status` (the pods and their
 IPs, R1's task demand, ``request_resources()``'s KV value, the nodes' ages, the worker groups).
-When all are equal to the last parse's, its state is the answer, each node's idle time taken
-from this reply (the very state when they did not move either) and its idle-since time kept
-while within a second of the one computed now
+When all are equal to the last parse's, its state is the answer, each node's idle-since time
+taken from this reply's idle time but kept while within a second of the one computed now (the
+very state when no node's moved: a node holds no idle time of its own)
 (:func:`~keda_ray_scaler.agent.ray.node_memo.idle_since`: the time exported, so an idle node's
 series stays the same); anything else is parsed,
 each node that says what it said at the last parse taken from it
@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from keda_ray_scaler.agent.ray.node_memo import IDLE_SINCE_TOLERANCE_S as TOLERANCE_S
 from keda_ray_scaler.agent.ray.node_memo import NodeMemo, idle_for, node_keys
 from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
@@ -32,7 +33,7 @@ from keda_ray_scaler.gcs._generated.autoscaler_pb2 import (
     ClusterResourceState,
     GetClusterStatusReply,
 )
-from keda_ray_scaler.model import ClusterSpec
+from keda_ray_scaler.model import ClusterSpec, WorkerNode
 
 
 def steady_part(state: ClusterResourceState) -> tuple[bytes, tuple[int, ...]]:
@@ -42,17 +43,17 @@ def steady_part(state: ClusterResourceState) -> tuple[bytes, tuple[int, ...]]:
     Those fields are zeroed for the serialization and set back after it (a copy of the state
     costs as much again): ``state`` is left as it was."""
     nodes = state.node_states
-    idle = tuple(ns.idle_duration_ms for ns in nodes)
-    versions = tuple(ns.node_state_version for ns in nodes)
+    saved = [(ns, ns.idle_duration_ms, ns.node_state_version) for ns in nodes]  # one pass
     counters = (state.cluster_resource_state_version, state.last_seen_autoscaler_state_version)
     for ns in nodes:
         ns.idle_duration_ms = ns.node_state_version = 0
     state.cluster_resource_state_version = state.last_seen_autoscaler_state_version = 0
     try:
-        return state.SerializeToString(deterministic=True), idle
+        return state.SerializeToString(deterministic=True), tuple([s[1] for s in saved])
     finally:
-        for ns, idle_ms, version in zip(nodes, idle, versions, strict=True):
-            ns.idle_duration_ms, ns.node_state_version = idle_ms, version
+        for ns, idle_ms, version in saved:
+            ns.idle_duration_ms = idle_ms
+            ns.node_state_version = version
         state.cluster_resource_state_version, state.last_seen_autoscaler_state_version = counters
 
 
@@ -93,14 +94,24 @@ def _places(reply: GetClusterStatusReply, state: RayState) -> tuple[tuple[int, i
 def with_idle(
     last: _Parsed, places: tuple[tuple[int, int], ...], idle_ms: tuple[int, ...], now_s: float
 ) -> RayState:
-    """``last``'s state with each node's idle time as ``idle_ms`` says at ``now_s``, its
+    """``last``'s state with each node idle since when ``idle_ms`` says at ``now_s``, its
     idle-since time kept within the tolerance (``places``: which node of the state each of the
-    reply's is; pure)."""
-    nodes = list(last.state.nodes)
+    reply's is; pure); ``last``'s state itself when no node's moved."""
+    nodes, was = last.state.nodes, last.idle_ms
+    out: list[WorkerNode] | None = None
     for i, j in places:
-        if idle_ms[i] != last.idle_ms[i]:
-            nodes[j] = idle_for(nodes[j], idle_ms[i] / 1000.0, now_s)
-    return replace(last.state, nodes=tuple(nodes))
+        ms = idle_ms[i]
+        if ms == was[i]:
+            continue
+        node = nodes[j]
+        kept = node.idle_since_s  # idle_for's answer for most idle nodes, inline: every node
+        if ms > 0 < kept and abs(now_s - ms / 1000.0 - kept) <= TOLERANCE_S and not node.idle_s:
+            continue
+        moved = idle_for(node, ms / 1000.0, now_s)
+        if moved is not node:
+            out = list(nodes) if out is None else out
+            out[j] = moved
+    return last.state if out is None else replace(last.state, nodes=tuple(out))
 
 
 class StatusMemo:
@@ -114,6 +125,13 @@ class StatusMemo:
         self._nodes = NodeMemo()  # the nodes of the last parse: a parse reads only new ones
         #: how many parses were answered from the last one (the tests' and the bench's count)
         self.reused = 0
+        self._read_s = 0.0  # when the last reply was read
+
+    def idle_now(self, nodes: Iterable[WorkerNode]) -> tuple[WorkerNode, ...]:
+        """``nodes`` (of the last reply read) each with its idle time when it was read as its
+        own ``idle_s`` (``WorkerNode.idle_at``): what a victim's re-check reads."""
+        at = self._read_s
+        return tuple(n if n.idle_since_s <= 0 else replace(n, idle_s=n.idle_at(at)) for n in nodes)
 
     @property
     def steady(self) -> bytes | None:
@@ -134,7 +152,7 @@ class StatusMemo:
         """``parse_status`` of these arguments (its signature), from the last parse when only
         the counters and idle times differ."""
         steady, idle_ms = steady_part(reply.cluster_resource_state)
-        now_s = self._now()
+        now_s = self._read_s = self._now()
         inputs = _Inputs(
             steady,
             cluster,

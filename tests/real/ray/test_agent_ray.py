@@ -128,10 +128,11 @@ async def test_a_node_without_kuberay_variables_maps_by_pod_ip(
 
 
 async def test_idle_seconds_come_from_the_raw_node_state(gcs: GcsConnection) -> None:
-    """Idle workers report Ray's idle_duration_ms (not the parsed status' 0) as seconds."""
+    """Idle workers report Ray's idle_duration_ms (not the parsed status' 0): the reader keeps
+    it as the time each became idle, so each is idle >= 2 s now."""
     reader = RayReader(gcs, SPEC)
-    state = await read_until(reader, lambda s: all(n.idle_s >= 2.0 for n in s.nodes))
-    assert all(n.idle_s >= 2.0 for n in state.nodes)
+    state = await read_until(reader, lambda s: all(n.idle_at(time.time()) >= 2.0 for n in s.nodes))
+    assert all(0 < n.idle_since_s < time.time() - 2.0 for n in state.nodes)
     assert {n.status for n in state.nodes} == {NodeStatus.RUNNING}
 
 
@@ -140,8 +141,9 @@ async def test_busy_nodes_have_no_idle_time_and_no_free_cpu(
 ) -> None:
     """A node whose CPUs are all held is idle 0 s with 0 CPU available."""
     reader = RayReader(gcs, SPEC)
-    state = await read_until(reader, lambda s: all(n.idle_s == 0 for n in s.nodes))
-    assert [(n.idle_s, n.available.get("CPU")) for n in state.nodes] == [(0.0, 0)] * 3
+    state = await read_until(reader, lambda s: all(n.idle_since_s == 0 for n in s.nodes))
+    now = time.time()
+    assert [(n.idle_at(now), n.available.get("CPU")) for n in state.nodes] == [(0.0, 0)] * 3
     # their workers run: Ray says so in node_activity, so no pod is "starting"
     state = await read_until(reader, lambda s: not s.starting)
     assert state.starting == frozenset()

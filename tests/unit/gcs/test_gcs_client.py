@@ -282,10 +282,11 @@ async def test_the_reader_parses_the_status_and_reads_the_v1_key_without_constra
     served.gcs.kv[(b"", V1_REQUEST_KEY)] = b'[{"GPU": 1}, {"GPU": 1}]'
     gcs = GcsConnection(served.address)
     try:
-        state = await RayReader(gcs, SPEC, timeout_s=5).read()
+        state = await RayReader(gcs, SPEC, timeout_s=5, now=lambda: 1_700_000_000.0).read()
     finally:
         await gcs.close()
-    assert [(n.pod, n.group, n.idle_s) for n in state.nodes] == [("ray-cpu-a", "cpu", 2.5)]
+    idle = [(n.pod, n.group, n.idle_at(1_700_000_000.0)) for n in state.nodes]
+    assert idle == [("ray-cpu-a", "cpu", 2.5)]
     assert state.demand.bundles == (Bundle(Resources.of(CPU=5), 20),)
     assert state.demand.constraints == (Bundle(Resources.of(GPU=1), 2),)
     assert [rpc for rpc, _, _ in served.gcs.calls] == ["GetClusterStatus", "InternalKVGet"]

@@ -37,14 +37,20 @@ def test_a_busy_node_has_none_and_turning_idle_starts_anew() -> None:
     assert idle_since(0.0, 2.0, T + 5.0) == T + 3.0
 
 
-def test_a_node_whose_idle_time_grew_keeps_its_time_and_its_other_fields() -> None:
-    """idle_for: the same node for the same idle time and time kept, else a copy with both."""
-    node_ = WorkerNode("w", "cpu", CPU, CPU, 60.0, node_id="n", idle_since_s=T - 60.0)
+def test_a_node_whose_idle_time_grew_is_the_same_node_its_time_kept() -> None:
+    """idle_for: the same node while its idle-since time is kept (its idle time, taken at the
+    time asked, grows with the clock), else a copy with the new time and its other fields; a
+    node as a parse made it (Ray's idle time its own) holds the idle-since time alone."""
+    node_ = WorkerNode("w", "cpu", CPU, CPU, node_id="n", idle_since_s=T - 60.0)
     assert idle_for(node_, 60.0, T) is node_
     grown = idle_for(node_, 65.2, T + 5.0)
-    assert (grown.idle_s, grown.idle_since_s, grown.pod, grown.node_id) == (65.2, T - 60, "w", "n")
+    assert grown is node_ and grown.idle_at(T + 5.0) == 65.0
+    again = idle_for(node_, 3.0, T + 5.0)
+    assert (again.idle_s, again.idle_since_s, again.pod, again.node_id) == (0.0, T + 2, "w", "n")
     busy = idle_for(grown, 0.0, T + 10.0)
     assert (busy.idle_s, busy.idle_since_s) == (0.0, 0.0)
+    made = idle_for(WorkerNode("w", "cpu", CPU, CPU, 60.0, node_id="n"), 60.0, T)
+    assert (made.idle_s, made.idle_since_s, made.idle_at(T)) == (0.0, T - 60.0, 60.0)
 
 
 def reply(call: int, idle_ms: int) -> GetClusterStatusReply:
@@ -59,15 +65,16 @@ def reply(call: int, idle_ms: int) -> GetClusterStatusReply:
 
 def test_the_reader_keeps_an_idle_nodes_time_over_unchanged_and_changed_replies() -> None:
     """Polls 5 s apart, Ray's idle time off by up to 0.3 s: the time read at the first poll is
-    the time of every later one, whether the reply was parsed again or not."""
+    the time of every later one, whether the reply was parsed again or not; the idle time is
+    the clock's since then."""
     clock = [T]
     memo = StatusMemo(lambda: clock[0])
     times = []
     for call, idle_ms in enumerate((60_000, 65_300, 69_800, 75_100), start=1):
         # the ages alternate: every other reply is parsed again (through the node memo)
         state = memo.parse(reply(call, idle_ms), SPEC, first_seen={"x": call % 2})
-        times.append({n.pod: (n.idle_s, n.idle_since_s) for n in state.nodes})
+        times.append({n.pod: (n.idle_at(clock[0]), n.idle_since_s) for n in state.nodes})
         clock[0] += 5.0
     assert [t["w-b"][1] for t in times] == [T - 60.0] * 4
-    assert [t["w-b"][0] for t in times] == [60.0, 65.3, 69.8, 75.1]
+    assert [t["w-b"][0] for t in times] == [60.0, 65.0, 70.0, 75.0]
     assert {t["w-a"] for t in times} == {(0.0, 0.0)}

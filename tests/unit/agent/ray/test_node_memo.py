@@ -1,12 +1,12 @@
 """A reply that says something new is parsed, but a node that says what it said at the last
-parse is not read again (issue 39): taken from the last parse, its idle time from this reply,
-and the state is parse_status's exactly."""
+parse is not read again (issue 39): taken from the last parse, its idle-since time from this
+reply, and the state is parse_status's exactly (its idle times taken at the memo's clock)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ray_input_fakes import SPEC, hexid, node, status
+from ray_input_fakes import SPEC, T, hexid, node, status, timed
 
 from keda_ray_scaler.agent.ray.node_memo import NodeMemo, node_keys
 from keda_ray_scaler.agent.ray.ray_status import parse_status
@@ -44,45 +44,46 @@ def nodes_of(memo: StatusMemo) -> NodeMemo:
 def test_a_changed_node_after_an_unchanged_parse_is_read_anew_the_others_taken() -> None:
     """Demand and w-c change: the reply is parsed, w-a and w-b taken from the last parse (w-b
     with its new idle time), w-c read again; the state is parse_status's."""
-    memo = StatusMemo()
+    memo = StatusMemo(now=lambda: T)
     memo.parse(reply(1), SPEC)
     changed = reply(2, free_c=4, idle_ms=125_000, count=21)
     state = memo.parse(changed, SPEC)
-    assert state == parse_status(changed, SPEC)
+    assert timed(state) == parse_status(changed, SPEC)
     assert nodes_of(memo).reused == 2
     by_pod = {n.pod: n for n in state.nodes}
-    assert (by_pod["w-b"].idle_s, by_pod["w-c"].available) == (125.0, Resources.of(CPU=4))
+    assert (by_pod["w-b"].idle_at(T), by_pod["w-c"].available) == (125.0, Resources.of(CPU=4))
 
 
 def test_a_node_that_says_the_same_is_the_very_node_of_the_last_parse() -> None:
     """The busy node's idle time did not move: its node is the last state's (kept by identity,
-    so nothing after the parse compares it field by field); the idle one's is a new node."""
-    memo = StatusMemo()
+    so nothing after the parse compares it field by field); the idle one's, idle 10 s more at
+    the same time, is a new node."""
+    memo = StatusMemo(now=lambda: T)
     first = {n.pod: n for n in memo.parse(reply(1), SPEC).nodes}
     then = {n.pod: n for n in memo.parse(reply(2, idle_ms=130_000, count=19), SPEC).nodes}
     assert then["w-a"] is first["w-a"]
-    assert then["w-b"] is not first["w-b"] and then["w-b"].idle_s == 130.0
+    assert then["w-b"] is not first["w-b"] and then["w-b"].idle_at(T) == 130.0
 
 
 def test_a_node_mapped_to_another_pod_is_read_again() -> None:
     """The pods' IPs are inputs of the mapping: w-c's pod moved to another IP, so the node
     (whose IP is no longer its pod's) is refused as parse_status refuses it, not taken."""
-    memo = StatusMemo()
+    memo = StatusMemo(now=lambda: T)
     memo.parse(reply(1), SPEC, pods=[PodRef("w-c", "cpu", ("10.0.0.3",))])
     moved = [PodRef("w-c", "cpu", ("10.9.9.9",))]
     state = memo.parse(reply(2, count=21), SPEC, pods=moved)
-    assert state == parse_status(reply(2, count=21), SPEC, pods=moved)
+    assert timed(state) == parse_status(reply(2, count=21), SPEC, pods=moved)
     assert "w-c" not in {n.pod for n in state.nodes}
 
 
 def test_a_node_listed_twice_is_two_nodes_after_a_parse_that_kept_it() -> None:
     """The same node twice: each occurrence a node of its own (the parse tells a pod's nodes
     apart by identity), as parse_status makes them."""
-    memo = StatusMemo()
+    memo = StatusMemo(now=lambda: T)
     twice = status(node(C, "w-c", "10.0.0.3"), node(C, "w-c", "10.0.0.3"))
     memo.parse(status(node(C, "w-c", "10.0.0.3")), SPEC)
     state = memo.parse(twice, SPEC)
-    assert state == parse_status(twice, SPEC)
+    assert timed(state) == parse_status(twice, SPEC)
     assert state.superseded == parse_status(twice, SPEC).superseded
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ray_input_fakes import SPEC, hexid, node, status
+from ray_input_fakes import SPEC, T, hexid, node, status, timed
 
 from keda_ray_scaler.agent.ray import status_memo
 from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
@@ -18,6 +18,11 @@ from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import ClusterSpec, Resources, WorkerGroup
 
 A, B, C = b"a", b"b", b"c"
+
+
+def memo_at_t() -> StatusMemo:
+    """A memo whose clock shows :data:`T`."""
+    return StatusMemo(now=lambda: T)
 
 
 def answer(call: int, *, idle_ms: int = 120_000, count: int = 20, **kw: Any) -> Any:
@@ -54,20 +59,20 @@ def test_an_answer_that_moved_only_its_counters_and_idle_times_is_not_parsed_aga
 ) -> None:
     """Call 2 differs from call 1 only where the GCS differs at every call: no parse, and the
     state is parse_status's of call 2 exactly (the idle pod's idle time moved on)."""
-    memo = StatusMemo()
+    memo = memo_at_t()
     memo.parse(answer(1), SPEC)
     state = memo.parse(answer(2, idle_ms=125_000), SPEC)
     assert (len(parses), memo.reused) == (1, 1)
-    assert state == parse_status(answer(2, idle_ms=125_000), SPEC)
-    assert {n.pod: n.idle_s for n in state.nodes} == {"w-a": 0.0, "w-b": 125.0}
+    assert timed(state) == parse_status(answer(2, idle_ms=125_000), SPEC)
+    assert {n.pod: n.idle_at(T) for n in state.nodes} == {"w-a": 0.0, "w-b": 125.0}
 
 
 def test_answers_alike_are_answered_alike_poll_after_poll(parses: list[int]) -> None:
     """Ten polls of an idle cluster: one parse, each state the one parse_status gives."""
-    memo = StatusMemo()
+    memo = memo_at_t()
     for call in range(1, 11):
         reply = answer(call, idle_ms=120_000 + 5_000 * call)
-        assert memo.parse(reply, SPEC) == parse_status(reply, SPEC)
+        assert timed(memo.parse(reply, SPEC)) == parse_status(reply, SPEC)
     assert len(parses) == 1
 
 
@@ -110,28 +115,28 @@ def test_a_changed_answer_is_parsed_again(
     """Anything else that differs is parsed again, and read as parse_status reads it."""
     make, inputs = change
     cluster = inputs.pop("cluster", SPEC)
-    memo = StatusMemo()
+    memo = memo_at_t()
     memo.parse(answer(1), SPEC)
     state = memo.parse(make(2), cluster, **inputs)
     assert (len(parses), memo.reused) == (2, 0)
-    assert state == parse_status(make(2), cluster, **inputs)
+    assert timed(state) == parse_status(make(2), cluster, **inputs)
 
 
 def test_the_memo_never_changes_the_reply_it_reads() -> None:
     """The reply keeps its counters and idle times (R1 and the version check read it after)."""
     reply = answer(7, idle_ms=130_000)
     before = reply.SerializeToString()
-    StatusMemo().parse(reply, SPEC)
+    memo_at_t().parse(reply, SPEC)
     assert reply.SerializeToString() == before
 
 
 def test_a_reply_listing_a_node_id_twice_is_always_parsed(parses: list[int]) -> None:
     """No node can be told from the other by its id: each such reply is parsed whole."""
-    memo = StatusMemo()
+    memo = memo_at_t()
     twice = [node(C, "w-c", "10.0.0.3"), node(C, "w-c", "10.0.0.3")]
     for call in (1, 2):
         reply = answer(call, more=twice)
-        assert memo.parse(reply, SPEC) == parse_status(reply, SPEC)
+        assert timed(memo.parse(reply, SPEC)) == parse_status(reply, SPEC)
     assert (len(parses), memo.reused) == (2, 0)
 
 
@@ -140,8 +145,23 @@ def test_a_reply_with_the_same_idle_times_too_is_answered_with_the_last_state_it
 ) -> None:
     """Only the counters moved: the state is the last one, not a copy (what follows the read
     finds every node the same by identity); a change after it is parsed."""
-    memo = StatusMemo()
+    memo = memo_at_t()
     first = memo.parse(answer(1), SPEC)
     assert memo.parse(answer(2), SPEC) is first
     changed = memo.parse(answer(3, count=21), SPEC)
-    assert changed == parse_status(answer(3, count=21), SPEC) and len(parses) == 2
+    assert timed(changed) == parse_status(answer(3, count=21), SPEC) and len(parses) == 2
+
+
+def test_an_idle_node_whose_idle_time_grew_with_the_clock_is_answered_with_the_last_state(
+    parses: list[int],
+) -> None:
+    """Ray's idle time grew as the clock did (give or take its reports' timing): the idle-since
+    time is the one kept, so the state is the last one itself, no node made again; its idle
+    time is taken at the time asked."""
+    clock = [T]
+    memo = StatusMemo(now=lambda: clock[0])
+    first = memo.parse(answer(1, idle_ms=120_000), SPEC)
+    clock[0] = T + 5.0
+    assert memo.parse(answer(2, idle_ms=125_300), SPEC) is first
+    assert {n.pod: n.idle_at(T + 5.0) for n in first.nodes} == {"w-a": 0.0, "w-b": 125.0}
+    assert len(parses) == 1
