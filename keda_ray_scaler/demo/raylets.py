@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import structlog
 
@@ -30,16 +32,32 @@ def free_port() -> int:
     return distinct_free_ports(1)[0]
 
 
+#: Ports handed out (Linux's default ``ip_local_port_range`` starts at 32768): below the range
+#: the kernel picks outgoing connections' source ports from, so none of those takes one.
+PORT_RANGE: Final = (20000, 32767)
+
+
 def distinct_free_ports(n: int) -> list[int]:
-    """``n`` TCP ports free on 127.0.0.1 now, all different (held open together while chosen).
+    """``n`` TCP ports free on 127.0.0.1 now, all different (held open together while chosen),
+    drawn from :data:`PORT_RANGE`.
 
     A Ray head is given every port it would otherwise pick at random: left to itself Ray 2.10
-    picked the GCS's own port for ``metrics_export`` and refused to start (CI, 2026-11-27)."""
+    picked the GCS's own port for ``metrics_export`` and refused to start (CI, 2026-11-27). Not
+    a port the kernel chose (``bind(0)``): that is one of its ephemeral ports, and a Ray
+    process's own outgoing connection took one as its source port before the head bound it
+    (``ray_client_server`` "Address already in use", CI, 2026-11-28)."""
+    draw = random.Random()
     with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
+        ports: list[int] = []
+        while len(ports) < n:
+            sock = stack.enter_context(socket.socket())
+            port = draw.randint(*PORT_RANGE)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            ports.append(port)
+        return ports
 
 
 @dataclass
