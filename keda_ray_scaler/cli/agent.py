@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from keda_ray_scaler.agent.joining.join_tracker import JoinTracker
     from keda_ray_scaler.agent.kube.object_watch import WatchSettings
     from keda_ray_scaler.agent.kube.pod_cache import PodCache
+    from keda_ray_scaler.agent.kuberay.kuberay_api import ScaledObjectRefusals
     from keda_ray_scaler.agent.kuberay.raycluster_watch import RayClusterWatch
+    from keda_ray_scaler.agent.kuberay.round_reads import Watches
     from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
     from keda_ray_scaler.agent.modes import Applier
 
@@ -107,8 +109,10 @@ def _kuberay_applier(
     clock: SystemClock,
     registry: CollectorRegistry,
     planned: PlannedTargets | None,
+    reads: tuple[Watches, ScaledObjectRefusals] | None = None,
 ) -> ApplierFactory:
-    """KubeRay mode's applier, made once the victims and the join tracker exist."""
+    """KubeRay mode's applier, made once the victims and the join tracker exist; its reads
+    and refusals ``reads`` (None: by GET)."""
     from kubernetes import client
 
     from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
@@ -118,7 +122,11 @@ def _kuberay_applier(
         KubeRaySettings,
         ScaledObjectRefusals,
     )
+    from keda_ray_scaler.agent.kuberay.round_reads import Watches
 
+    if reads is None:  # every read by GET
+        reads = (Watches(), ScaledObjectRefusals(registry, cluster=args.raycluster))
+    watches, refusals = reads
     settings = ApplierSettings(
         cluster=args.raycluster, lead_up=args.scale_up_lead, lead_down=args.scale_down_lead
     )
@@ -129,7 +137,7 @@ def _kuberay_applier(
                 client.CustomObjectsApi(api.api_client),
                 KubeRaySettings(namespace=args.namespace, raycluster=args.raycluster),
                 cache.api_errors,  # one failed-call counter per registry
-                refusals=ScaledObjectRefusals(registry, cluster=args.raycluster),
+                refusals=refusals,
             ),
             cache,
             lambda: cache.synced,
@@ -139,6 +147,7 @@ def _kuberay_applier(
             settings,
             backoff=joins.backoff_message,
             planned=planned,
+            watches=watches,
         )
 
     return make
@@ -182,13 +191,25 @@ def _raycluster_watch(
     return RayClusterWatch(*_custom_objects(args, api), spec, registry, on_uid=on_uid)
 
 
-def _replicas_wake(args: argparse.Namespace, api: Any, tasks: list[asyncio.Task[None]]) -> Any:
-    """KubeRay mode: the RayWorkerGroups watched; their new replicas wake the applier."""
+def _kuberay_reads(
+    args: argparse.Namespace,
+    api: Any,
+    registry: CollectorRegistry,
+    watch: RayClusterWatch,
+    tasks: list[asyncio.Task[None]],
+) -> tuple[tuple[Watches, ScaledObjectRefusals], asyncio.Event]:
+    """KubeRay mode: the applier's reads, from ``watch`` and the watches of the RayWorkerGroups
+    and ScaledObjects started here; the event the groups' new replicas set (a wake)."""
+    from keda_ray_scaler.agent.kuberay.kuberay_api import ScaledObjectRefusals
+    from keda_ray_scaler.agent.kuberay.round_reads import Watches
     from keda_ray_scaler.agent.kuberay.rwg_watch import replicas_watch
+    from keda_ray_scaler.agent.kuberay.scaledobject_watch import scaled_object_watch
 
-    watch, wake = replicas_watch(*_custom_objects(args, api))
-    tasks.append(asyncio.create_task(watch.run()))
-    return wake.event
+    rwg_watch, rwgs = replicas_watch(*_custom_objects(args, api))
+    refusals = ScaledObjectRefusals(registry, cluster=args.raycluster)
+    scaled_watch, scaled = scaled_object_watch(*_custom_objects(args, api), refusals)
+    tasks += [asyncio.create_task(rwg_watch.run()), asyncio.create_task(scaled_watch.run())]
+    return (Watches(watch, rwgs, scaled), refusals), rwgs.event
 
 
 async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection, api: Any) -> None:
@@ -200,18 +221,19 @@ async def _main(args: argparse.Namespace, spec: ClusterSpec, gcs: GcsConnection,
     tasks: list[asyncio.Task[None]] = []
     registry = CollectorRegistry()
     specs: ClusterSpec | RayClusterWatch = spec
+    watch: RayClusterWatch | None = None
     cache = None if args.no_scale_down else _pod_cache(args, api, spec, registry)
     if args.raycluster is not None:  # KubeRay mode: the RayCluster read continuously
         on_uid = None if cache is None else cache.expect_owner_uid  # its pods must name it
-        specs = _raycluster_watch(args, api, spec, registry, on_uid)
-        tasks.append(asyncio.create_task(specs.run()))
+        specs = watch = _raycluster_watch(args, api, spec, registry, on_uid)
+        tasks.append(asyncio.create_task(watch.run()))
     applier: ApplierFactory | None = None
     wake: asyncio.Event | None = None
     planned: PlannedTargets | None = None
-    if cache is not None and args.raycluster is not None:  # KubeRay mode: RWGs -> RayCluster
-        wake = _replicas_wake(args, api, tasks)
+    if cache is not None and watch is not None:  # KubeRay mode: RWGs -> RayCluster
+        reads, wake = _kuberay_reads(args, api, registry, watch, tasks)
         planned = _planned_targets(args, wake)
-        applier = _kuberay_applier(args, api, cache, clock, registry, planned)
+        applier = _kuberay_applier(args, api, cache, clock, registry, planned, reads)
     stop = asyncio.Event()
     head = HeadRefusal(clock)  # a Ray version refused: alive, not ready
     agent = build_agent(

@@ -194,7 +194,7 @@ def agent_identity(
             "resources": ["rayworkergroups"],
             "verbs": ["list", "watch"],
         },
-        {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["list"]},
+        {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["list", "watch"]},
     ]
     if worker_groups:  # an empty resourceNames would grant every name: no rule instead
         status = {

@@ -35,6 +35,7 @@ from keda_ray_scaler.agent.kube.pod_owner import raycluster_owner
 from keda_ray_scaler.agent.kuberay.applier import KubeRayApplier
 from keda_ray_scaler.agent.kuberay.group_round import ApplierSettings
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi, KubeRaySettings
+from keda_ray_scaler.agent.kuberay.round_reads import Watches
 
 RAYCLUSTERS = kmock.resource("ray.io/v1/rayclusters")
 RAYWORKERGROUPS = kmock.resource("keda-ray-scaler.io/v1alpha1/rayworkergroups")
@@ -192,9 +193,13 @@ def kuberay_api(emulator: KubeRayEmulator, errors: KubeApiErrors) -> KubeRayApi:
 
 
 def applier_on(
-    emulator: KubeRayEmulator, cache: PodCache, registry: CollectorRegistry
+    emulator: KubeRayEmulator,
+    cache: PodCache,
+    registry: CollectorRegistry,
+    watches: Watches | None = None,
 ) -> KubeRayApplier:
-    """RayCluster demo's applier on ``emulator`` and the pod cache, with no victims, no lead."""
+    """RayCluster demo's applier on ``emulator`` and the pod cache, with no victims, no lead;
+    reading from ``watches`` (None: by GET)."""
     return KubeRayApplier(
         kuberay_api(emulator, cache.api_errors),
         cache,
@@ -203,4 +208,5 @@ def applier_on(
         FakeClock(1_790_000_000.0, advance_on_sleep=False),
         registry,
         ApplierSettings(cluster="demo"),
+        watches=watches,
     )

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -50,6 +49,8 @@ import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
+
+from keda_ray_scaler.demo import raylets
 
 PROMETHEUS_BIN = Path(os.environ.get("PROMETHEUS_BIN", "/usr/bin/prometheus"))
 #: The scrape job the project ships for a Prometheus without the operator.
@@ -74,11 +75,10 @@ BASIC_AUTH_BCRYPT = "$2b$04$abcdefghijklmnopqrstuuaUNpTaGyHErb7YklXKRt/SEtSLxPST
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that was free a moment ago, drawn below the kernel's ephemeral
+    range (:func:`keda_ray_scaler.demo.raylets.free_port`): a port ``bind(0)`` chose can be taken
+    as the source port of another process's outgoing connection before ours binds it."""
+    return raylets.free_port()
 
 
 def wait_until(

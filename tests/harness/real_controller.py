@@ -33,7 +33,7 @@ CONTROLLER_RULES: list[dict[str, Any]] = [
     {
         "apiGroups": ["keda.sh"],
         "resources": ["scaledobjects"],
-        "verbs": ["get", "list", "create", "patch", "delete"],
+        "verbs": ["get", "list", "watch", "create", "patch", "delete"],
     },
     {
         "apiGroups": [""],

@@ -6,10 +6,10 @@ server ends it, relisting at once on 410 Gone and after a back-off on any other 
 :class:`WatchSink` sees everything on the event loop and needs no lock. What this module adds:
 *what* is listed (:class:`CustomObjects`, a
 :class:`~keda_ray_scaler.agent.kube.list_watch.Listing`),
-the list's retries and what a sink hears (:class:`ObjectWatch`). Two sinks use it: the
-RayCluster's worker groups (:mod:`~keda_ray_scaler.agent.kuberay.raycluster_watch`) and the
-RayWorkerGroups' replicas that wake the KubeRay applier
-(:mod:`~keda_ray_scaler.agent.kuberay.rwg_watch`).
+the list's retries and what a sink hears (:class:`ObjectWatch`). Three sinks use it: the
+RayCluster (:mod:`~keda_ray_scaler.agent.kuberay.raycluster_watch`), the RayWorkerGroups
+(:mod:`~keda_ray_scaler.agent.kuberay.rwg_watch`) and the ScaledObjects
+(:mod:`~keda_ray_scaler.agent.kuberay.scaledobject_watch`) the KubeRay applier reads.
 """
 
 from __future__ import annotations

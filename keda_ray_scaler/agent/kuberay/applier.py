@@ -2,9 +2,9 @@
 
 Each round (:meth:`KubeRayApplier.apply`, every poll interval):
 
-1. read the RayCluster fresh (never from a cache), the RayWorkerGroups naming it and the
-   namespace's ScaledObjects (parsed at the read,
-   :mod:`~keda_ray_scaler.agent.kuberay.scaledobject`);
+1. read the RayCluster, the RayWorkerGroups naming it and the namespace's ScaledObjects (parsed
+   at the read, :mod:`~keda_ray_scaler.agent.kuberay.scaledobject`) from their watches, each by
+   GET while its watch holds nothing (:mod:`~keda_ray_scaler.agent.kuberay.round_reads`);
 2. filter: a RayCluster with ``enableInTreeAutoscaling: true`` is refused (a ``Ready=False``
    condition with reason ``InTreeAutoscaling``, an error log line naming the fix, no patch, and
    :meth:`refusal` makes the victim protocol drain nothing); a RayWorkerGroup naming a group an
@@ -16,18 +16,18 @@ Each round (:meth:`KubeRayApplier.apply`, every poll interval):
    :func:`raycluster_scale.decide` turns the result into the group's ``replicas`` and
    ``workersToDelete``;
 4. act: a change is ONE JSON patch carrying the RayCluster's ``resourceVersion`` and the
-   group's name at its index as preconditions; a 409/422 re-reads the RayCluster and decides
-   again on the fresh read, the current pods and the current victims (at most
-   ``conflict_attempts`` times); then the RayWorkerGroup's status (the group's active pods, its
-   selector, the ``Ready``, ``BoundsMatch`` and ``BackedOff`` conditions) is written when it
-   changed (:mod:`~keda_ray_scaler.agent.kuberay.rwg_status`).
+   group's name at its index as preconditions; a 409/422 re-reads the RayCluster by GET and
+   decides again on the fresh read, the current pods and the current victims (at most
+   ``conflict_attempts`` times): a watched read that lags costs a refused patch, never a wrong
+   write. Then the RayWorkerGroup's status (its active pods, selector, ``Ready``, ``BoundsMatch``
+   and ``BackedOff``) is written when it changed (:mod:`~keda_ray_scaler.agent.kuberay.rwg_status`).
 
 Each group's round ends in a typed :class:`~keda_ray_scaler.agent.kuberay.group_round.GroupVerdict`,
 counted by its action's value.
 
 RBAC: ``rayclusters`` get/list/watch/patch; ``rayworkergroups`` get/list/watch and their
-``status`` patch; ``scaledobjects`` get/list (the bounds check, and the scale-up lead's bounds
-and pause: without them nothing leads).
+``status`` patch; ``scaledobjects`` get/list/watch (the bounds check, and the leads' bounds
+and pause: without them nothing leads; without ``watch``, a list every round).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from keda_ray_scaler.agent.kuberay.group_round import (
     GroupRead,
     GroupVerdict,
     Held,
-    Ready,
     Undecided,
     lead_for,
     screen,
@@ -62,7 +61,8 @@ from keda_ray_scaler.agent.kuberay.raycluster_scale import (
     group_state,
     scale_patch,
 )
-from keda_ray_scaler.agent.kuberay.rwg_status import GroupStatus, StatusWriter, selector_of
+from keda_ray_scaler.agent.kuberay.round_reads import RoundReads, Watches
+from keda_ray_scaler.agent.kuberay.rwg_status import StatusWriter
 from keda_ray_scaler.agent.kuberay.scale_up_lead import PlannedTargets
 from keda_ray_scaler.agent.kuberay.scaledobject import ScaledObject, targeting
 from keda_ray_scaler.agent.metric_names import (
@@ -92,11 +92,13 @@ class KubeRayApplier:
         *,
         backoff: Callable[[str], str] | None = None,
         planned: PlannedTargets | None = None,
+        watches: Watches | None = None,
     ) -> None:
         """``backoff``: why a group is backed off after pods that did not join Ray ("" when
         not), shown as the RayWorkerGroup's ``BackedOff`` condition (none without it).
         ``planned``: the agent's own targets, which lead the HPA as ``settings`` allow
-        (nothing leads without them)."""
+        (nothing leads without them). ``watches``: where the round's reads come from (none:
+        every read by GET)."""
         self._api = api
         self._pods = pods
         self._synced = synced
@@ -109,6 +111,7 @@ class KubeRayApplier:
         self._status = StatusWriter(api, clock, cluster=settings.cluster)
         self._claims = GroupClaims(cluster=settings.cluster)
         self._log = log.bind(cluster=settings.cluster)
+        self._reads = RoundReads(api, watches or Watches(), self._log)
         self._register_metrics(registry)
 
     def _register_metrics(self, registry: CollectorRegistry) -> None:
@@ -151,14 +154,14 @@ class KubeRayApplier:
     async def apply(self) -> tuple[GroupVerdict, ...]:
         """One round over the RayCluster's RayWorkerGroups; never raises KubernetesError."""
         try:
-            rc = await self._api.raycluster()
-            groups = await self._api.worker_groups()
-            scaled = await self._api.scaled_objects()
+            read = await self._reads.read()
         except KubernetesError as exc:
             self._log.warning("kuberay round failed", error=str(exc))
             return ()
+        rc, groups, scaled = read.raycluster, read.worker_groups, read.scaled_objects
         self._note_refusal(rc)
         self._claims.read(groups)
+        self._status.keep(groups)
         verdicts: list[GroupVerdict] = []
         for rwg in groups:
             try:
@@ -195,7 +198,7 @@ class KubeRayApplier:
             verdict, rc = await self._scale(read.group, lead, rc)
             self._count_lead(lead, verdict)
             ready = RECONCILED
-        status = self._conditions(read, verdict, ready, scaled)
+        status = self._status.conditions(read, verdict, ready, scaled, self._backoff)
         if self._synced():
             try:
                 await self._status.write(rwg, status)
@@ -238,21 +241,6 @@ class KubeRayApplier:
         if lead.leads and verdict.action is Action.SCALE_DOWN:
             self._down_leads.labels(self._settings.cluster, verdict.group).inc()
 
-    def _conditions(
-        self, read: GroupRead, verdict: GroupVerdict, ready: Ready, scaled: Sequence[ScaledObject]
-    ) -> GroupStatus:
-        """The group's status: its pods, selector, and the Ready, BoundsMatch and BackedOff
-        conditions."""
-        status = GroupStatus(len(read.pods), selector_of(self._settings.cluster, read.group))
-        status.condition("Ready", ready.ok, ready.reason, verdict.reason)
-        if read.state is not None and not read.claimed_by:  # a refused claim's bounds lead nothing
-            self._status.bounds(status, read.name, read.state, scaled)
-        if self._backoff is not None:
-            message = self._backoff(read.group)
-            reason = "JoinFailures" if message else "NoJoinFailures"
-            status.condition("BackedOff", bool(message), reason, message or "pods join Ray")
-        return status
-
     async def _scale(
         self, group: str, lead: Lead, rc: dict[str, Any]
     ) -> tuple[GroupVerdict, dict[str, Any]]:
@@ -276,8 +264,9 @@ class KubeRayApplier:
                 self._log.info(
                     "RayCluster changed since read, deciding again", attempt=attempt, error=str(exc)
                 )
-                rc = await self._api.raycluster()
+                rc = await self._api.raycluster()  # fresh: never the watch's
                 continue
+            self._reads.wrote(rc)
             self._log.info(
                 "RayCluster group patched",
                 worker_group=group,

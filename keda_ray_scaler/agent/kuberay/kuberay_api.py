@@ -102,6 +102,23 @@ class ScaledObjectRefusals:
         """Why the last read refused ScaledObjects targeting ``rayworkergroup`` (none: [])."""
         return [str(r) for r in self._last if r.target == rayworkergroup]
 
+    def read(self, items: Sequence[object], logger: Any) -> list[ScaledObject]:
+        """One read of the namespace's ScaledObjects (a GET's or the watch's): the views
+        (:func:`~keda_ray_scaler.agent.kuberay.scaledobject.read_scaled_objects`), each new
+        refusal counted and logged on ``logger``."""
+        views, refused = read_scaled_objects(items)
+        for r in self.note(refused):
+            logger.warning(
+                "ScaledObject refused",
+                scaled_object=r.name,
+                resource_version=r.version,
+                field=r.field,
+                reason=r.reason.value,
+                rayworkergroup=r.target,
+                error=str(r),
+            )
+        return views
+
 
 class KubeRayApi:
     """The calls one RayCluster's applier makes; failed ones counted in ``errors`` (the
@@ -176,18 +193,7 @@ class KubeRayApi:
             self._log.debug("ScaledObjects not readable", status=status_of(exc))
             return []
         items = body.get("items")
-        views, refused = read_scaled_objects(items if isinstance(items, list) else [])
-        for r in self._refusals.note(refused):
-            self._log.warning(
-                "ScaledObject refused",
-                scaled_object=r.name,
-                resource_version=r.version,
-                field=r.field,
-                reason=r.reason.value,
-                rayworkergroup=r.target,
-                error=str(r),
-            )
-        return views
+        return self._refusals.read(items if isinstance(items, list) else [], self._log)
 
     def refused_scaled_objects(self, rayworkergroup: str) -> list[str]:
         """Why the last read refused ScaledObjects targeting ``rayworkergroup`` (none: [])."""
@@ -206,11 +212,11 @@ class KubeRayApi:
             preconditions=True,
         )  # fmt: skip
 
-    async def patch_status(self, name: str, status: Mapping[str, Any]) -> None:
-        """A merge patch of one RayWorkerGroup's status subresource."""
+    async def patch_status(self, name: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """A merge patch of one RayWorkerGroup's status subresource; the object as written."""
         s = self._settings
         group, version, plural = WORKER_GROUP_API
-        await self._call(
+        return await self._call(
             "patch_rayworkergroup_status",
             lambda: self._api.patch_namespaced_custom_object_status(
                 group, version, s.namespace, plural, name, {"status": dict(status)},

@@ -19,6 +19,9 @@ the next poll plans with (:class:`RayClusterWatch` is the loop's
   kept, the error logged), or unreadable (a failed watch until a relist succeeds; a plain 410
   relists without that). The loop then plans nothing and exports ``success=0``: missing or
   stale groups are never taken for an answer.
+- The KubeRay applier reads the RayCluster from here (:meth:`RayClusterWatch.current`: the
+  latest version as served, None while not fresh or not yet listed: it then GETs it), and hands
+  back the object its own patch returned (:meth:`RayClusterWatch.wrote`).
 
 RBAC: ``rayclusters`` ``list`` and ``watch`` (already granted for the applier).
 """
@@ -98,6 +101,7 @@ class RayClusterWatch:
         self._on_uid = on_uid
         self._spec = initial
         self._fresh = True  # the caller read ``initial`` just now
+        self._raw: Mapping[str, Any] | None = None  # the latest valid version, once listed
         self._watch = ObjectWatch(
             api,
             RAYCLUSTER_API,
@@ -131,6 +135,18 @@ class RayClusterWatch:
     def fresh(self) -> bool:
         """False while the RayCluster is deleted, invalid or unreadable."""
         return self._fresh
+
+    # --- the applier's read ------------------------------------------------------------------
+    def current(self) -> dict[str, Any] | None:
+        """The RayCluster as last served (read only), while fresh; None before the first list
+        and while not fresh."""
+        return dict(self._raw) if self._fresh and self._raw is not None else None
+
+    def wrote(self, obj: Mapping[str, Any]) -> None:
+        """The RayCluster as our own patch returned it: newer than the watch's until its event
+        comes (a version the watch then brings replaces it)."""
+        if self._raw is not None:
+            self._raw = obj
 
     # --- list and watch ----------------------------------------------------------------------
     async def run(self) -> None:
@@ -183,6 +199,7 @@ class RayClusterWatch:
         except (ConfigError, ValueError, TypeError) as exc:
             self._set_fresh(False, "RayCluster invalid, last worker groups kept", error=str(exc))
             return
+        self._raw = raw
         if spec != self._spec:
             changes = group_changes(self._spec, spec)
             self._spec = spec

@@ -7,19 +7,22 @@ naming the RayWorkerGroup have the group's ``minReplicas``/``maxReplicas``
 (:func:`~keda_ray_scaler.agent.kuberay.scaledobject.bounds_problem`), or that one was refused at
 the read (reason ``ScaledObjectRefused``). The applier
 (:mod:`~keda_ray_scaler.agent.kuberay.applier`) decides the conditions; :class:`StatusWriter`
-logs and writes them.
+logs and writes them. The RayWorkerGroup it is given may come from a watch that has not yet
+brought our last write back: the writer compares with what it last wrote, unless the object
+read is a later generation or another object of that name (:meth:`StatusWriter.write`).
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
 from keda_ray_scaler.agent.kube.kube_settings import worker_selector
+from keda_ray_scaler.agent.kuberay.group_round import GroupRead, GroupVerdict, Ready
 from keda_ray_scaler.agent.kuberay.kuberay_api import KubeRayApi
 from keda_ray_scaler.agent.kuberay.raycluster_scale import GroupState
 from keda_ray_scaler.agent.kuberay.scaledobject import ScaledObject, bounds_problem, targeting
@@ -60,8 +63,30 @@ class StatusWriter:
     def __init__(self, api: KubeRayApi, clock: Clock, *, cluster: str) -> None:
         self._api = api
         self._clock = clock
+        self._cluster = cluster
         self._logged: dict[str, str] = {}  # group -> last condition message logged
+        self._written: dict[str, _Written] = {}  # RayWorkerGroup name -> our last write
         self._log = log.bind(cluster=cluster)
+
+    def conditions(
+        self,
+        read: GroupRead,
+        verdict: GroupVerdict,
+        ready: Ready,
+        scaled: Sequence[ScaledObject],
+        backoff: Callable[[str], str] | None,
+    ) -> GroupStatus:
+        """The group's status: its pods, selector, and the Ready, BoundsMatch and BackedOff
+        conditions (BackedOff only with ``backoff``, why a group is backed off: "" when not)."""
+        status = GroupStatus(len(read.pods), selector_of(self._cluster, read.group))
+        status.condition("Ready", ready.ok, ready.reason, verdict.reason)
+        if read.state is not None and not read.claimed_by:  # a refused claim's bounds lead nothing
+            self.bounds(status, read.name, read.state, scaled)
+        if backoff is not None:
+            message = backoff(read.group)
+            reason = "JoinFailures" if message else "NoJoinFailures"
+            status.condition("BackedOff", bool(message), reason, message or "pods join Ray")
+        return status
 
     def bounds(
         self,
@@ -94,10 +119,13 @@ class StatusWriter:
             status.condition("BoundsMatch", True, "Match", "ScaledObject min/max match")
 
     async def write(self, rwg: Mapping[str, Any], status: GroupStatus) -> None:
-        """Patch the RayWorkerGroup's status when it changed."""
-        name = str((rwg.get("metadata") or {}).get("name") or "")
+        """Patch the RayWorkerGroup's status when it changed from the newer of the object's
+        status and our last write to it."""
+        meta = rwg.get("metadata") or {}
+        name = str(meta.get("name") or "")
         now = datetime.datetime.fromtimestamp(self._clock.now(), datetime.UTC)
-        new = status_body(rwg.get("status") or {}, status, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        old = self._newer(rwg)
+        new = status_body(old, status, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         if new is None:
             return
         for c in new["conditions"]:
@@ -106,7 +134,37 @@ class StatusWriter:
                     "RayWorkerGroup not ready", rayworkergroup=name, message=c["message"]
                 )
                 self._logged[f"ready/{name}"] = c["message"]
-        await self._api.patch_status(name, new)
+        written = await self._api.patch_status(name, new)
+        generation = (written.get("metadata") or {}).get("generation")
+        self._written[name] = _Written(str(meta.get("uid") or ""), generation, new)
+
+    def _newer(self, rwg: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The status to compare with: our last write to this object, unless the object read
+        is a later generation (a spec written since: its status is at least as new) or
+        another object of that name."""
+        meta = rwg.get("metadata") or {}
+        ours = self._written.get(str(meta.get("name") or ""))
+        read: Mapping[str, Any] = rwg.get("status") or {}
+        if ours is None or ours.uid != str(meta.get("uid") or ""):
+            return read
+        generation = meta.get("generation")
+        if isinstance(generation, int) and isinstance(ours.generation, int):
+            return read if generation > ours.generation else ours.status
+        return ours.status
+
+    def keep(self, rwgs: Iterable[Mapping[str, Any]]) -> None:
+        """Forget our writes to RayWorkerGroups not in ``rwgs`` (gone)."""
+        kept = {str((r.get("metadata") or {}).get("name") or "") for r in rwgs}
+        self._written = {n: w for n, w in self._written.items() if n in kept}
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """Our last status write to one RayWorkerGroup: its uid, its generation as written."""
+
+    uid: str
+    generation: object
+    status: Mapping[str, Any]
 
 
 def status_body(old: Mapping[str, Any], status: GroupStatus, stamp: str) -> dict[str, Any] | None:

@@ -16,11 +16,16 @@ the last poll read (:class:`Seen`):
    the reply the last poll read (:func:`~keda_ray_scaler.agent.ray.status_memo.steady_part`):
    nodes, their resources and status, every node's demand, placement groups, constraints.
 
-About 0.5 ms of CPU at 10 nodes and 2 ms at 1,000 (0.3 and 1.4 without the head's read;
-``python -m bench agent``). A look never publishes anything: it stamps no data fresh (only a
-poll does), and a look that cannot read the GCS is :attr:`Look.FAILED`, never :attr:`Look.SAME`.
-What neither read holds (the pods, the worker groups, the time-bound demand filter, idle times)
-waits for the poll at ``--interval``.
+The head's queue is read at every look; the GCS's reply at most every ``status_every_s``
+(1 s: the GCS pulls the raylets' loads as often, so a faster read mostly sees what it saw), and
+at every look the head's read cannot answer (no head read with demand ``gcs``, or a failed one).
+A look that read only the head's unchanged queue is :attr:`Look.SAME` for what it read. A look
+costs about 0.5 ms of CPU at 10 nodes and 2 ms at 1,000 with both reads (0.3 and 1.4 for the
+GCS's alone; ``python -m bench agent``); a real look over gRPC about 1.8 ms with both.
+A look never publishes anything: it stamps no data fresh (only a poll does), and a look that
+cannot read the GCS is :attr:`Look.FAILED`, never :attr:`Look.SAME`. What neither read holds
+(the pods, the worker groups, the time-bound demand filter, idle times) waits for the poll at
+``--interval``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Final, Protocol
 
 from google.protobuf.message import DecodeError
 
@@ -37,6 +42,10 @@ from keda_ray_scaler.agent.ray.task_load_read import RayletRead
 from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs.raylet import NodeInfoApi
 from keda_ray_scaler.gcs.steady import steady_key
+
+#: Seconds between two reads of the GCS's reply by the looks, when the head's queue answers:
+#: the GCS pulls the raylets' loads as often (``gcs_pull_resource_loads_period_milliseconds``).
+STATUS_EVERY_S: Final = 1.0
 
 
 class Look(Enum):
@@ -85,31 +94,43 @@ class StatusWatch:
         *,
         every_s: float,
         timeout_s: float,
+        status_every_s: float = STATUS_EVERY_S,
     ) -> None:
         self._gcs = gcs
         self._seen = seen
         self._raylet = raylet
         self.every_s = every_s
         self._timeout_s = timeout_s
+        #: looks between two reads of the GCS's reply when the head's queue answers
+        self._status_every = max(1, round(status_every_s / every_s)) if every_s > 0 else 1
+        self._since_status = self._status_every  # the first look reads it
         #: looks made, by what they saw (the tests' and the bench's count)
         self.seen: dict[Look, int] = dict.fromkeys(Look, 0)
+        #: GCS replies read by looks (the tests' and the bench's count)
+        self.status_reads = 0
 
     async def look(self) -> Look:
-        """One look: :attr:`Look.SAME` only when both reads say what the last poll read."""
+        """One look: :attr:`Look.SAME` only when what it read says what the last poll read."""
         seen = self._seen()
-        if seen.head is not None and await self._head_moved(seen.head):
+        moved = None if seen.head is None else await self._head_moved(seen.head)
+        self._since_status += 1
+        if moved:
             look = Look.CHANGED
-        else:
+        elif moved is None or seen.steady is None or self._since_status >= self._status_every:
+            self._since_status = 0
+            self.status_reads += 1
             look = await self._status(seen.steady)
+        else:
+            look = Look.SAME
         self.seen[look] += 1
         return look
 
-    async def _head_moved(self, head: NodeLoad) -> bool:
-        """Whether the head raylet's queue differs from ``head``; False when it cannot be read."""
+    async def _head_moved(self, head: NodeLoad) -> bool | None:
+        """Whether the head raylet's queue differs from ``head``; None when it cannot be read."""
         try:
             load = await self._raylet.resource_load(self._gcs.get(), head.node_id, self._timeout_s)
         except RayError:
-            return False
+            return None
         return task_load([node_load(load)], ()) != head.queued
 
     async def _status(self, steady: bytes | None) -> Look:

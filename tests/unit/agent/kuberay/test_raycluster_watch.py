@@ -390,3 +390,25 @@ def test_the_join_tracker_follows_groups_added_and_removed() -> None:
     assert gauge(registry, BACKOFF_SECONDS, "cpu") is None
     assert gauge(registry, BACKOFF_SECONDS, "big") == 0.0
     assert tracker.backoff_message("cpu") == ""
+
+
+def test_the_applier_reads_the_raycluster_as_served_while_it_is_fresh(
+    watch: RayClusterWatch,
+) -> None:
+    """None until listed (the seed is a spec, not the object), the object as served after,
+    our own patch's result until the watch brings a version; None while not fresh."""
+    assert watch.current() is None
+    served = raycluster()
+    served["metadata"]["resourceVersion"] = "7"
+    watch.listed([served])
+    assert watch.current() == served
+    patched = copy.deepcopy(served)
+    patched["metadata"]["resourceVersion"] = "8"
+    watch.wrote(patched)
+    assert watch.current() == patched
+    watch.unreadable("watch failed", "(500) boom")
+    assert watch.current() is None
+    watch.listed([served])
+    assert watch.current() == served
+    watch.changed("DELETED", served)
+    assert watch.current() is None

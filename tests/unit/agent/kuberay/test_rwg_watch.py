@@ -179,3 +179,23 @@ async def test_a_watch_the_server_refuses_backs_off_doubling_instead_of_looping(
     assert waits == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
     watches = [r for r in emulator if r.action == kmock.action.WATCH]
     assert len(watches) == 6  # one a wait: no watch without a wait before the next
+
+
+def test_the_applier_reads_the_groups_as_served_while_the_watch_holds_them() -> None:
+    """None before a list and after a failure; a list replaces the groups, an event adds or
+    replaces one, a deletion or a move to another RayCluster drops it."""
+    wake = ReplicasWake("demo")
+    assert wake.current() is None
+    wake.listed([rwg("demo-cpu", 1), rwg("other-cpu", 3, cluster="other")])
+    assert wake.current() == [rwg("demo-cpu", 1)]
+    written = {**rwg("demo-cpu", 1), "status": {"replicas": 1}}
+    wake.changed("MODIFIED", written)
+    wake.changed("ADDED", rwg("demo-gpu", 0))
+    assert wake.current() == [written, rwg("demo-gpu", 0)]
+    wake.changed("MODIFIED", rwg("demo-gpu", 0, cluster="other"))
+    wake.changed("DELETED", written)
+    assert wake.current() == []
+    wake.unreadable("watch failed", "(403) Forbidden")
+    assert wake.current() is None
+    wake.listed([rwg("demo-cpu", 2)])
+    assert wake.current() == [rwg("demo-cpu", 2)]

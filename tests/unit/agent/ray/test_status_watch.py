@@ -227,3 +227,30 @@ async def test_with_demand_from_the_gcs_no_raylet_is_asked() -> None:
     await watched.reader.read()
     assert await watched.watch.look() is Look.SAME
     assert watched.raylet.reads == 0
+
+
+async def test_with_the_heads_queue_answering_the_gcs_reply_is_read_every_second() -> None:
+    """Looks every 0.5 s: the head's queue at each, the GCS's reply every other (the GCS pulls
+    the raylets' loads every second); a change only the GCS shows is seen by the second look."""
+    replies = (with_head(1), with_head(2), changed_with_head(), changed_with_head())
+    watched = Watched(*replies, demand=DemandRead.EXACT)
+    await watched.reader.read()
+    assert await watched.watch.look() is Look.SAME  # the first look reads both
+    assert watched.watch.status_reads == 1
+    assert await watched.watch.look() is Look.SAME  # the head's queue only: the GCS not asked
+    assert watched.watch.status_reads == 1
+    assert await watched.watch.look() is Look.CHANGED  # the GCS's reply again: 21 pending
+    assert (watched.watch.status_reads, watched.raylet.reads) == (2, 4)
+
+
+async def test_looks_a_second_apart_read_the_gcs_reply_at_each() -> None:
+    """``--watch-interval 1``: every look is a second after the last, so each reads both."""
+    watched = Watched(with_head(1), with_head(2), changed_with_head(), demand=DemandRead.EXACT)
+    reader = watched.reader
+    watched.watch = StatusWatch(
+        watched.connection, lambda: reader.seen, watched.raylet, every_s=1.0, timeout_s=5.0
+    )
+    await reader.read()
+    assert await watched.watch.look() is Look.SAME
+    assert await watched.watch.look() is Look.CHANGED
+    assert watched.watch.status_reads == 2
