@@ -8,6 +8,7 @@ that keeps the sections of an earlier poll (the agent's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from keda_ray_scaler import schema
@@ -29,6 +30,18 @@ from keda_ray_scaler.schema import (
     encode_name,
     encode_shape,
 )
+
+#: How many demand shapes and placement groups' bundle lists :func:`demand_samples` keeps
+#: encoded: a poll's demand moves its counts far more often than its shapes.
+SHAPES_KEPT = 4_096
+_shape_text = functools.lru_cache(maxsize=SHAPES_KEPT)(encode_shape)
+_bundles_text = functools.lru_cache(maxsize=SHAPES_KEPT)(encode_bundles)
+
+
+def forget_shapes() -> None:
+    """Forget the shapes :func:`demand_samples` kept encoded (a new agent's start)."""
+    _shape_text.cache_clear()
+    _bundles_text.cache_clear()
 
 
 def encode(snapshot: ClusterSnapshot) -> list[Sample]:
@@ -86,10 +99,10 @@ def demand_samples(cluster: str, demand: Demand) -> list[Sample]:
         (DemandKind.CONSTRAINT, demand.constraints),
     ):
         for b in bundles:
-            key = (kind.value, encode_shape(b.resources), "", selectors_text(b.selectors))
+            key = (kind.value, _shape_text(b.resources), "", selectors_text(b.selectors))
             counts[key] = counts.get(key, 0) + b.count
     for pg in demand.placement_groups:
-        shape, strategy = encode_bundles(pg.bundles), pg.strategy.value
+        shape, strategy = _bundles_text(pg.bundles), pg.strategy.value
         key = (DemandKind.PLACEMENT_GROUP.value, shape, strategy, bundle_selectors_text(pg))
         counts[key] = counts.get(key, 0) + pg.count
     out = []

@@ -27,7 +27,6 @@ from operator import attrgetter, is_
 from typing import Final, NamedTuple
 
 from keda_ray_scaler import schema
-from keda_ray_scaler.agent.http.exposition import text_line
 from keda_ray_scaler.agent.http.series_runs import (
     Run,
     SeriesForm,
@@ -37,7 +36,6 @@ from keda_ray_scaler.agent.http.series_runs import (
 )
 from keda_ray_scaler.model import Demand, PlanningInput, Resources, WorkerNode
 from keda_ray_scaler.schema import ClusterSnapshot, encoding
-from keda_ray_scaler.schema.digest import value_line
 
 
 def _fields_but(*left_out: str) -> attrgetter[tuple[object, ...]]:
@@ -80,7 +78,7 @@ def node_runs(cluster: str, node: WorkerNode, kept: _NodeRuns | None, when: floa
         form = SeriesForm.of(idle.name, idle.labels)
         info, total, available = _parts(runs_of(samples[:-1]))
         return _NodeRuns(node, info, total, available, form, *_idle_lines(form, idle.value))
-    if kept.node is node:
+    if kept.node is node and not _derived(node):
         return kept
     since = encoding.idle_since(node, when)
     if _ALL_BUT_IDLE(kept.node) == _ALL_BUT_IDLE(node):  # most often: its idle time grew
@@ -105,11 +103,12 @@ def node_runs(cluster: str, node: WorkerNode, kept: _NodeRuns | None, when: floa
         else _resources(cluster, pod, schema.NODE_AVAILABLE, node.available)
     )
     idle = encoding.idle_sample(cluster, pod, since)
-    form = (
-        kept.idle_form
-        if kept.idle_form.labels == idle.labels
-        else SeriesForm.of(idle.name, idle.labels)
-    )
+    if kept.idle_form.labels != idle.labels:
+        form = SeriesForm.of(idle.name, idle.labels)
+        return _NodeRuns(node, info, total, available, form, *_idle_lines(form, idle.value))
+    if same_value(kept.idle_value, since):  # its idle lines as they were, the very lines
+        return _NodeRuns(node, info, total, available, *kept[4:])
+    form = kept.idle_form
     return _NodeRuns(node, info, total, available, form, *_idle_lines(form, idle.value))
 
 
@@ -129,10 +128,11 @@ def _resources(cluster: str, pod: str, metric: str, vec: Resources) -> tuple[Run
 
 
 def forget_series() -> None:
-    """Forget every series form and node resource run kept across snapshots (a new agent's
-    start: the bench's cold encode)."""
+    """Forget every series form, node resource run and demand shape kept across snapshots (a
+    new agent's start: the bench's cold encode)."""
     _resources.cache_clear()
     forget_forms()
+    encoding.forget_shapes()
 
 
 def _parts(runs: list[Run]) -> tuple[tuple[Run, ...], tuple[Run, ...], tuple[Run, ...]]:
@@ -145,27 +145,41 @@ def _parts(runs: list[Run]) -> tuple[tuple[Run, ...], tuple[Run, ...], tuple[Run
     )
 
 
-def idle_moved(
-    entries: list[_NodeRuns], nodes: Sequence[WorkerNode], when: float
-) -> list[_NodeRuns] | None:
-    """``entries`` for ``nodes``, the same nodes in the same order but maybe for their idle
-    times: new idle lines only where the idle-since time exported changed (the lines made
-    here, not by the form's methods: a call less each); a node kept is its entry as it was.
-    None when every entry is kept (``entries`` is the answer)."""
-    out, moved = [], False
-    for kept, node in zip(entries, nodes, strict=True):
-        since = node.idle_since_s  # encoding.idle_since, inline: every node
-        if since <= 0:
-            since = when - node.idle_s if node.idle_s > 0 else 0.0
-        if same_value(kept.idle_value, since):
-            out.append(kept)
+def _derived(node: WorkerNode) -> bool:
+    """Whether ``node``'s idle-since time exported is derived from the snapshot's time (it holds
+    an idle time, not an idle-since time: :func:`~keda_ray_scaler.schema.encoding.idle_since`)."""
+    return node.idle_s > 0 and node.idle_since_s <= 0
+
+
+def _entries(
+    cluster: str, nodes: Sequence[WorkerNode], old: Sequence[_NodeRuns], when: float
+) -> tuple[list[_NodeRuns], bool, bool]:
+    """Each node's runs in a snapshot taken at ``when``, ``old`` (the last snapshot's entries)
+    kept for a node that is the very node at the same place (its idle time not derived) and
+    otherwise made from the entry of its pod (:func:`node_runs`); and whether any node's runs
+    but the idle series, and whether any idle series, differ from ``old``'s at the same place."""
+    out: list[_NodeRuns] = []
+    fixed = idle = len(old) != len(nodes)
+    by_pod: dict[str, _NodeRuns] | None = None
+    for i, node in enumerate(nodes):
+        was = old[i] if i < len(old) else None
+        if was is not None and was.node is node and not _derived(node):
+            out.append(was)
             continue
-        _, info, total, available, form, _, _, _ = kept
-        digest = value_line(form.digest_prefix, since)
-        text = text_line(form.text_prefix, since)
-        out.append(_NodeRuns(node, info, total, available, form, since, digest, text))
-        moved = True
-    return out if moved else None
+        if was is None or was.node.pod != node.pod:
+            by_pod = {e.node.pod: e for e in old} if by_pod is None else by_pod
+            was = by_pod.get(node.pod)
+        entry = node_runs(cluster, node, was, when)
+        out.append(entry)
+        if not fixed and i < len(old):
+            at = old[i]
+            fixed = not (
+                entry.info is at.info
+                and entry.total is at.total
+                and entry.available is at.available
+            )
+        idle = idle or i >= len(old) or entry.idle_text is not old[i].idle_text
+    return out, fixed, idle
 
 
 def _idle_lines(form: SeriesForm, since_s: float) -> tuple[float, str, str]:
@@ -179,10 +193,9 @@ class SeriesMemo:
         self._head: list[Run] = []
         self._demand: tuple[tuple[str, Demand] | None, list[Run]] = (None, [])
         self._entries: list[_NodeRuns] = []  # the last nodes' runs, in their order
-        self._keys: list[tuple[object, ...]] = []  # and each node's fields but its idle time
         self._cluster = ""
-        self._fixed: tuple[tuple[tuple[Run, ...], ...], dict[str, list[Run]]] = ((), {})
-        self._idle: tuple[tuple[str, ...], tuple[str, ...], Run | None] = ((), (), None)
+        self._fixed: dict[str, list[Run]] = {}  # their runs but the idle series', by family
+        self._idle: Run | None = None  # every node's idle series
         # the last nodes, their runs by family, and the snapshot time those depend on (None:
         # none of them, every idle node's idle-since time its own)
         self._last_nodes: tuple[
@@ -212,46 +225,38 @@ class SeriesMemo:
         self, cluster: str, nodes: tuple[WorkerNode, ...], when: float
     ) -> dict[str, list[Run]]:
         """The nodes' runs by family in a snapshot taken at ``when``; the last ones for the
-        very same nodes (at the same time, when an idle-since time is derived from it)."""
+        very same nodes (at the same time, when an idle-since time is derived from it); else
+        only the runs of nodes that changed made again (:func:`_entries`), and a family
+        gathered again only when one of its runs changed."""
         last, runs, at = self._last_nodes
         if last is not None and at in (None, when) and _same(last, cluster, nodes):
             return runs
-        keys = list(map(_ALL_BUT_IDLE, nodes))
-        idle = self._idle[2]
-        if cluster == self._cluster and keys == self._keys:  # the same nodes, idle times apart
-            moved = idle_moved(self._entries, nodes, when)
-            entries = self._entries if moved is None else moved
-            idle = idle if moved is None else None  # every line kept: the run too
-            out = dict(self._fixed[1])  # every node's runs but the idle series' kept
-        else:
-            kept = {e.node.pod: e for e in self._entries} if cluster == self._cluster else {}
-            entries = [node_runs(cluster, n, kept.get(n.pod), when) for n in nodes]
-            out, idle = dict(self._fixed_runs(entries)), None
-        self._entries, self._keys, self._cluster = entries, keys, cluster
-        if entries:
-            out[schema.NODE_IDLE_SINCE] = [idle if idle is not None else self._idle_run(entries)]
-        derived = any(n.idle_s > 0 and n.idle_since_s <= 0 for n in nodes)
+        old = self._entries if cluster == self._cluster else []
+        entries, fixed, idle = _entries(cluster, nodes, old, when)
+        if fixed or cluster != self._cluster:
+            self._fixed = _by_family(entries)
+        if idle or self._idle is None:
+            self._idle = _idle_run(entries) if entries else None
+        self._entries, self._cluster = entries, cluster
+        out = dict(self._fixed)
+        if self._idle is not None:
+            out[schema.NODE_IDLE_SINCE] = [self._idle]
+        derived = any(map(_derived, nodes))
         self._last_nodes = ((cluster, nodes), out, when if derived else None)
         return out
 
-    def _fixed_runs(self, entries: list[_NodeRuns]) -> dict[str, list[Run]]:
-        """The nodes' runs but the idle series, by family; the last ones when every node's are."""
-        fixed = tuple(e.fixed for e in entries)
-        if fixed != self._fixed[0]:
-            grouped: dict[str, list[Run]] = {}
-            for r in itertools.chain.from_iterable(fixed):
-                grouped.setdefault(r.name, []).append(r)
-            self._fixed = (fixed, grouped)
-        return self._fixed[1]
 
-    def _idle_run(self, entries: list[_NodeRuns]) -> Run:
-        """Every node's idle series as one run; the last one when every line is the same."""
-        digest = tuple(e.idle_digest for e in entries)
-        text = tuple(e.idle_text for e in entries)
-        last = self._idle[2]
-        if last is None or digest != self._idle[0] or text != self._idle[1]:
-            forms = tuple(e.idle_form for e in entries)
-            values = tuple(e.idle_value for e in entries)
-            last = Run(schema.NODE_IDLE_SINCE, forms, values, digest, "".join(text))
-            self._idle = (digest, text, last)
-        return last
+def _by_family(entries: Sequence[_NodeRuns]) -> dict[str, list[Run]]:
+    """The nodes' runs but the idle series, by family (in first-seen order)."""
+    grouped: dict[str, list[Run]] = {}
+    for r in itertools.chain.from_iterable(e.fixed for e in entries):
+        grouped.setdefault(r.name, []).append(r)
+    return grouped
+
+
+def _idle_run(entries: Sequence[_NodeRuns]) -> Run:
+    """Every node's idle series as one run."""
+    forms = tuple(e.idle_form for e in entries)
+    values = tuple(e.idle_value for e in entries)
+    digest = tuple(e.idle_digest for e in entries)
+    return Run(schema.NODE_IDLE_SINCE, forms, values, digest, "".join(e.idle_text for e in entries))

@@ -20,11 +20,11 @@ served stale: everything but the three fields named is compared byte for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from keda_ray_scaler.agent.ray.node_memo import IDLE_SINCE_TOLERANCE_S as TOLERANCE_S
-from keda_ray_scaler.agent.ray.node_memo import NodeMemo, idle_for, node_keys
+from keda_ray_scaler.agent.ray.node_memo import NodeMemo, idle_for, keys_in, node_keys
 from keda_ray_scaler.agent.ray.ray_status import RayState, parse_status
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.agent.ray.task_load import QueuedShape
@@ -81,10 +81,10 @@ class _Parsed:
     places: tuple[tuple[int, int], ...] | None
 
 
-def _places(reply: GetClusterStatusReply, state: RayState) -> tuple[tuple[int, int], ...] | None:
-    """Which node of ``state`` each node of ``reply`` is; None when a node id is listed twice
-    (then no node can be told from the other: such a reply is always parsed)."""
-    ids = [ns.node_id.hex() for ns in reply.cluster_resource_state.node_states]
+def _places(ids: Sequence[str], state: RayState) -> tuple[tuple[int, int], ...] | None:
+    """Which node of ``state`` each node of the reply (whose node ids, in its order, are
+    ``ids``) is; None when a node id is listed twice (then no node can be told from the other:
+    such a reply is always parsed)."""
     at = {n.node_id: j for j, n in enumerate(state.nodes)}
     if len(set(ids)) < len(ids) or len(at) < len(state.nodes):
         return None
@@ -172,7 +172,10 @@ class StatusMemo:
             )
             self._last = _Parsed(inputs, state, idle_ms, last.places)
             return state
-        self._nodes.start(node_keys(reply.cluster_resource_state), now_s)
+        nodes = reply.cluster_resource_state.node_states
+        keys = keys_in(steady, len(nodes)) or node_keys(reply.cluster_resource_state)
+        known = frozenset(g.name for g in cluster.worker_groups)
+        self._nodes.start(keys, idle_ms, now_s, (inputs.pods, known))
         try:
             state = parse_status(
                 reply,
@@ -186,5 +189,7 @@ class StatusMemo:
             )
         finally:
             self._nodes.finish()
-        self._last = _Parsed(inputs, state, idle_ms, _places(reply, state))
+        ids = self._nodes.ids if len(self._nodes.ids) == len(nodes) else ()
+        places = _places(ids, state) if ids or not nodes else None
+        self._last = _Parsed(inputs, state, idle_ms, places)
         return state

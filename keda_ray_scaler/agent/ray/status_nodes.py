@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from keda_ray_scaler.agent.ray.label_read import node_labels
-from keda_ray_scaler.agent.ray.node_memo import NodeMade, NodeMemo
+from keda_ray_scaler.agent.ray.node_memo import NodeMade, NodeMemo, NodeSeen
 from keda_ray_scaler.agent.ray.refusals import (
     Refusal,
     Refused,
@@ -51,13 +51,7 @@ from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode, to_units
 # reserved inside a placement group, never capacity a new pod could add.
 PG_RESOURCE = re.compile(r"^.+_group_(\d+_)?[0-9a-f]{36}$")
 
-# The status numbers of ray.rpc.autoscaler.NodeStatus, as the generated module names them.
-_RUNNING, _DEAD, _IDLE, _DRAINING = (
-    autoscaler_pb2.RUNNING,
-    autoscaler_pb2.DEAD,
-    autoscaler_pb2.IDLE,
-    autoscaler_pb2.DRAINING,
-)
+_DEAD, _DRAINING = autoscaler_pb2.DEAD, autoscaler_pb2.DRAINING  # NodeStatus's numbers
 
 #: The ``NodeState.node_activity`` line Ray reports while a worker process runs on the node (as
 #: read from Ray 2.60: a node whose leases wait for their workers shows only its resources in
@@ -147,7 +141,7 @@ class NodeRead:
     @classmethod
     def of(
         cls,
-        states: Iterable[NodeState],
+        states: Sequence[NodeState],
         pods: PodIps,
         known: set[str],
         first_seen: Mapping[str, int],
@@ -156,43 +150,36 @@ class NodeRead:
     ) -> NodeRead:
         """Every live worker node of ``states``, at most one per pod (its newest, module
         :mod:`~keda_ray_scaler.agent.ray.node_ages`); dead ones only by their pod name. With
-        ``memo`` (its keys ``states``'), a live node the last parse made is taken from it."""
+        ``memo`` (its keys ``states``'), what a node gave the last parse is taken from it."""
         read = cls()
         dead_ids: dict[str, list[str]] = {}
-        keys = memo.keys if memo is not None else ()
-        for i, ns in enumerate(states):
-            if HEAD_RESOURCE in ns.total_resources and ns.status != _DEAD:
-                continue
-            if not node_id_ok(ns.node_id):
-                read.refused.append(Refused(Refusal.NODE_ID_INVALID, ns.node_id[:128].hex()))
-                continue
-            name = read.claimed(ns, pods)
-            if ns.status == _DEAD:
-                if name:  # never by IP: a new pod may have the dead one's address
-                    read.dead.add(name)
-                    dead_ids.setdefault(name, []).append(ns.node_id.hex())
+        keyed = memo if memo is not None and len(memo.keys) == len(states) else None
+        for i in range(len(states)):
+            if keyed is None:
+                seen = see(states[i], pods, known)
             else:
-                if name is None and pods.ips_of(ns.instance_id):  # a pod's name, another IP
-                    read.contested.add(ns.instance_id)
-                read.add(ns, name, pods, known, (memo, keys[i]) if memo and keys else None)
+                seen = keyed.seen(i) or keyed.saw(i, see(states[i], pods, known, (keyed, i)))
+            read.took(seen, dead_ids)
         read.keep_newest(first_seen, dead_ids, stale)
         return read
 
-    def claimed(self, ns: NodeState, pods: PodIps) -> str | None:
-        """The pod ``ns`` names ("" when none), or None when its name is refused."""
-        name = ns.instance_id
-        if not name:
-            return ""
-        if not is_pod_name(name):
-            self.refused.append(Refused(Refusal.POD_NAME_INVALID, name, f"node {ns.node_id.hex()}"))
-            return None
-        ips = pods.ips_of(name)
-        if ips and not any(same_ip(ip, ns.node_ip_address) for ip in ips):
-            at = ", ".join(ips)
-            detail = f"node {ns.node_id.hex()} at {ns.node_ip_address[:64]!r}; the pod is at {at}"
-            self.refused.append(Refused(Refusal.NODE_IP_MISMATCH, name, detail))
-            return None
-        return name
+    def took(self, seen: NodeSeen, dead_ids: dict[str, list[str]]) -> None:
+        """What one node gave the parse (:func:`see`) added to it; a dead node's id kept by pod
+        in ``dead_ids``."""
+        self.refused += seen.refused
+        if seen.dead:
+            self.dead.add(seen.dead)
+            dead_ids.setdefault(seen.dead, []).append(seen.node_id)
+        if seen.contested:
+            self.contested.add(seen.contested)
+        self.unmapped += seen.unmapped
+        made = seen.made
+        if made is not None:
+            self.nodes.append(made.node)
+            self.refused += made.refused
+            if made.starting:
+                self.starting.add(made.node.pod)
+                self._starting_nodes.add(seen.node_id)
 
     def keep_newest(
         self,
@@ -240,54 +227,68 @@ class NodeRead:
             detail = "a live node of the pod superseded by a newer one, now dead or gone"
             self.refused.append(Refused(Refusal.SUPERSEDED_NODE_ALIVE, pod, detail))
 
-    def add(
-        self,
-        ns: NodeState,
-        name: str | None,
-        pods: PodIps,
-        known: set[str],
-        memo: tuple[NodeMemo, bytes] | None = None,
-    ) -> None:
-        """One live worker node naming pod ``name`` ("": none, None: a name refused); with
-        ``memo`` (and the node's key), taken from the last parse when it made the same."""
-        node_id = ns.node_id.hex()
-        pod, group = name or "", ns.ray_node_type_name
-        ref = pods.at(ns.node_ip_address, pod)
-        if ref is not None and name is not None:
-            pod = ref.pod
-            group = group or ref.group
-        if name is None or not pod or not group or group not in known:
-            self.unmapped += 1
-            group = "" if group not in known or name is None else group
-            pod = pod or node_id
-        make = functools.partial(self._made, ns, node_id, pod, group)
-        if memo is None:
-            made = make()
-        else:
-            made = memo[0].made((memo[1], pod, group), ns.idle_duration_ms / 1000.0, make)
-        self.nodes.append(made.node)
-        self.refused += made.refused
-        if made.starting:
-            self.starting.add(pod)
-            self._starting_nodes.add(node_id)
 
-    @staticmethod
-    def _made(ns: NodeState, node_id: str, pod: str, group: str) -> NodeMade:
-        """The node ``ns`` is, mapped to ``pod`` and ``group``."""
-        labels, refused = node_labels(dict(ns.labels), dict(ns.dynamic_labels), node_id)
-        node = WorkerNode(
-            pod=pod,
-            group=group,
-            total=resources_of(ns.total_resources),
-            available=resources_of(ns.available_resources),
-            idle_s=ns.idle_duration_ms / 1000.0,
-            status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
-            node_id=node_id,
-            labels=labels,
-        )
-        # resources allocated, no worker busy yet: a lease whose task is still starting
-        starting = node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity
-        return NodeMade(node, tuple(refused), starting)
+def see(
+    ns: NodeState, pods: PodIps, known: set[str], memo: tuple[NodeMemo, int] | None = None
+) -> NodeSeen:
+    """What node ``ns`` gives the parse, when ``pods`` are the pods and ``known`` the worker
+    groups: nothing for the head; its id refused; the pod it names when dead; else the worker
+    node it is, mapped (module doc). With ``memo`` (and the node's place in the reply), a node
+    the last parse made alike is taken from it."""
+    node_id = ns.node_id.hex()
+    if HEAD_RESOURCE in ns.total_resources and ns.status != _DEAD:
+        return NodeSeen(node_id)
+    if not node_id_ok(ns.node_id):
+        bad = Refused(Refusal.NODE_ID_INVALID, ns.node_id[:128].hex())
+        return NodeSeen(node_id, refused=(bad,))
+    name, refused = _claimed(ns, pods)
+    if ns.status == _DEAD:  # never by IP: a new pod may have the dead one's address
+        return NodeSeen(node_id, refused=refused, dead=name or "")
+    contested = ns.instance_id if name is None and pods.ips_of(ns.instance_id) else ""
+    pod, group = name or "", ns.ray_node_type_name
+    ref = pods.at(ns.node_ip_address, pod)
+    if ref is not None and name is not None:
+        pod, group = ref.pod, group or ref.group
+    unmapped = name is None or not pod or not group or group not in known
+    if unmapped:
+        group = "" if group not in known or name is None else group
+        pod = pod or node_id
+    make = functools.partial(_made, ns, node_id, pod, group)
+    made = make() if memo is None else memo[0].made(memo[1], pod, group, make)
+    return NodeSeen(node_id, made, refused, "", contested, unmapped)
+
+
+def _claimed(ns: NodeState, pods: PodIps) -> tuple[str | None, tuple[Refused, ...]]:
+    """The pod ``ns`` names ("" when none), or None and why its name is refused."""
+    name = ns.instance_id
+    if not name:
+        return "", ()
+    if not is_pod_name(name):
+        return None, (Refused(Refusal.POD_NAME_INVALID, name, f"node {ns.node_id.hex()}"),)
+    ips = pods.ips_of(name)
+    if ips and not any(same_ip(ip, ns.node_ip_address) for ip in ips):
+        at = ", ".join(ips)
+        detail = f"node {ns.node_id.hex()} at {ns.node_ip_address[:64]!r}; the pod is at {at}"
+        return None, (Refused(Refusal.NODE_IP_MISMATCH, name, detail),)
+    return name, ()
+
+
+def _made(ns: NodeState, node_id: str, pod: str, group: str) -> NodeMade:
+    """The live node ``ns`` is, mapped to ``pod`` and ``group``."""
+    labels, refused = node_labels(dict(ns.labels), dict(ns.dynamic_labels), node_id)
+    node = WorkerNode(
+        pod=pod,
+        group=group,
+        total=resources_of(ns.total_resources),
+        available=resources_of(ns.available_resources),
+        idle_s=ns.idle_duration_ms / 1000.0,
+        status=NodeStatus.DRAINING if ns.status == _DRAINING else NodeStatus.RUNNING,
+        node_id=node_id,
+        labels=labels,
+    )
+    # resources allocated, no worker busy yet: a lease whose task is still starting
+    starting = node.available != node.total and BUSY_WORKERS_ACTIVITY not in ns.node_activity
+    return NodeMade(node, tuple(refused), starting)
 
 
 def _age_key(node: WorkerNode, first_seen: Mapping[str, int]) -> tuple[int, str]:

@@ -8,9 +8,9 @@ from typing import Any
 
 from ray_input_fakes import SPEC, T, hexid, node, status, timed
 
-from keda_ray_scaler.agent.ray.node_memo import NodeMemo, node_keys
+from keda_ray_scaler.agent.ray.node_memo import NodeMemo, keys_in, node_keys
 from keda_ray_scaler.agent.ray.ray_status import parse_status
-from keda_ray_scaler.agent.ray.status_memo import StatusMemo
+from keda_ray_scaler.agent.ray.status_memo import StatusMemo, steady_part
 from keda_ray_scaler.agent.ray.status_nodes import PodRef
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.model import Resources
@@ -98,3 +98,13 @@ def test_node_keys_ignore_what_the_gcs_moves_at_every_call_and_leave_the_reply()
     assert keys[:2] == node_keys(one.cluster_resource_state)[:2] and keys[2] != keys[0]
     assert hexid(C) == busy.cluster_resource_state.node_states[2].node_id.hex()
     assert pb.NodeState.FromString(keys[2]).idle_duration_ms == 0
+
+
+def test_keys_cut_from_the_steady_part_are_the_nodes_own() -> None:
+    """The keys cut from the steady part's bytes are each node serialized apart."""
+    answer = reply(3, free_c=4, idle_ms=7_000)
+    state = answer.cluster_resource_state
+    steady, _ = steady_part(state)
+    assert keys_in(steady, len(state.node_states)) == node_keys(state)
+    assert keys_in(steady, len(state.node_states) + 1) is None  # no such node: serialized apart
+    assert keys_in(b"\x22\x00", 1) is None  # not a node first
