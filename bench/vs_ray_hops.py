@@ -16,10 +16,13 @@ The hops of a scale-up, in the order the data flows (``docs/concepts/latency.md`
 
 Each time is seconds after the driver's first submission; a hop not seen is ``None``. The probe
 reads what the HPA would (it adds GetMetrics calls the scaler answers from memory), nothing
-else; it never fails a run. It stops once every hop was seen (the needed pods Ready and the
-RayWorkerGroup at the needed replicas; at most a minute after the pods), not at the run's end:
-its reads cost our side CPU Ray's side is never charged (the agent's /metrics every 0.2 s for a
-whole run of (a) was about 0.8 s of the agent's 3.0 s, 2026-11-28).
+else; it never fails a run. Its reads cost our side CPU Ray's side is never charged (the
+agent's /metrics every 0.2 s for a whole run of (a) was about 0.8 s of the agent's 3.0 s,
+2026-11-28), so each read stops once its hop is seen (the agent's /metrics at its first poll
+with demand, Prometheus' at the first scrape after it), and the probe once every hop was seen
+(the needed pods Ready and the RayWorkerGroup at the needed replicas; at most a minute after
+the pods), not at the run's end. Stopping at the pods was not enough: the HPA's sync to the
+needed replicas came 15-40 s after them, 75-200 reads of the agent's /metrics.
 """
 
 from __future__ import annotations
@@ -142,10 +145,23 @@ class HopProbe:
             for name, step in steps:
                 if name == "answer" and rounds % ANSWER_EVERY:  # a kubectl each: 1 s apart
                     continue
+                if name in self._seen():  # its hop is seen: reading on would only cost CPU
+                    continue
                 try:
                     step()
                 except Exception as exc:  # a probe never fails the run: the last error kept
                     self.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
+
+    def _seen(self) -> set[str]:
+        """The reads whose hop is seen: the agent's once a poll exported demand (the run's
+        cluster is new: its first demand follows the submission), Prometheus' once a scrape
+        held it after that poll."""
+        polled = next((t for t, v in self._agent_polls if v > 0), None)
+        if polled is None:
+            return set()
+        if any(t >= polled for t, _ in self._scrapes):
+            return {"agent", "prometheus"}
+        return {"agent"}
 
     def _done(self, since: float) -> bool:
         """Whether every hop was seen: the needed pods Ready and the RayWorkerGroup at the
