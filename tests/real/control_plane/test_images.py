@@ -478,6 +478,14 @@ def _state(pid: int) -> str:
         return ""
 
 
+def _catches(pid: str, signo: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signo`` (``SigCgt`` of /proc/<pid>/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signo - 1) & 1)
+    return False
+
+
 def _children(pid: str) -> list[str]:
     return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
 
@@ -501,6 +509,9 @@ def test_pause_as_pid_1_reaps_orphans(pause: Path) -> None:
     try:
         _wait_for(lambda: bool(_children(str(init.pid))), "pause to start")
         pause_pid = _children(str(init.pid))[0]
+        # unshare's child is seen at its fork, before it runs pause and pause catches SIGCHLD:
+        # an orphan killed before that leaves a zombie no SIGCHLD will ever reap (CI, busy)
+        _wait_for(lambda: _catches(pause_pid, signal.SIGCHLD), "pause to catch SIGCHLD")
         # sh exits at once; its child sleep is re-parented to pause and sleeps until killed
         subprocess.run(
             ["nsenter", "-t", pause_pid, "-p", "sh", "-c", "sleep 600 & exit 0"], check=True
