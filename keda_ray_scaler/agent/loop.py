@@ -15,7 +15,9 @@ Each poll:
    the victim controller, then publish again so newly confirmed victims show at once.
 
 Between polls it looks at Ray every ``--watch-interval`` (``ray/status_watch.py``) and polls at
-once when a look sees a change or fails, else at ``--interval``, the floor (``until_next_poll``).
+once when a look sees a change or fails, or when a node reaches its group's idle timeout (so an
+idle node goes within a second of it, not up to ``--interval`` later: Ray's own loop is 5 s),
+else at ``--interval``, the floor (``until_next_poll``).
 
 The parts driven besides Ray (the victim protocol, the pods, the join tracker, KubeRay mode's
 leads, the look) are always there: an absent one is its "off" implementation
@@ -66,6 +68,7 @@ from keda_ray_scaler.agent.ray.shape_bound import DEFAULT_MAX_SHAPES, bound_shap
 from keda_ray_scaler.clock import Clock
 from keda_ray_scaler.errors import KubernetesError, RayError
 from keda_ray_scaler.model import ClusterSpec, Demand, PlanningInput, Resources, WorkerNode
+from keda_ray_scaler.planner.scale_down import next_idle_timeout
 
 log = structlog.get_logger(__name__)
 
@@ -288,7 +291,17 @@ class AgentLoop:
             except Exception:  # a bug must not stop polling silently while /metrics lives on
                 self._crashed()
             pace = (self._clock, self._settings.interval_s, self._watch)
-            await until_next_poll(*pace, watched=self._last.success, rising=self._planned.rising)
+            watched, idle_due = self._last.success, self._idle_due()
+            await until_next_poll(
+                *pace, watched=watched, rising=self._planned.rising, idle_due=idle_due
+            )
+
+    def _idle_due(self) -> float | None:
+        """When the next node of the exported input reaches its idle timeout, when this loop
+        scales down (else None: nothing acts on it)."""
+        if not self._settings.scale_down or not self._last.success:
+            return None
+        return next_idle_timeout(self._last.input)
 
     def _crashed(self) -> None:
         """The bookkeeping of a crashed poll; made of steps that cannot raise in turn."""

@@ -178,20 +178,37 @@ class Wake(Enum):
     CHANGED = "changed"  # a look saw Ray say something new
     FAILED = "failed"  # a look could not read Ray: the poll finds out (and marks the data stale)
     CONFIRM = "confirm"  # the lead holds a rise for a second poll
+    IDLE = "idle"  # a node reached its group's idle timeout (``next_idle_timeout``)
+
+
+#: How long after a node's idle timeout the poll that may remove it runs: the victim step reads
+#: Ray again and takes the node only once Ray's own idle time is past the timeout.
+IDLE_WAKE_AFTER_S = 0.5
 
 
 async def until_next_poll(
-    clock: Clock, interval_s: float, watch: Watch, *, watched: bool, rising: Callable[[], bool]
+    clock: Clock,
+    interval_s: float,
+    watch: Watch,
+    *,
+    watched: bool,
+    rising: Callable[[], bool],
+    idle_due: float | None = None,
 ) -> Wake:
-    """Wait ``interval_s``; with a ``watch``, after a ``watched`` (successful) poll, look every
-    ``watch.every_s`` and end the wait at the first look that is not :attr:`Look.SAME`, or at
-    once when the lead holds a rise (``rising()``). A look publishes nothing: the data's time
-    is a poll's. After a failed poll nothing is looked at: the next poll is the interval's."""
+    """Wait ``interval_s``, or until :data:`IDLE_WAKE_AFTER_S` after ``idle_due`` (when a node
+    reaches its idle timeout) when that comes first; with a ``watch``, after a ``watched``
+    (successful) poll, look every ``watch.every_s`` and end the wait at the first look that is
+    not :attr:`Look.SAME`, or at once when the lead holds a rise (``rising()``). A look
+    publishes nothing: the data's time is a poll's. After a failed poll nothing is looked at
+    and no idle time is trusted: the next poll is the interval's."""
     every_s = watch.every_s if watched else 0.0
+    now = clock.now()
+    due, woke = now + interval_s, Wake.INTERVAL
+    if watched and idle_due is not None and idle_due + IDLE_WAKE_AFTER_S < due:
+        due, woke = max(idle_due + IDLE_WAKE_AFTER_S, now), Wake.IDLE
     if every_s <= 0:
-        await clock.sleep(interval_s)
-        return Wake.INTERVAL
-    due = clock.now() + interval_s
+        await clock.sleep(due - now)
+        return woke
     while due - clock.now() > every_s:
         await clock.sleep(every_s)
         if rising():
@@ -204,7 +221,7 @@ async def until_next_poll(
         if look is not Look.SAME:
             return Wake.CHANGED if look is Look.CHANGED else Wake.FAILED
     await clock.sleep(max(due - clock.now(), 0.0))
-    return Wake.INTERVAL
+    return woke
 
 
 #: The parts that are off, shared (none holds state).

@@ -9,7 +9,7 @@ demand; victims are not counted toward ``desired``. The target is :func:`clamp_t
 from __future__ import annotations
 
 from keda_ray_scaler.decisions import Decision, DecisionKind, GroupPlan, Why, clamp_target
-from keda_ray_scaler.model import NodeStatus, WorkerGroup, WorkerNode
+from keda_ray_scaler.model import NodeStatus, PlanningInput, WorkerGroup, WorkerNode
 from keda_ray_scaler.planner.context import Context
 from keda_ray_scaler.planner.solve import RunResult
 
@@ -82,6 +82,25 @@ def idle_pods(
     ]
     kept = sorted((t for t in idle if t[0] >= g.idle_timeout_s), key=lambda t: (-t[0], t[1].pod))
     return [n for _, n in kept]
+
+
+def next_idle_timeout(inp: PlanningInput) -> float | None:
+    """When the next node of ``inp`` reaches its group's idle timeout (unix seconds): the
+    earliest among running nodes with nothing in use, idle now and not yet past the timeout at
+    ``inp.now_s``; None when there is none. The agent polls then rather than at its next
+    interval (up to ``--interval`` later), as :func:`idle_pods` decides on the poll's time."""
+    timeouts = {g.name: g.idle_timeout_s for g in inp.cluster.worker_groups}
+    due: float | None = None
+    for n in inp.nodes:
+        timeout_s = timeouts.get(n.group)
+        if timeout_s is None or n.status is not NodeStatus.RUNNING or n.available != n.total:
+            continue
+        idle_s = n.idle_at(inp.now_s)
+        if idle_s <= 0 or idle_s >= timeout_s:
+            continue
+        at = inp.now_s + timeout_s - idle_s
+        due = at if due is None else min(due, at)
+    return due
 
 
 def _limit(step: Why, g: WorkerGroup) -> int | None:

@@ -8,6 +8,7 @@ exact; the reader ends the loop (cancels it) when it has no state left to give.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -64,10 +65,13 @@ class Reads:
         return item
 
 
-def looping(reads: Reads, watch: Watch, planned: Planned = NO_PLANNED) -> AgentLoop:
-    """A loop polling every 5 s over ``reads``, looking with ``watch``, export only."""
+def looping(
+    reads: Reads, watch: Watch, planned: Planned = NO_PLANNED, *, scale_down: bool = False
+) -> AgentLoop:
+    """A loop polling every 5 s over ``reads``, looking with ``watch``, export only unless
+    ``scale_down`` (no victim protocol either way)."""
     registry = CollectorRegistry()
-    settings = LoopSettings(interval_s=5.0, scale_down=False)
+    settings = LoopSettings(interval_s=5.0, scale_down=scale_down)
     metrics = AgentMetrics(registry, "demo")
     loop = AgentLoop(
         SPEC, reads, SnapshotCollector(registry), metrics, reads.clock, settings,
@@ -242,3 +246,51 @@ async def test_with_watch_interval_zero_the_built_agent_only_polls_at_the_interv
     assert clock.sleeps == [5.0]
     assert loop.snapshot.snapshot_time_s == 1000.0
     assert loop.snapshot.input.demand.bundles == (Bundle(r(CPU=5), 20),)
+
+
+def idle_for(idle_s: float) -> RayState:
+    """The seed's demand on one node idle ``idle_s`` (the group's timeout: 60 s)."""
+    state = ray_state(Bundle(r(CPU=5), 20))
+    return replace(state, nodes=tuple(replace(n, idle_s=idle_s) for n in state.nodes))
+
+
+async def test_a_node_reaching_its_idle_timeout_is_polled_then_not_at_the_interval() -> None:
+    """A node idle 58 s of the group's 60 at the 1000 s poll: the next poll is at its timeout
+    and a half (1002.5 s), not at 1005 s; from then on none is due: the interval's. With scale
+    down off, or after a failed poll, nothing acts on idle time: the interval's."""
+    clock = FakeClock()
+    reads = Reads(clock, idle_for(58.0), idle_for(60.5), idle_for(65.5))
+    await run(looping(reads, FakeWatch(clock), scale_down=True))
+    assert reads.at == [1000.0, 1002.5, 1007.5, 1012.5]  # the last read ends the loop
+    clock = FakeClock()
+    reads = Reads(clock, idle_for(58.0), idle_for(63.0))
+    await run(looping(reads, FakeWatch(clock)))
+    assert reads.at == [1000.0, 1005.0, 1010.0]
+    clock = FakeClock()
+    reads = Reads(clock, idle_for(58.0), RayError("GCS down"), idle_for(58.0))
+    await run(looping(reads, FakeWatch(clock), scale_down=True))
+    assert reads.at == [1000.0, 1002.5, 1007.5, 1010.0]
+
+
+async def test_an_idle_wake_due_before_the_interval_ends_the_wait_then() -> None:
+    """``until_next_poll`` with a node's timeout 1.2 s on: the wait ends 1.7 s on, an idle wake,
+    without a watch too; one due after the interval changes nothing; unwatched, none is taken."""
+    clock = FakeClock()
+    watch = FakeWatch(clock)
+    due = clock.now() + 1.2
+    assert await until_next_poll(clock, 5.0, watch, watched=True, rising=bool, idle_due=due) is (
+        Wake.IDLE
+    )
+    assert clock.now() == pytest.approx(due + 0.5)
+    start = clock.now()
+    woke = await until_next_poll(clock, 5.0, NO_WATCH, watched=True, rising=bool, idle_due=start)
+    assert (woke, clock.now()) == (Wake.IDLE, pytest.approx(start + 0.5))
+    start = clock.now()
+    late = start + 9.0
+    assert await until_next_poll(
+        clock, 5.0, NO_WATCH, watched=True, rising=bool, idle_due=late
+    ) is (Wake.INTERVAL)
+    assert clock.now() == pytest.approx(start + 5.0)
+    start = clock.now()
+    woke = await until_next_poll(clock, 5.0, NO_WATCH, watched=False, rising=bool, idle_due=start)
+    assert (woke, clock.now()) == (Wake.INTERVAL, pytest.approx(start + 5.0))
