@@ -9,7 +9,9 @@ serves metrics on every path); given the snapshot's collector, the snapshot's li
 as written at publish (:class:`SnapshotMetrics`), not rendered at each scrape.
 
 Every request is bounded in time: each read and write on its socket by ``read_timeout_s``, the
-whole request by ``request_deadline_s`` (then its socket is shut down). Unbounded, a client that
+whole request by ``request_deadline_s`` (then its socket is shut down, by one thread that keeps
+every request's deadline: a timer thread per request cost a fifth of a request's CPU, 0.2 of
+0.9 ms with the client's, measured with ``http.client``). Unbounded, a client that
 sends half a request and goes quiet, or trickles one byte at a time, holds a server thread for
 ever; the kubelet and Prometheus ask a whole request at once and are answered in milliseconds.
 """
@@ -19,7 +21,10 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -121,11 +126,61 @@ def metrics_app(registry: CollectorRegistry, snapshot: SnapshotCollector | None 
     return make_wsgi_app(registry) if snapshot is None else SnapshotMetrics(registry, snapshot)
 
 
+@dataclass(slots=True)
+class _Due:
+    """One request's deadline (``time.monotonic``) and socket; ``ended`` once it is answered."""
+
+    at: float
+    sock: socket.socket
+    ended: bool = False
+
+
+class _Deadlines:
+    """Sockets to shut down at their deadline, from one thread for all requests. Deadlines come
+    in time order (each request's start plus the same bound), so the first one waiting is the
+    next due."""
+
+    def __init__(self) -> None:
+        self._due: deque[_Due] = deque()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, at: float, sock: socket.socket) -> _Due:
+        """Shut ``sock`` down at ``at`` unless the returned entry has ``ended`` by then."""
+        due = _Due(at, sock)
+        with self._wake:
+            self._due.append(due)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="http-deadlines", daemon=True
+                )
+                self._thread.start()
+            elif len(self._due) == 1:
+                self._wake.notify()
+        return due
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due:
+                    self._wake.wait()
+                first = self._due[0]
+                left = first.at - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                self._due.popleft()
+            if not first.ended:
+                with contextlib.suppress(OSError):
+                    first.sock.shutdown(socket.SHUT_RDWR)
+
+
 class _BoundedServer(ThreadingWSGIServer):
     """prometheus_client's threaded server, holding the bounds its requests read."""
 
     read_timeout_s: float = READ_TIMEOUT_S
     request_deadline_s: float = REQUEST_DEADLINE_S
+    deadlines: _Deadlines
 
 
 class _BoundedHandler(WSGIRequestHandler):
@@ -142,19 +197,15 @@ class _BoundedHandler(WSGIRequestHandler):
     def handle(self) -> None:
         """The request, its socket shut down at the deadline; a timed-out or cut request ends
         quietly (nothing to answer: the client went quiet)."""
-        cut = threading.Timer(self.server.request_deadline_s, self._cut)
-        cut.daemon = True
-        cut.start()
+        due = self.server.deadlines.add(
+            time.monotonic() + self.server.request_deadline_s, self.connection
+        )
         try:
             super().handle()
         except OSError:  # TimeoutError on a read, or the socket cut at the deadline
             self.close_connection = True
         finally:
-            cut.cancel()
-
-    def _cut(self) -> None:
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
+            due.ended = True
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -196,5 +247,6 @@ def start_metrics_server(
     assert isinstance(server, _BoundedServer)
     server.read_timeout_s = read_timeout_s
     server.request_deadline_s = request_deadline_s
+    server.deadlines = _Deadlines()
     threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
     return server

@@ -4,6 +4,7 @@ off and frees its thread; whole requests beside it are served."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -93,3 +94,26 @@ def test_a_client_trickling_bytes_under_the_read_timeout_is_cut_at_the_deadline(
 def test_the_defaults_outlast_the_kubelet_and_prometheus() -> None:
     """10 s a read (Prometheus' default scrape timeout), 30 s a request."""
     assert (READ_TIMEOUT_S, REQUEST_DEADLINE_S) == (10.0, 30.0)
+
+
+def test_tricklers_started_apart_are_each_cut_at_their_own_deadline(port: int) -> None:
+    """Answered requests, their deadlines passed (the one thread that keeps them all then waits
+    for a new one), then two tricklers 0.4 s apart: each is cut a deadline after its own start
+    (not the first's, not never); the answered requests cut nothing."""
+    for _ in range(5):
+        assert metrics_answered(port)
+    time.sleep(DEADLINE_S * 1.5)  # the answered requests' deadlines all pass
+    waits: dict[str, float] = {}
+
+    def trickle(name: str) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            waits[name] = closed_after(conn, trickle=HALF_REQUEST * 20, every_s=0.1)
+
+    first = threading.Thread(target=trickle, args=("first",))
+    first.start()
+    time.sleep(0.4)  # the second starts later: its deadline is later
+    trickle("second")
+    first.join()
+    for waited in waits.values():
+        assert DEADLINE_S * 0.8 <= waited < DEADLINE_S + 2.0
+    assert metrics_answered(port)
