@@ -11,6 +11,7 @@ from pod_watch import PodEvent
 from bench.vs_ray_optin import Outcome, figures_of, for_side, needed_since, seconds_between
 from bench.vs_ray_profile import FAST, PRODUCTION
 from bench.vs_ray_rayjob import busy_pods as job_busy
+from bench.vs_ray_rayjob import submitted_at
 from bench.vs_ray_rayservice import busy_pods as service_busy
 from bench.vs_ray_table import vs_ray_line
 from bench.vs_ray_workloads import RAYSERVICE
@@ -91,3 +92,15 @@ def test_a_rayjob_pod_is_busy_from_its_tasks_start_to_their_end() -> None:
 def test_a_serve_pod_is_busy_when_the_last_sample_before_its_deletion_had_a_replica() -> None:
     samples = [(10.0, frozenset({"p1", "p2"})), (20.0, frozenset({"p1"}))]
     assert service_busy(samples, {"p1": 25.0, "p2": 21.0, "p3": 5.0}) == ["p1"]
+
+
+def test_a_rayjobs_figures_count_from_its_drivers_submission() -> None:
+    """The driver's ``submitted`` line is the start (the cluster's creation before it is
+    KubeRay's); without one, the RayJob's creation."""
+    events = [
+        {"event": "connected", "at": 110.0},
+        {"event": "submitted", "tasks": 20, "at": 112.5},
+        {"event": "done", "task": 0, "pod": "p", "at": 130.0},
+    ]
+    assert submitted_at(events, 100.0) == 112.5
+    assert submitted_at(events[:1], 100.0) == 100.0
