@@ -78,44 +78,51 @@ def container_seconds(
     return cgroup_seconds(directory.parent if pod_level else directory, kind)
 
 
-def _scaler_pod(bed: Bed) -> str:
+def scaler_pod(bed: Bed) -> str:
+    """The scaler's pod (the chart's, not being deleted)."""
     pods = bed.core.list_namespaced_pod(chart_install.NAMESPACE).items
     (pod,) = [p.metadata.name for p in pods if p.metadata.deletion_timestamp is None]
     return str(pod)
 
 
-def _safe(read: object) -> float:
+def safe(read: object) -> float:
+    """``read()`` as a float; NaN when it raises (a component not there, or gone)."""
     with contextlib.suppress(Exception):
         return float(read())  # type: ignore[operator]
     return float("nan")
 
 
-def read(bed: Bed, cluster: Cluster) -> CpuReading:
-    """Every component of ``cluster``'s side and of both, now."""
+def host_seconds(bed: Bed, side: str) -> dict[str, float]:
+    """The host processes of ``side`` and of both: the controller-manager and KubeRay's
+    operator; ours adds KEDA (operator and metrics adapter) and Prometheus."""
     procs = bed.cp.processes
     seconds = {
-        "controller-manager": _safe(
+        "controller-manager": safe(
             lambda: process_seconds(procs["kube-controller-manager"].popen.pid)
         ),
-        "kuberay-operator": _safe(lambda: process_seconds(bed.operator.popen.pid)),
+        "kuberay-operator": safe(lambda: process_seconds(bed.operator.popen.pid)),
     }
+    if side == OURS:
+        keda = ("keda-operator", "keda-adapter")
+        seconds["keda"] = safe(lambda: sum(process_seconds(procs[n].popen.pid) for n in keda))
+        prometheus = bed.prometheus.process
+        seconds["prometheus"] = safe(lambda: process_seconds(prometheus.pid) if prometheus else 0)
+    return seconds
+
+
+def read(bed: Bed, cluster: Cluster) -> CpuReading:
+    """Every component of ``cluster``'s side and of both, now."""
+    seconds = host_seconds(bed, cluster.side)
     ns = "ray"
     if cluster.side == OURS:
-        seconds["agent"] = _safe(lambda: container_seconds(bed, ns, cluster.head_pod, "agent"))
-        seconds["scaler"] = _safe(
+        seconds["agent"] = safe(lambda: container_seconds(bed, ns, cluster.head_pod, "agent"))
+        seconds["scaler"] = safe(
             lambda: container_seconds(
-                bed, chart_install.NAMESPACE, _scaler_pod(bed), "scaler", pod_level=True
+                bed, chart_install.NAMESPACE, scaler_pod(bed), "scaler", pod_level=True
             )
         )
-        seconds["keda"] = _safe(
-            lambda: sum(
-                process_seconds(procs[n].popen.pid) for n in ("keda-operator", "keda-adapter")
-            )
-        )
-        prometheus = bed.prometheus.process
-        seconds["prometheus"] = _safe(lambda: process_seconds(prometheus.pid) if prometheus else 0)
     else:
-        seconds["autoscaler"] = _safe(
+        seconds["autoscaler"] = safe(
             lambda: container_seconds(bed, ns, cluster.head_pod, AUTOSCALER)
         )
     return CpuReading(seconds)

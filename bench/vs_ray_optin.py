@@ -159,9 +159,10 @@ def _first(events: list[PodEvent], what: str, since: float) -> float | None:
     return min(times) - since if times else None
 
 
-def figures_of(side: str, o: Outcome) -> Figures:
+def figures_of(side: str, o: Outcome, cpu: dict[str, float] | None = None) -> Figures:
     """The table's figures of one run (``bench/vs_ray_figures.py``'s, from ``o.since``; the
-    deletions' times from ``o.work_end``, "zero pods" meaning back at ``o.floor``)."""
+    deletions' times from ``o.work_end``, "zero pods" meaning back at ``o.floor``; ``cpu``
+    from :mod:`bench.vs_ray_optin_cpu`)."""
     events = [e for e in o.events if e.at <= o.end]
     needed_at = needed_since(events, o.spec.needed, o.since)
     deleted = [e.at for e in events if e.what == "deleted" and e.at >= o.work_end]
@@ -186,6 +187,7 @@ def figures_of(side: str, o: Outcome) -> Figures:
         busy_deleted=len(o.busy),
         failed=o.failed,
         retries=0,
+        cpu=cpu or {},
         notes=o.notes + tuple(f"busy pod deleted: {p}" for p in o.busy),
     )
 

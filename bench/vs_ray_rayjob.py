@@ -34,6 +34,7 @@ import requests
 from bench.vs_ray_bed import Bed
 from bench.vs_ray_figures import Figures
 from bench.vs_ray_optin import Outcome, all_gone, figures_of, for_side, release, save_raw, workers
+from bench.vs_ray_optin_cpu import CpuSampler
 from bench.vs_ray_workloads import RAYJOB
 
 from control_plane import wait_until  # isort: skip  (tests/harness, through bench.vs_ray_bed)
@@ -166,7 +167,7 @@ def run_rayjob(bed: Bed, side: str) -> Figures:
     name = f"vs-ray-{side}-{next(_RUNS)}"
     view = JobView(bed.cp, bed.custom, name)
     doc = for_side(rayjob(name, share, bed.images), side, bed.profile, bed.cp.apiserver_port)
-    with release(bed, side), workers(bed) as pods:
+    with release(bed, side), workers(bed) as pods, CpuSampler(bed, side) as cpu:
         try:
             created = time.time()
             bed.cp.apply_docs([doc])
@@ -205,5 +206,6 @@ def run_rayjob(bed: Bed, side: str) -> Figures:
         busy=busy_pods(markers(share), done, deleted),
         notes=tuple(notes),
     )
-    save_raw(bed.profile.name, side, outcome, {"driver": events, "markers": markers(share)})
-    return figures_of(side, outcome)
+    raw = {"driver": events, "markers": markers(share), "cpu_samples": cpu.samples}
+    save_raw(bed.profile.name, side, outcome, raw)
+    return figures_of(side, outcome, cpu.figure(since))

@@ -26,6 +26,7 @@ from typing import Any
 from bench.vs_ray_bed import Bed
 from bench.vs_ray_figures import Figures
 from bench.vs_ray_optin import Outcome, all_gone, figures_of, for_side, release, save_raw, workers
+from bench.vs_ray_optin_cpu import CpuSampler
 from bench.vs_ray_profile import Profile
 from bench.vs_ray_workloads import RAYSERVICE
 
@@ -91,7 +92,7 @@ def run_rayservice(bed: Bed, side: str) -> Figures:
     share = make_share(Path(tempfile.mkdtemp(prefix="rayservice-", dir=bed.workdir)) / "share")
     name = f"vs-ray-{side}-{next(_RUNS)}"
     doc = for_side(rayservice(name, share, bed.images), side, bed.profile, bed.cp.apiserver_port)
-    with release(bed, side), workers(bed) as pods:
+    with release(bed, side), workers(bed) as pods, CpuSampler(bed, side) as cpu:
         try:
             created = time.time()
             bed.cp.apply_docs([doc])
@@ -124,5 +125,5 @@ def run_rayservice(bed: Bed, side: str) -> Figures:
                f"{dict(load.outcomes)}", *load.failures[:3]),
     )  # fmt: skip
     extra = {"samples": [(t, sorted(h)) for t, h in held.samples], "pods_served": load.pods}
-    save_raw(bed.profile.name, side, outcome, extra)
-    return figures_of(side, outcome)
+    save_raw(bed.profile.name, side, outcome, {**extra, "cpu_samples": cpu.samples})
+    return figures_of(side, outcome, cpu.figure(step))

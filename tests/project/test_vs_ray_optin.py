@@ -4,11 +4,13 @@ bench/vs_ray_rayjob.py, bench/vs_ray_rayservice.py)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from pod_watch import PodEvent
 
 from bench.vs_ray_optin import Outcome, figures_of, for_side, needed_since, seconds_between
+from bench.vs_ray_optin_cpu import window
 from bench.vs_ray_profile import FAST, PRODUCTION
 from bench.vs_ray_rayjob import busy_pods as job_busy
 from bench.vs_ray_rayjob import submitted_at
@@ -104,3 +106,20 @@ def test_a_rayjobs_figures_count_from_its_drivers_submission() -> None:
     ]
     assert submitted_at(events, 100.0) == 112.5
     assert submitted_at(events[:1], 100.0) == 100.0
+
+
+def test_optin_cpu_counts_from_the_start_to_the_last_sample_the_head_answered() -> None:
+    """Samples before the start are left out; the last ones, after the head pod went (its
+    container NaN), too: the window is the first sample at or after the start to the last
+    that knows the head pod's container."""
+    nan = math.nan
+    samples = [
+        (90.0, {"agent": 1.0, "keda": 10.0}),
+        (100.0, {"agent": 2.0, "keda": 11.0}),
+        (102.0, {"agent": 2.5, "keda": 11.5}),
+        (104.0, {"agent": 3.5, "keda": 13.0}),
+        (106.0, {"agent": nan, "keda": 14.0}),
+    ]
+    assert window(samples, 99.0, "agent") == {"agent": 1.5, "keda": 2.0}
+    assert window(samples, 104.0, "agent") == {}
+    assert window(samples[-1:], 0.0, "agent") == {}
