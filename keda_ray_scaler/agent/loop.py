@@ -297,11 +297,13 @@ class AgentLoop:
             )
 
     def _idle_due(self) -> float | None:
-        """When the next node of the exported input reaches its idle timeout, when this loop
-        scales down (else None: nothing acts on it)."""
+        """When the next node of the exported input reaches its idle timeout, or a pod the
+        victim step refused for Ray's idle time alone reaches it, whichever comes first, when
+        this loop scales down (else None: nothing acts on it)."""
         if not self._settings.scale_down or not self._last.success:
             return None
-        return next_idle_timeout(self._last.input)
+        due = [next_idle_timeout(self._last.input), self._victims.due_at()]
+        return min((d for d in due if d is not None), default=None)
 
     def _crashed(self) -> None:
         """The bookkeeping of a crashed poll; made of steps that cannot raise in turn."""

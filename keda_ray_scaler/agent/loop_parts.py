@@ -43,16 +43,21 @@ class VictimStep(Protocol):
 
     def saw_in_ray(self, pods: frozenset[str]) -> None: ...
 
+    def due_at(self) -> float | None: ...
+
     async def step(self, plan: Plan) -> Sequence[object]: ...
 
 
 class Victims(Protocol):
     """Safe scale-down as the loop drives it: the published victims (pod -> worker group), the
-    pods that are live Ray nodes at this poll, and one step on the poll's input."""
+    pods that are live Ray nodes at this poll, one step on the poll's input, and when a pod the
+    last step refused for its idle time alone reaches the timeout (``due_at``)."""
 
     def victims(self) -> Mapping[str, str]: ...
 
     def saw_in_ray(self, pods: frozenset[str]) -> None: ...
+
+    def due_at(self) -> float | None: ...
 
     async def step(self, inp: PlanningInput) -> None: ...
 
@@ -72,6 +77,10 @@ class PlannedVictims:
         """Tells the controller which pods are live Ray nodes now."""
         self.controller.saw_in_ray(pods)
 
+    def due_at(self) -> float | None:
+        """The controller's."""
+        return self.controller.due_at()
+
     async def step(self, inp: PlanningInput) -> None:
         """Plans ``inp`` and steps the controller on the plan."""
         await self.controller.step(self.planner(inp))
@@ -86,6 +95,10 @@ class NoVictims:
 
     def saw_in_ray(self, pods: frozenset[str]) -> None:
         """Nothing to remember."""
+
+    def due_at(self) -> float | None:
+        """Nothing refused."""
+        return None
 
     async def step(self, inp: PlanningInput) -> None:
         """Nothing to do."""

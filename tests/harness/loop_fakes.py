@@ -50,6 +50,9 @@ class FakeVictims:
     def saw_in_ray(self, pods: frozenset[str]) -> None:
         self.in_ray = pods
 
+    def due_at(self) -> float | None:
+        return None
+
     async def step(self, plan: Plan) -> Sequence[object]:
         self.plans.append(plan)
         self.current = self.after

@@ -52,6 +52,10 @@ class Choice:
 
     chosen: tuple[PodInfo, ...]
     verdicts: tuple[Verdict, ...]
+    #: seconds until the first candidate refused for its idle time alone (Ray's, read afresh)
+    #: reaches the timeout: the agent's idle-since time may be up to a second ahead of Ray's
+    #: (``node_memo.IDLE_SINCE_TOLERANCE_S``), so the poll at the agent's timeout can be early
+    due_in_s: float | None = None
 
 
 def choose(view: GroupView, settings: VictimSettings) -> Choice:
@@ -80,6 +84,7 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
         return _all(name, candidates, Outcome.AWAITING_DELETION, reason)
     verdicts: list[Verdict] = []
     chosen: list[PodInfo] = []
+    due: list[float] = []
     over_cap = set(gp.over_cap)
     # pods the plan removes before they joined Ray: still none, nothing to drain
     unjoined = {p for d in gp.decisions if d.reason is Why.UNJOINED_IDLE for p in d.pods}
@@ -96,6 +101,8 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
             verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
         elif node is not None and (problem := idle_problem(node, timeout_s)):
             verdicts.append(Verdict(name, pod_name, Outcome.NOT_IDLE, problem))
+            if node.status is NodeStatus.RUNNING and node.available == node.total:
+                due.append(timeout_s - node.idle_s)
         elif pod.serve_endpoint and pod.ready:
             verdicts.append(Verdict(name, pod_name, Outcome.SERVING, SERVING_REASON))
         elif not owns_cost(pod, settings):
@@ -105,7 +112,7 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
             )
         else:
             chosen.append(pod)
-    return Choice(tuple(chosen), tuple(verdicts))
+    return Choice(tuple(chosen), tuple(verdicts), min(due, default=None))
 
 
 def to_release(

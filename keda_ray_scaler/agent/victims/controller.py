@@ -96,6 +96,7 @@ class VictimController:
         self._ray = ray
         self._drainer = drainer
         self._clock = clock
+        self._due: list[float] = []  # the last step's candidates' due times (:meth:`due_at`)
         self._settings = settings or VictimSettings()
         self._marks = CostMarks(pods, clock, self._settings)
         self._applier = applier  # None: Deployment mode (mark, confirm, then drain)
@@ -127,8 +128,14 @@ class VictimController:
         self._ledger.unfreeze(group)
 
     # --- the protocol ----------------------------------------------------------------------
+    def due_at(self) -> float | None:
+        """When the last step's first candidate refused for its idle time alone (by Ray's own,
+        read afresh) reaches the timeout (``clock`` time); None when none was."""
+        return min(self._due, default=None)
+
     async def step(self, plan: Plan) -> tuple[Verdict, ...]:
         """One round for every group of ``plan``: verify, reconcile, then the protocol."""
+        self._due = []
         groups = sorted(plan.groups)
         if not self._pods.synced:
             return self._record(
@@ -201,6 +208,8 @@ class VictimController:
             contested=self._ray.contested(),  # as the step's nodes() read it
         )
         choice = choose(view, self._settings)
+        if choice.due_in_s is not None:
+            self._due.append(self._clock.now() + choice.due_in_s)
         verdicts = list(choice.verdicts)
         chosen = list(choice.chosen)
         if not chosen:

@@ -159,6 +159,9 @@ def test_planned_victims_step_the_controller_on_the_plan_of_the_input() -> None:
         def saw_in_ray(self, pods: frozenset[str]) -> None:
             calls.append(pods)
 
+        def due_at(self) -> float | None:
+            return 1234.5
+
         async def step(self, got: Plan) -> tuple[object, ...]:
             calls.append(got)
             return ()
@@ -171,3 +174,4 @@ def test_planned_victims_step_the_controller_on_the_plan_of_the_input() -> None:
     victims.saw_in_ray(PODS)
     asyncio.run(victims.step(inp))
     assert (calls, victims.victims()) == ([PODS, inp, plan], {"p-1": "cpu"})
+    assert (victims.due_at(), NO_VICTIMS.due_at()) == (1234.5, None)

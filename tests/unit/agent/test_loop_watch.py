@@ -23,8 +23,11 @@ from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
 from keda_ray_scaler.agent.loop import AgentLoop, LoopSettings
 from keda_ray_scaler.agent.loop_parts import (
     NO_PLANNED,
+    NO_VICTIMS,
     NO_WATCH,
+    NoVictims,
     Planned,
+    Victims,
     Wake,
     Watch,
     until_next_poll,
@@ -66,16 +69,21 @@ class Reads:
 
 
 def looping(
-    reads: Reads, watch: Watch, planned: Planned = NO_PLANNED, *, scale_down: bool = False
+    reads: Reads,
+    watch: Watch,
+    planned: Planned = NO_PLANNED,
+    *,
+    scale_down: bool = False,
+    victims: Victims = NO_VICTIMS,
 ) -> AgentLoop:
     """A loop polling every 5 s over ``reads``, looking with ``watch``, export only unless
-    ``scale_down`` (no victim protocol either way)."""
+    ``scale_down`` (with ``victims``, none by default)."""
     registry = CollectorRegistry()
     settings = LoopSettings(interval_s=5.0, scale_down=scale_down)
     metrics = AgentMetrics(registry, "demo")
     loop = AgentLoop(
         SPEC, reads, SnapshotCollector(registry), metrics, reads.clock, settings,
-        planned=planned, watch=watch,
+        planned=planned, watch=watch, victims=victims,
     )  # fmt: skip
     reads.loop = loop
     return loop
@@ -294,3 +302,30 @@ async def test_an_idle_wake_due_before_the_interval_ends_the_wait_then() -> None
     start = clock.now()
     woke = await until_next_poll(clock, 5.0, NO_WATCH, watched=False, rising=bool, idle_due=start)
     assert (woke, clock.now()) == (Wake.INTERVAL, pytest.approx(start + 5.0))
+
+
+class RefusedOnce(NoVictims):
+    """A victim step that, at its first step, refused a pod Ray says is idle 1.2 s short of
+    the timeout (``due_at``), and none after."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.due: float | None = None
+        self.steps = 0
+
+    async def step(self, inp: PlanningInput) -> None:
+        self.steps += 1
+        self.due = self.clock.now() + 1.2 if self.steps == 1 else None
+
+    def due_at(self) -> float | None:
+        return self.due
+
+
+async def test_a_pod_the_victim_step_refused_for_its_idle_time_is_polled_when_it_is_due() -> None:
+    """The node is past the timeout by the agent's idle-since time (no idle wake of its own),
+    but the victim step's fresh read says 1.2 s short: the next poll is 1.7 s on, then at the
+    interval."""
+    clock = FakeClock()
+    reads = Reads(clock, idle_for(120.0), idle_for(121.7), idle_for(126.7))
+    await run(looping(reads, FakeWatch(clock), scale_down=True, victims=RefusedOnce(clock)))
+    assert reads.at == [1000.0, 1001.7, 1006.7, 1011.7]

@@ -136,3 +136,11 @@ def test_a_pod_removed_before_it_joined_ray_goes_without_a_node_unless_it_joined
     without = GroupPlan("cpu", 1, 1, 4, 4, 1, 0, ("w-4",), decisions=(idle,))
     c = choose(GroupView(without, v.pods, v.nodes, idle_timeout_s=60.0), SETTINGS)
     assert outcomes(c) == ([], [("w-4", "no_node")])
+
+
+def test_a_pod_refused_for_its_idle_time_alone_says_when_it_is_due() -> None:
+    """w-2 is idle 10 s of 60 by Ray's own read: due in 50 s; w-3 is busy, w-4 no Ray node:
+    neither is due by time; with w-2 not a candidate, nothing is due."""
+    c = choose(view(("w-1", "w-2", "w-3", "w-4")), SETTINGS)
+    assert c.due_in_s == 50.0
+    assert choose(view(("w-1", "w-3", "w-4")), SETTINGS).due_in_s is None

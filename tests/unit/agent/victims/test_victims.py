@@ -255,16 +255,22 @@ async def test_recheck_skips_a_node_that_got_work_since_the_plan(
     synced: None,
     make_controller: Callable[..., VictimController],
     ray: FakeRay,
+    clock: FakeClock,
 ) -> None:
-    """The plan said w-1 idle, Ray now says busy: w-1 is neither marked nor drained."""
+    """The plan said w-1 idle, Ray now says busy: w-1 is neither marked nor drained; w-2 is
+    idle 30 s of 60 by Ray: due 30 s on (the loop polls then), busy w-1 is due never."""
     ray.busy("w-1")
     ray.idle("w-2", idle_s=30)
-    verdicts = await make_controller().step(plan("w-1", "w-2"))
+    controller = make_controller()
+    verdicts = await controller.step(plan("w-1", "w-2"))
     assert [(v.pod, v.outcome.value, v.reason) for v in verdicts] == [
         ("w-1", "not_idle", "node uses resources (available {CPU: 5} of {CPU: 10})"),
         ("w-2", "not_idle", "idle 30s < idleTimeoutSeconds 60"),
     ]
     assert requests_of(emulator, kmock.action.UPDATE) == []
+    assert controller.due_at() == clock.now() + 30.0
+    await controller.step(plan("w-1"))
+    assert controller.due_at() is None
 
 
 # --- confirmation and drain failures roll back ------------------------------------------------
