@@ -19,8 +19,9 @@ reads as changed (a poll too many, never a change missed).
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -35,24 +36,41 @@ LEFT_OUT: Final = {
 }
 
 
+#: Left out of a look's form (:func:`look_form`) besides :data:`LEFT_OUT`: each node's use,
+#: its available resources and activity, which move at every task's start and end.
+LOOK_LEFT_OUT: Final = {**LEFT_OUT, "NodeState": frozenset({4, 7, 9, 12})}
+
+
 @cache
 def steady_reply() -> Any:
     """``GetClusterStatusReply`` without :data:`LEFT_OUT`: the reply class of a pool of its own
     holding ``autoscaler.proto`` without those fields."""
+    return _stripped(_key(LEFT_OUT), "GetClusterStatusReply")
+
+
+@cache
+def _stripped(left_out: tuple[tuple[str, frozenset[int]], ...], message_name: str) -> Any:
+    """The class of ``message_name`` of ``autoscaler.proto`` without the fields ``left_out``
+    names, from a pool of its own."""
+    gone_by = dict(left_out)
     pool = descriptor_pool.DescriptorPool()
     for module in (runtime_environment_pb2, common_pb2):
         pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
     proto = descriptor_pb2.FileDescriptorProto()
     autoscaler_pb2.DESCRIPTOR.CopyToProto(proto)
     for message in proto.message_type:
-        gone = LEFT_OUT.get(message.name, frozenset())
+        gone = gone_by.get(message.name, frozenset())
         kept = [f for f in message.field if f.number not in gone]
         del message.field[:]
         message.field.extend(kept)
     del proto.service[:]
     pool.Add(proto)
-    name = f"{proto.package}.GetClusterStatusReply"
+    name = f"{proto.package}.{message_name}"
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def _key(left_out: dict[str, frozenset[int]]) -> tuple[tuple[str, frozenset[int]], ...]:
+    return tuple(sorted(left_out.items()))
 
 
 def steady_key(reply: bytes) -> bytes:
@@ -63,3 +81,48 @@ def steady_key(reply: bytes) -> bytes:
     steady.DiscardUnknownFields()
     key: bytes = steady.cluster_resource_state.SerializeToString(deterministic=True)
     return key
+
+
+class LookForm(NamedTuple):
+    """What a look compares of a state: ``nodes``, the state without its pending demand and
+    without :data:`LOOK_LEFT_OUT` (each node's id, status, totals and labels, the
+    ``request_resources`` constraints, the session), serialized; ``pending``, each pending
+    request (``b"r"`` + its bytes) and each placement group's request (``b"g"`` + its bytes,
+    its details name the group) with its count."""
+
+    nodes: bytes
+    pending: Counter[bytes]
+
+    def rose_from(self, before: LookForm) -> bool:
+        """Whether a poll must see this state at once: a node or constraint changed, or a
+        pending request counts more than ``before`` (new demand). Demand that fell, and use
+        that moved, wait for the next poll: they raise nothing."""
+        if self.nodes != before.nodes:
+            return True
+        had = before.pending
+        return any(n > had.get(k, 0) for k, n in self.pending.items())
+
+
+def look_form(reply: bytes) -> LookForm:
+    """The :class:`LookForm` of a ``GetClusterStatusReply``'s bytes; raises
+    ``google.protobuf.message.DecodeError`` for bytes that are no reply."""
+    message = _stripped(_key(LOOK_LEFT_OUT), "GetClusterStatusReply").FromString(reply)
+    return _form(message.cluster_resource_state)
+
+
+def look_form_of_state(steady: bytes) -> LookForm:
+    """The :class:`LookForm` of a state's steady bytes (:func:`steady_key`, or the poll's
+    ``status_memo.steady_part``)."""
+    return _form(_stripped(_key(LOOK_LEFT_OUT), "ClusterResourceState").FromString(steady))
+
+
+def _form(state: Any) -> LookForm:
+    state.DiscardUnknownFields()
+    pending: Counter[bytes] = Counter()
+    for r in state.pending_resource_requests:
+        pending[b"r" + r.request.SerializeToString(deterministic=True)] += r.count
+    for g in state.pending_gang_resource_requests:
+        pending[b"g" + g.SerializeToString(deterministic=True)] += 1
+    state.ClearField("pending_resource_requests")
+    state.ClearField("pending_gang_resource_requests")
+    return LookForm(state.SerializeToString(deterministic=True), pending)

@@ -108,6 +108,13 @@ def changed(edit: str) -> pb.GetClusterStatusReply:
         state.pending_resource_requests[0].count = 21
     elif edit == "free cpus":
         state.node_states[0].available_resources["CPU"] = 5.0
+    elif edit == "demand fell":
+        state.pending_resource_requests[0].count = 19
+    elif edit == "activity":
+        state.node_states[0].node_activity.append("CPU in use")
+    elif edit == "new shape":
+        rc = state.pending_resource_requests.add(count=1)
+        rc.request.resources_bundle["CPU"] = 1.0
     elif edit == "status":
         state.node_states[1].status = pb.IDLE
     elif edit == "node added":
@@ -123,13 +130,22 @@ def changed(edit: str) -> pb.GetClusterStatusReply:
 
 @pytest.mark.parametrize(
     "edit",
-    ["demand", "free cpus", "status", "node added", "label", "placement group", "session"],
+    ["demand", "new shape", "status", "node added", "label", "placement group", "session"],
 )
-async def test_anything_else_is_a_change(edit: str) -> None:
-    """Each change a poll would read makes the look say so."""
+async def test_rising_demand_and_changed_nodes_are_a_change(edit: str) -> None:
+    """Each change a poll must plan at once makes the look say so."""
     watched = Watched(answer(1), changed(edit))
     await watched.reader.read()
     assert await watched.watch.look() is Look.CHANGED
+
+
+@pytest.mark.parametrize("edit", ["free cpus", "demand fell", "activity"])
+async def test_use_that_moved_and_demand_that_fell_wait_for_the_next_poll(edit: str) -> None:
+    """A task that started or ended (a node's free CPUs, its activity) and fewer pending tasks
+    raise nothing: the look says the same, the poll at the interval reads them."""
+    watched = Watched(answer(1), changed(edit))
+    await watched.reader.read()
+    assert await watched.watch.look() is Look.SAME
 
 
 async def test_a_failed_call_is_failed_never_same_and_drops_the_channel() -> None:
@@ -202,6 +218,18 @@ async def test_the_heads_queue_in_another_order_is_the_same() -> None:
     await watched.reader.read()
     watched.raylet.queue = {1.0: 2, 5.0: 3}
     assert await watched.watch.look() is Look.SAME
+
+
+async def test_fewer_tasks_queued_at_the_head_wait_for_the_next_poll() -> None:
+    """Three tasks queued at the head at the poll, two at the look (one started): the same; a
+    second shape queued: a change."""
+    watched = Watched(with_head(1), with_head(2), with_head(3), demand=DemandRead.EXACT)
+    watched.raylet.queue = {5.0: 3}
+    await watched.reader.read()
+    watched.raylet.queue = {5.0: 2}
+    assert await watched.watch.look() is Look.SAME
+    watched.raylet.queue = {5.0: 2, 1.0: 1}
+    assert await watched.watch.look() is Look.CHANGED
 
 
 def changed_with_head() -> pb.GetClusterStatusReply:
