@@ -75,8 +75,9 @@ def _ray_flags(p: argparse.ArgumentParser) -> None:
         "--watch-interval",
         type=float,
         default=WATCH_INTERVAL_S,
-        help="seconds between cheap looks at the GCS between polls; a change of demand or "
-        f"nodes is polled at once; 0 = none, poll every --interval only ({WATCH_INTERVAL_S:g})",
+        help="seconds between cheap looks at the GCS between polls; demand that rose or nodes "
+        "that changed are polled at once; 0 = none, poll every --interval only "
+        f"({WATCH_INTERVAL_S:g})",
     )
     g.add_argument(
         "--ray-timeout",
