@@ -79,9 +79,15 @@ def container_seconds(
 
 
 def scaler_pod(bed: Bed) -> str:
-    """The scaler's pod (the chart's, not being deleted)."""
+    """The scaler's pod: the chart's pod with a ``scaler`` container, not being deleted (the
+    chart's controller runs beside it for (f) and (g))."""
     pods = bed.core.list_namespaced_pod(chart_install.NAMESPACE).items
-    (pod,) = [p.metadata.name for p in pods if p.metadata.deletion_timestamp is None]
+    (pod,) = [
+        p.metadata.name
+        for p in pods
+        if p.metadata.deletion_timestamp is None
+        and any(c.name == "scaler" for c in p.spec.containers)
+    ]
     return str(pod)
 
 
