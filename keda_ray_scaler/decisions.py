@@ -71,8 +71,6 @@ class Why(enum.StrEnum):
     TASKS = "tasks"
     DEMAND = "demand"  # placement groups and tasks placed in one queue
     IDLE_TIMEOUT = "idle_timeout"  # idle at least idleTimeoutSeconds
-    #: not yet a Ray node, nothing needs it, created at least idleTimeoutSeconds ago
-    UNJOINED_IDLE = "unjoined_idle"
     MAX_REPLICAS = "max_replicas"  # the group is above maxReplicas
     MAX_WORKERS = "max_workers"  # the cluster is above maxWorkers
     BUSY_ABOVE_CAP = "busy_above_cap"  # busy pods alone exceed a cap: they stay

@@ -224,7 +224,7 @@ class ClusterSpec:
 class NodeStatus(enum.StrEnum):
     """Lifecycle of one worker pod as the planner sees it."""
 
-    PENDING = "pending"  # launched, not yet a Ray node: full capacity, idle since created
+    PENDING = "pending"  # launched, not yet a Ray node: full capacity, no idle decisions
     RUNNING = "running"
     DRAINING = "draining"  # Ray is draining it: never receives demand, still counts as a pod
     VICTIM = "victim"  # drained AND marked for deletion, confirmed: the pod is going away

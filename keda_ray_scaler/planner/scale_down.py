@@ -1,9 +1,7 @@
 """Per-group answers: pods above a cap, idle removal, targets and their decisions; pure.
 
 Like Ray v2's ``_enforce_idle_termination``: idle pods nothing needs become removable, longest
-idle first, while the group keeps its minReplicas and gets no new pods; and, ours, pods that
-have not joined Ray a whole idle timeout after their creation while nothing needs them
-(:func:`idle_candidate`), before those. Pods above a cap
+idle first, while the group keeps its minReplicas and gets no new pods. Pods above a cap
 (:mod:`.caps`) go first, whatever their idle time. Draining and victim pods never receive
 demand; victims are not counted toward ``desired``. The target is :func:`clamp_target`.
 """
@@ -46,11 +44,8 @@ def group_plan(ctx: Context, out: RunResult, i: int, nodes: list[WorkerNode]) ->
     if len(idle) > room:
         why = Why.MIN_REPLICAS if out.new[i] == 0 else Why.NEW_PODS
         decisions.append(Decision(DecisionKind.KEEP, len(idle) - room, why, limit=g.min_replicas))
-    unjoined = tuple(n.pod for n in idle[:room] if n.status is NodeStatus.PENDING)
-    idled = tuple(n.pod for n in idle[:room] if n.status is not NodeStatus.PENDING)
-    for why, pods in ((Why.UNJOINED_IDLE, unjoined), (Why.IDLE_TIMEOUT, idled)):
-        if pods:
-            decisions.append(Decision(DecisionKind.REMOVE, len(pods), why, pods))
+    if removable:
+        decisions.append(Decision(DecisionKind.REMOVE, len(removable), Why.IDLE_TIMEOUT, removable))
     kept = ctx.floor[i] - len(leaving) - len(removable)
     desired = clamp_target(kept + out.new[i], g, floor=0)
     target = clamp_target(kept + out.new[i], g, floor=ctx.floor[i])
@@ -75,45 +70,30 @@ def group_plan(ctx: Context, out: RunResult, i: int, nodes: list[WorkerNode]) ->
 def idle_pods(
     g: WorkerGroup, nodes: list[WorkerNode], busy: set[str], leaving: set[str], now_s: float
 ) -> list[WorkerNode]:
-    """Pods nothing needs, idle at least the timeout at ``now_s``: running Ray nodes with
-    nothing in use, and pods not yet Ray nodes (idle since their creation: they have done no
-    work; :func:`idle_candidate`), those first (nothing to drain), then longest idle first."""
+    """Running pods with nothing in use or needed, idle at least the timeout at ``now_s``,
+    longest first."""
     idle = [
         (n.idle_at(now_s), n)
         for n in nodes
-        if idle_candidate(n) and n.pod not in busy and n.pod not in leaving
+        if n.status is NodeStatus.RUNNING
+        and n.pod not in busy
+        and n.pod not in leaving
+        and n.available == n.total
     ]
-    kept = [t for t in idle if t[0] >= g.idle_timeout_s]
-    kept.sort(key=lambda t: (t[1].status is not NodeStatus.PENDING, -t[0], t[1].pod))
+    kept = sorted((t for t in idle if t[0] >= g.idle_timeout_s), key=lambda t: (-t[0], t[1].pod))
     return [n for _, n in kept]
-
-
-def idle_candidate(n: WorkerNode) -> bool:
-    """A pod whose idle time can remove it: a running Ray node with nothing in use, or a pod
-    not yet a Ray node with an idle time (the agent gives it its creation as idle-since time).
-
-    The second is ours, not Ray's: Ray v2 keeps a launched node nothing needs until it joins
-    and idles out (or fails). A pod that has not joined Ray after a whole idle timeout while
-    nothing needs it (seen on the bed: pods whose ``ray start`` timed out on a loaded node
-    joined 100-140 s late, after the work was done) holds no Ray state and is removed at once,
-    without a drain. While demand is pending such a pod takes it first (``context._pod_order``),
-    so it is busy and kept.
-    """
-    if n.status is NodeStatus.PENDING:
-        return n.idle_since_s > 0 or n.idle_s > 0
-    return n.status is NodeStatus.RUNNING and n.available == n.total
 
 
 def next_idle_timeout(inp: PlanningInput) -> float | None:
     """When the next node of ``inp`` reaches its group's idle timeout (unix seconds): the
-    earliest among :func:`idle_candidate` nodes idle now and not yet past the timeout at
+    earliest among running nodes with nothing in use, idle now and not yet past the timeout at
     ``inp.now_s``; None when there is none. The agent polls then rather than at its next
     interval (up to ``--interval`` later), as :func:`idle_pods` decides on the poll's time."""
     timeouts = {g.name: g.idle_timeout_s for g in inp.cluster.worker_groups}
     due: float | None = None
     for n in inp.nodes:
         timeout_s = timeouts.get(n.group)
-        if timeout_s is None or not idle_candidate(n):
+        if timeout_s is None or n.status is not NodeStatus.RUNNING or n.available != n.total:
             continue
         idle_s = n.idle_at(inp.now_s)
         if idle_s <= 0 or idle_s >= timeout_s:

@@ -2,7 +2,7 @@
 
 Published victims get ``NodeStatus.VICTIM`` (a drained victim whose Ray node is already gone is
 added with its group's pod shape); active pods of a known group that have no Ray node yet are
-added as ``PENDING``, idle since their creation (or ``FAILING`` with their reason,
+added as ``PENDING`` (or ``FAILING`` with their reason,
 :mod:`~keda_ray_scaler.agent.joining.joins`) with
 their group's pod shape; Ray nodes whose pod is being deleted or is gone (seen in the cache
 before, absent now) are left out: the ReplicaSet no longer counts them, and a raylet that
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from keda_ray_scaler.agent.joining.joins import PodEntry, PodJoinFacts
+from keda_ray_scaler.agent.joining.joins import PodEntry
 from keda_ray_scaler.agent.ray.ray_status import RayState
 from keda_ray_scaler.model import (
     ClusterSpec,
@@ -62,12 +62,8 @@ def complete_nodes(
             seen.add(p.name)
             shape = shapes[p.group]
             why = failing.get(p.name)
-            if why is None:  # idle since its creation: it has done no Ray work
-                since = p.facts.created_s or 0.0
-                pending = NodeStatus.PENDING
-                out.append(
-                    WorkerNode(p.name, p.group, shape, shape, status=pending, idle_since_s=since)
-                )
+            if why is None:
+                out.append(WorkerNode(p.name, p.group, shape, shape, status=NodeStatus.PENDING))
             else:
                 status = NodeStatus.FAILING
                 out.append(WorkerNode(p.name, p.group, shape, Resources(), 0.0, status, "", why))
@@ -83,10 +79,6 @@ def complete_nodes_again(
 ) -> tuple[WorkerNode, ...]:
     """Re-apply victims after a protocol step; pending and failing pods in ``inp`` are kept."""
     waiting = (NodeStatus.PENDING, NodeStatus.FAILING)
-    pending = [
-        PodEntry(n.pod, n.group, facts=PodJoinFacts(created_s=n.idle_since_s or None))
-        for n in inp.nodes
-        if n.status in waiting
-    ]
+    pending = [PodEntry(n.pod, n.group) for n in inp.nodes if n.status in waiting]
     failing = {n.pod: n.failure for n in inp.nodes if n.failure is not None}
     return complete_nodes(inp.cluster, state.nodes, victims, pending, gone, failing)

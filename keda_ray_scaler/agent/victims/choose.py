@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
 from keda_ray_scaler.agent.victims.marks import VictimSettings, owns_cost
 from keda_ray_scaler.agent.victims.verdicts import Outcome, Verdict
-from keda_ray_scaler.decisions import DecisionKind, GroupPlan, Why
+from keda_ray_scaler.decisions import DecisionKind, GroupPlan
 from keda_ray_scaler.model import NodeStatus, WorkerNode
 
 #: why a Ready serve endpoint waits: Serve drains the proxy of a node without replicas, its
@@ -62,10 +62,7 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
     """The pods of ``view.plan.removable`` the protocol may take now (see the module doc).
 
     Pods above a cap or failing (``plan.over_cap``) are not protected by the idle timeout and
-    may have no Ray node; pods the plan removes before they joined Ray (``unjoined_idle``) may
-    have none still (one that joined since must be an idle Ray node past the timeout, so a
-    pod that just joined is not taken); any other candidate needs an idle Ray node, nothing in
-    use. A
+    may have no Ray node; any other candidate needs an idle Ray node, nothing in use. A
     contested pod (two live Ray nodes name it, or its live node is superseded) is never taken,
     over a cap or not: which node is its own is unknown, and a pod with a live node must never
     go as one without.
@@ -86,8 +83,6 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
     chosen: list[PodInfo] = []
     due: list[float] = []
     over_cap = set(gp.over_cap)
-    # pods the plan removes before they joined Ray: still none, nothing to drain
-    unjoined = {p for d in gp.decisions if d.reason is Why.UNJOINED_IDLE for p in d.pods}
     for pod_name in candidates:
         pod, node = view.pods.get(pod_name), view.nodes.get(pod_name)
         # above a cap the idle timeout does not protect; a pod not yet in Ray has no node
@@ -97,7 +92,7 @@ def choose(view: GroupView, settings: VictimSettings) -> Choice:
         elif pod_name in view.contested:
             reason = "two live Ray nodes name the pod"
             verdicts.append(Verdict(name, pod_name, Outcome.TWO_RAY_NODES, reason))
-        elif node is None and pod_name not in over_cap and pod_name not in unjoined:
+        elif node is None and pod_name not in over_cap:
             verdicts.append(Verdict(name, pod_name, Outcome.NO_NODE, "no Ray node"))
         elif node is not None and (problem := idle_problem(node, timeout_s)):
             verdicts.append(Verdict(name, pod_name, Outcome.NOT_IDLE, problem))

@@ -4,7 +4,6 @@ test_planner_implicit.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from builders import cluster, group, inp, node, res
@@ -109,27 +108,3 @@ def test_among_equal_pods_and_cost_less_unused_capacity_wins() -> None:
     big, small = group("a-big", cpu=64), group("b-small", cpu=16)
     p = plan(inp(cluster(big, small), bundles=[(res(cpu=16), 5)]))
     assert (p.groups["a-big"].new, p.groups["b-small"].new) == (1, 1)
-
-
-def test_a_pod_not_in_ray_an_idle_timeout_after_its_creation_goes_when_nothing_needs_it() -> None:
-    """Created 100 s (old) and 20 s (young) before the input, neither yet a Ray node, one Ray
-    node idle 90 s, no demand, idle timeout 60 s: the old pending pod goes first (nothing to
-    drain), then the idle node; the young one stays. With demand for one pod, the old pending
-    pod takes it and stays; a pending pod without a creation time is never removed by time."""
-    now = 1_700_000_000.0
-    old = dataclasses.replace(node("old", CPU, status=NodeStatus.PENDING), idle_since_s=now - 100)
-    young = dataclasses.replace(
-        node("young", CPU, status=NodeStatus.PENDING), idle_since_s=now - 20
-    )
-    idle = dataclasses.replace(node("idle", CPU), idle_since_s=now - 90)
-    nodes = [old, young, idle]
-    gp = plan(dataclasses.replace(inp(cluster(CPU), nodes=nodes), now_s=now)).groups["cpu"]
-    assert gp.removable == ("old", "idle")
-    assert Decision(DecisionKind.REMOVE, 1, Why.UNJOINED_IDLE, ("old",)) in gp.decisions
-    assert Decision(DecisionKind.REMOVE, 1, Why.IDLE_TIMEOUT, ("idle",)) in gp.decisions
-    busy = inp(cluster(CPU), bundles=[(res(cpu=10), 1)], nodes=nodes)
-    gp = plan(dataclasses.replace(busy, now_s=now)).groups["cpu"]
-    assert "old" not in gp.removable
-    unknown = node("unknown", CPU, status=NodeStatus.PENDING)
-    gp = plan(dataclasses.replace(inp(cluster(CPU), nodes=[unknown]), now_s=now)).groups["cpu"]
-    assert gp.removable == ()

@@ -71,6 +71,7 @@ def test_the_next_idle_timeout_is_the_earliest_idle_node_not_past_its_groups() -
         _at(free, pod="past", idle_since_s=NOW - 61.0),
         _at(free, pod="used", idle_s=59.0, available=Resources.of(CPU=5)),
         _at(free, pod="busy-0"),
+        _at(free, pod="pending", idle_s=59.0, status=NodeStatus.PENDING),
         _at(free, pod="victim", idle_s=59.0, status=NodeStatus.VICTIM),
         _at(free, pod="no-group", group="gone", idle_s=59.0),
     )
@@ -78,15 +79,3 @@ def test_the_next_idle_timeout_is_the_earliest_idle_node_not_past_its_groups() -
     assert next_idle_timeout(inp) == NOW + 10.0
     assert next_idle_timeout(dataclasses.replace(inp, nodes=nodes[2:] + never)) == NOW + 100.0
     assert next_idle_timeout(dataclasses.replace(inp, nodes=never)) is None
-
-
-def test_a_pod_not_yet_in_ray_is_due_an_idle_timeout_after_its_creation() -> None:
-    """A pending pod created 45 s ago in a 60 s group is due 15 s on (its creation is its
-    idle-since time); one without a creation time never is."""
-    cpu = WorkerGroup("cpu", Resources.of(CPU=10), idle_timeout_s=60.0)
-    shape = cpu.resources
-    made = WorkerNode("p", "cpu", shape, shape, status=NodeStatus.PENDING, idle_since_s=NOW - 45)
-    unknown = dataclasses.replace(made, pod="q", idle_since_s=0.0)
-    inp = PlanningInput(ClusterSpec("c", (cpu,)), nodes=(made, unknown), now_s=NOW)
-    assert next_idle_timeout(inp) == NOW + 15.0
-    assert next_idle_timeout(dataclasses.replace(inp, nodes=(unknown,))) is None

@@ -162,9 +162,8 @@ def test_target_never_below_pods_that_are_not_victims(inp: PlanningInput) -> Non
 @given(inputs())
 @settings(max_examples=100, deadline=None)
 def test_no_busy_pod_is_removable(inp: PlanningInput) -> None:
-    """Removable pods are pending or unused; those below every cap also idle past the timeout
-    (a pending pod: since its creation), pods not in Ray first, then longest idle first;
-    minReplicas stays."""
+    """Removable pods are pending or unused; those below every cap also idle past the timeout,
+    longest idle first; minReplicas stays."""
     p = plan(inp)
     by_pod = {n.pod: n for n in inp.nodes}
     for g in inp.cluster.worker_groups:
@@ -178,17 +177,14 @@ def test_no_busy_pod_is_removable(inp: PlanningInput) -> None:
                 node.status is NodeStatus.RUNNING and node.available == node.total
             )
         idle_removal = gp.removable[len(gp.over_cap) :]
-        for pod in idle_removal:  # pending: not yet a Ray node an idle timeout after creation
-            assert by_pod[pod].status in (NodeStatus.RUNNING, NodeStatus.PENDING)
+        for pod in idle_removal:
+            assert by_pod[pod].status is NodeStatus.RUNNING
             assert by_pod[pod].idle_s >= g.idle_timeout_s
         # failing pods go even at minReplicas: new pods replace them (the minReplicas rule)
         failing = sum(1 for pod in gp.removable if by_pod[pod].status is NodeStatus.FAILING)
         assert len(gp.removable) - failing <= max(0, gp.floor - failing - g.min_replicas)
-        order = [
-            (by_pod[pod].status is not NodeStatus.PENDING, -by_pod[pod].idle_s)
-            for pod in idle_removal
-        ]
-        assert order == sorted(order)  # pods not in Ray first, then longest idle first
+        idle = [by_pod[pod].idle_s for pod in idle_removal]
+        assert idle == sorted(idle, reverse=True)
 
 
 @given(inputs())

@@ -7,7 +7,7 @@ import pytest
 from keda_ray_scaler.agent.pod import DELETION_COST, PodInfo
 from keda_ray_scaler.agent.victims.choose import Choice, GroupView, choose, to_release
 from keda_ray_scaler.agent.victims.marks import VictimSettings
-from keda_ray_scaler.decisions import Decision, DecisionKind, GroupPlan, Why
+from keda_ray_scaler.decisions import GroupPlan
 from keda_ray_scaler.model import NodeStatus, Resources, WorkerNode
 
 POD = Resources.of(CPU=10)
@@ -121,21 +121,6 @@ def test_a_backed_off_group_releases_at_most_its_launch_limit(
     releases none while it waits, then one at a time (no create/delete loop at minReplicas)."""
     gp = GroupPlan("cpu", 3, 3, 1, 3, 1, 2)
     assert to_release(gp, ("w-1", "w-2"), limit) == released
-
-
-def test_a_pod_removed_before_it_joined_ray_goes_without_a_node_unless_it_joined_since() -> None:
-    """The plan removes w-4 and w-2 as ``unjoined_idle`` (no Ray node at the poll): w-4 still
-    has none, it goes without one; w-2 joined Ray since (idle 10 s of 60), it stays; w-1 is
-    removed for its idle time alone: the plan's reasons are the pods', not the group's."""
-    unjoined = Decision(DecisionKind.REMOVE, 2, Why.UNJOINED_IDLE, ("w-4", "w-2"))
-    idle = Decision(DecisionKind.REMOVE, 1, Why.IDLE_TIMEOUT, ("w-1",))
-    gp = GroupPlan("cpu", 1, 1, 4, 4, 1, 0, ("w-4", "w-2", "w-1"), decisions=(unjoined, idle))
-    v = view(("w-4", "w-2", "w-1"))
-    c = choose(GroupView(gp, v.pods, v.nodes, idle_timeout_s=60.0), SETTINGS)
-    assert outcomes(c) == (["w-4", "w-1"], [("w-2", "not_idle")])
-    without = GroupPlan("cpu", 1, 1, 4, 4, 1, 0, ("w-4",), decisions=(idle,))
-    c = choose(GroupView(without, v.pods, v.nodes, idle_timeout_s=60.0), SETTINGS)
-    assert outcomes(c) == ([], [("w-4", "no_node")])
 
 
 def test_a_pod_refused_for_its_idle_time_alone_says_when_it_is_due() -> None:
