@@ -1,17 +1,18 @@
-"""A serialized ``GetClusterStatusReply`` without what the GCS changes at every call, in C.
+"""What a look compares of a ``GetClusterStatusReply``, in C: its look form.
 
 At every call Ray's GCS counts ``cluster_resource_state_version`` up, stamps each node's
 ``node_state_version`` with it and grows each idle node's ``idle_duration_ms``
-(``GcsAutoscalerStateManager``), so no two replies are alike.
-:func:`steady_key` reads the reply's bytes with messages that do not declare those fields (nor
+(``GcsAutoscalerStateManager``), so no two replies are alike; each node's use (available
+resources, activity) moves at every task's start and end. :func:`look_form` reads the reply's
+bytes with messages that do not declare those fields (nor
 ``last_seen_autoscaler_state_version``, nor ``autoscaling_state``, which the agent never reads),
-drops them as unknown fields and serializes the rest deterministically (map entries sorted): the
-bytes :func:`~keda_ray_scaler.agent.ray.status_memo.steady_part` makes of the parsed reply's
-``cluster_resource_state``. The fields are dropped by protobuf's C code, not zeroed node by node
-in Python: from the bytes, 1.4 ms at 1,000 nodes where parsing them and ``steady_part`` take 1.9.
+drops them as unknown fields, counts the pending demand and serializes the rest
+deterministically (map entries sorted); :func:`look_form_of_state` makes the same of the bytes
+:func:`~keda_ray_scaler.agent.ray.status_memo.steady_part` makes of the poll's parsed reply. The
+fields are dropped by protobuf's C code, not zeroed node by node in Python.
 
 The messages are Ray's own (``autoscaler.proto`` of ``_generated``) with those fields taken
-out, registered in a pool of their own at the first use (:func:`steady_reply`; about 20 ms, not
+out, registered in a pool of their own at the first use (:func:`_stripped`; about 20 ms, not
 paid by ``agent --help``). A field these messages do not know (a Ray newer than the protos) is
 dropped here and kept by ``steady_part``: the two never agree for such a reply, which then always
 reads as changed (a poll too many, never a change missed).
@@ -42,13 +43,6 @@ LOOK_LEFT_OUT: Final = {**LEFT_OUT, "NodeState": frozenset({4, 7, 9, 12})}
 
 
 @cache
-def steady_reply() -> Any:
-    """``GetClusterStatusReply`` without :data:`LEFT_OUT`: the reply class of a pool of its own
-    holding ``autoscaler.proto`` without those fields."""
-    return _stripped(_key(LEFT_OUT), "GetClusterStatusReply")
-
-
-@cache
 def _stripped(left_out: tuple[tuple[str, frozenset[int]], ...], message_name: str) -> Any:
     """The class of ``message_name`` of ``autoscaler.proto`` without the fields ``left_out``
     names, from a pool of its own."""
@@ -71,16 +65,6 @@ def _stripped(left_out: tuple[tuple[str, frozenset[int]], ...], message_name: st
 
 def _key(left_out: dict[str, frozenset[int]]) -> tuple[tuple[str, frozenset[int]], ...]:
     return tuple(sorted(left_out.items()))
-
-
-def steady_key(reply: bytes) -> bytes:
-    """The reply's ``cluster_resource_state`` without :data:`LEFT_OUT`, serialized
-    deterministically; raises ``google.protobuf.message.DecodeError`` for bytes that are no
-    reply."""
-    steady = steady_reply().FromString(reply)
-    steady.DiscardUnknownFields()
-    key: bytes = steady.cluster_resource_state.SerializeToString(deterministic=True)
-    return key
 
 
 class LookForm(NamedTuple):
@@ -111,8 +95,7 @@ def look_form(reply: bytes) -> LookForm:
 
 
 def look_form_of_state(steady: bytes) -> LookForm:
-    """The :class:`LookForm` of a state's steady bytes (:func:`steady_key`, or the poll's
-    ``status_memo.steady_part``)."""
+    """The :class:`LookForm` of a state's steady bytes (the poll's ``status_memo.steady_part``)."""
     return _form(_stripped(_key(LOOK_LEFT_OUT), "ClusterResourceState").FromString(steady))
 
 

@@ -17,7 +17,7 @@ from keda_ray_scaler.errors import RayError
 from keda_ray_scaler.gcs._generated import autoscaler_pb2 as pb
 from keda_ray_scaler.gcs._generated import gcs_pb2, gcs_service_pb2
 from keda_ray_scaler.gcs.client import GcsConnection
-from keda_ray_scaler.gcs.steady import steady_key
+from keda_ray_scaler.gcs.steady import look_form, look_form_of_state
 
 
 def answer(call: int) -> pb.GetClusterStatusReply:
@@ -84,11 +84,12 @@ class Watched:
         )
 
 
-def test_the_steady_key_of_the_bytes_is_the_steady_part_of_the_parsed_reply() -> None:
-    """The look's key and the poll's memo are the same bytes, or no look could match a poll."""
+def test_the_look_form_of_the_bytes_is_that_of_the_polls_steady_part() -> None:
+    """The look's form of a reply and the form of the poll's memo of it are equal, or no look
+    could match a poll."""
     reply = answer(7)
-    expected, _ = steady_part(reply.cluster_resource_state)
-    assert steady_key(reply.SerializeToString()) == expected
+    steady, _ = steady_part(reply.cluster_resource_state)
+    assert look_form(reply.SerializeToString()) == look_form_of_state(steady)
     assert reply.cluster_resource_state.cluster_resource_state_version == 7  # left as it was
 
 
