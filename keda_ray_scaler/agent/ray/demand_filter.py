@@ -29,7 +29,12 @@ could hide a later one (seen on the real node under a load of 12: a read of 20 w
 leased, exported as 18, left the peak at 20 for the window, and the next lease's double count,
 21 tasks of 20, went through and bought an 11th pod). The cost: tasks that arrive and start at
 once on free capacity (never pending) while others still wait can hide as many pending tasks for
-at most the window.
+at most the window. Except beside an arrival: use that rose in the interval where units of a
+kind were first read pending (or the interval before it) is explained by those arrivals, for the
+window (vs-ray (g), 2026-11-29: Serve going 1 -> 6 replicas of ``{CPU: 5}``, one started at once
+on the rest pod's free half while four waited; the filter took 1-2 of the four out and the pods
+came in two steps, all Ready at 12.1 s against Ray's 6.1 s). A double count is a unit that
+waited: read pending polls before its lease.
 Nodes are exported as read. Pure: the caller keeps the earlier polls (:class:`UseHistory`).
 
 Since rule R1 (the head raylet's load read after the node view) the spill race above is gone
@@ -43,8 +48,9 @@ import functools
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from operator import attrgetter
-from typing import Final
+from typing import Final, TypeVar
 
 from keda_ray_scaler.model import Bundle, Demand, NodeStatus, Resources, WorkerNode
 
@@ -68,6 +74,13 @@ class Poll:
     at_s: float
     used: Mapping[str, Resources]
     pending: Mapping[Kind, Resources]
+    #: The pending demand as read (``pending`` is as exported), where it differs.
+    read: Mapping[Kind, Resources] | None = None
+
+    @property
+    def as_read(self) -> Mapping[Kind, Resources]:
+        """The pending demand as read, kind by kind."""
+        return self.pending if self.read is None else self.read
 
     @property
     def pending_total(self) -> Resources:
@@ -76,6 +89,7 @@ class Poll:
 
 
 _NOTHING = Resources()
+_K = TypeVar("_K")
 
 
 def used_of(node: WorkerNode) -> Resources:
@@ -141,7 +155,56 @@ def double_counted(earlier: Sequence[Poll], current: Poll) -> Resources:
         return Resources()
     fall = _fall(earlier, current)
     excess = {k: g - fall.get(k, 0) for k, g in gained}
+    if any(v > 0 for v in excess.values()):
+        arrived = _arrived_with_use((*earlier, current))
+        excess = {k: v - arrived.get(k, 0) for k, v in excess.items()}
     return Resources.from_units({k: v for k, v in excess.items() if v > 0})
+
+
+def _arrived_with_use(polls: Sequence[Poll]) -> dict[str, int]:
+    """The use that rose between two polls in which units arrived, up to those arrivals.
+
+    A unit that arrives while room waits for it starts at once: its use rises in the same
+    interval as it arrives, or, the node view and the load being two reads, one interval before
+    its kind is read pending. A double count is a unit that waited for a lease, read pending
+    polls before the lease. Each interval's rise (pods' use above the poll before, summed) is
+    explained by the arrivals of that interval and the next: each kind's pending as read above
+    its highest in the window's polls before (a bounce back to that high is no arrival: the same
+    units read pending again). An arrival explains one rise."""
+    arrivals, high = [], dict(polls[0].as_read) if polls else {}
+    for poll in polls[1:]:
+        arrivals.append(_rise(poll.as_read.items(), high))
+        for kind, r in poll.as_read.items():
+            was = high.get(kind)
+            high[kind] = (
+                r
+                if was is None
+                else Resources.from_units({k: max(v, was.get(k)) for k, v in (*was, *r)})
+            )
+    out: dict[str, int] = {}
+    for i, (a, b) in enumerate(pairwise(polls)):
+        rise = _rise(((p, u) for p, u in b.used.items() if u), a.used)
+        for near in arrivals[i : i + 2] if rise else ():
+            for k, v in list(rise.items()):
+                took = min(v, near.get(k, 0))
+                if took:
+                    rise[k] -= took
+                    near[k] -= took
+                    out[k] = out.get(k, 0) + took
+    return out
+
+
+def _rise(now: Iterable[tuple[_K, Resources]], then: Mapping[_K, Resources]) -> dict[str, int]:
+    """Each entry's resources above ``then``'s entry of the same key, summed (a key absent
+    then had none)."""
+    out: dict[str, int] = {}
+    for key, r in now:
+        before = then.get(key)
+        for k, v in r:
+            more = v - (before.get(k) if before else 0)
+            if more > 0:
+                out[k] = out.get(k, 0) + more
+    return out
 
 
 def _fall(earlier: Sequence[Poll], current: Poll) -> dict[str, int]:
@@ -255,7 +318,9 @@ class UseHistory:
             self._last = _Used(nodes, uses, current.used)
         earlier = self.earlier(at_s)
         exported, removed = without(demand, double_counted(earlier, current))
-        pending = current.pending if exported is demand else pending_of(exported)
-        self.record(replace(current, pending=pending))
+        if exported is demand:
+            self.record(current)
+        else:  # the window's peak is over what was exported, its arrivals over what was read
+            self.record(replace(current, pending=pending_of(exported), read=current.pending))
         horizon = at_s - earlier[0].at_s if earlier else 0.0
         return Filtered(exported, removed, current, horizon)
