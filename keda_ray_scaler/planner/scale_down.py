@@ -67,6 +67,11 @@ def group_plan(ctx: Context, out: RunResult, i: int, nodes: list[WorkerNode]) ->
     )
 
 
+def unused(n: WorkerNode) -> bool:
+    """A running Ray node with nothing in use: one whose idle time can reach the timeout."""
+    return n.status is NodeStatus.RUNNING and n.available == n.total
+
+
 def idle_pods(
     g: WorkerGroup, nodes: list[WorkerNode], busy: set[str], leaving: set[str], now_s: float
 ) -> list[WorkerNode]:
@@ -75,10 +80,7 @@ def idle_pods(
     idle = [
         (n.idle_at(now_s), n)
         for n in nodes
-        if n.status is NodeStatus.RUNNING
-        and n.pod not in busy
-        and n.pod not in leaving
-        and n.available == n.total
+        if unused(n) and n.pod not in busy and n.pod not in leaving
     ]
     kept = sorted((t for t in idle if t[0] >= g.idle_timeout_s), key=lambda t: (-t[0], t[1].pod))
     return [n for _, n in kept]
@@ -93,7 +95,7 @@ def next_idle_timeout(inp: PlanningInput) -> float | None:
     due: float | None = None
     for n in inp.nodes:
         timeout_s = timeouts.get(n.group)
-        if timeout_s is None or n.status is not NodeStatus.RUNNING or n.available != n.total:
+        if timeout_s is None or not unused(n):
             continue
         idle_s = n.idle_at(inp.now_s)
         if idle_s <= 0 or idle_s >= timeout_s:

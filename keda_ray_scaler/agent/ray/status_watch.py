@@ -125,11 +125,11 @@ class StatusWatch:
     async def look(self) -> Look:
         """One look: :attr:`Look.SAME` only when what it read says what the last poll read."""
         seen = self._seen()
-        moved = None if seen.head is None else await self._head_moved(seen.head)
+        rose = None if seen.head is None else await self._head_rose(seen.head)
         self._since_status += 1
-        if moved:
+        if rose:
             look = Look.CHANGED
-        elif moved is None or seen.steady is None or self._since_status >= self._status_every:
+        elif rose is None or seen.steady is None or self._since_status >= self._status_every:
             self._since_status = 0
             self.status_reads += 1
             look = await self._status(seen.steady)
@@ -138,7 +138,7 @@ class StatusWatch:
         self.seen[look] += 1
         return look
 
-    async def _head_moved(self, head: NodeLoad) -> bool | None:
+    async def _head_rose(self, head: NodeLoad) -> bool | None:
         """Whether the head raylet's queue holds more of a shape than ``head``; None when it
         cannot be read."""
         try:
