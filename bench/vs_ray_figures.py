@@ -135,12 +135,33 @@ def to_deletion(run: Run, deleted: dict[str, float]) -> list[float]:
     """Per pod deleted after its work: its deletion - the end of the last task it ran, or of
     the workload's last task when it ran none (a pod that ran nothing and went before the
     workload's end, one whose Ray node never joined, is churn: counted by ``created``)."""
+    return list(_waits(run, deleted).values())
+
+
+def _waits(run: Run, deleted: dict[str, float]) -> dict[str, float]:
+    """:func:`to_deletion`'s wait of each pod it counts."""
     last_on: dict[str, float] = {}
     for e in run.done():
         last_on[e["pod"]] = max(last_on.get(e["pod"], 0.0), float(e["end"]))
     last = run.last_end()
-    waits = [at - last_on.get(pod, last) for pod, at in deleted.items()]
-    return [w for w in waits if w >= 0]
+    waits = {pod: at - last_on.get(pod, last) for pod, at in deleted.items()}
+    return {pod: w for pod, w in waits.items() if w >= 0}
+
+
+def deletion_by_group(run: Run, events: list[PodEvent], deleted: dict[str, float]) -> str:
+    """Last task -> deletion, median / max, group by group (a workload of several groups: the
+    per-pod median of all falls between groups of other idle timeouts, and a pod more in one
+    group moves it), or '' for a workload of one group."""
+    group_of = {e.pod: e.group for e in events if e.what == "created"}
+    by: dict[str, list[float]] = {}
+    for pod, wait in _waits(run, deleted).items():
+        by.setdefault(group_of.get(pod, "?"), []).append(wait)
+    if len(run.spec.needed) < 2 or not by:
+        return ""
+    parts = (
+        f"{g} {statistics.median(w):.1f} / {max(w):.1f} s ({len(w)})" for g, w in sorted(by.items())
+    )
+    return "last task -> deletion by group, median / max (pods): " + ", ".join(parts)
 
 
 def group_figures(run: Run, events: list[PodEvent]) -> tuple[int | None, list[str]]:
@@ -202,6 +223,7 @@ def figures(
     beyond, wrong = group_figures(run, events)
     notes = tuple(f"busy pod deleted: {p}" for p in busy) + group_notes(run, events)
     notes += tuple(f"in a group not asked for: {w}" for w in wrong)
+    notes += tuple(filter(None, [deletion_by_group(run, events, deleted)]))
     return Figures(
         side=side,
         workload=run.spec.key,

@@ -12,7 +12,7 @@ from bench.vs_ray_bed import on_bed
 from bench.vs_ray_figures import figures
 from bench.vs_ray_profile import FAST
 from bench.vs_ray_table import table, vs_ray_line
-from bench.vs_ray_workloads import SEED, Attempt, Run
+from bench.vs_ray_workloads import MIX, SEED, Attempt, Run
 
 
 def _run() -> Run:
@@ -58,6 +58,27 @@ def test_figures_of_a_run() -> None:
     assert f.to_deletion_median_s == 20.0 and f.to_deletion_max_s == 20.0  # p3 (churn) left out
     assert f.to_zero_s == 20.0
     assert (f.done, f.failed, f.retries, f.finished) == (2, 0, 1, True)
+
+
+def test_a_workload_of_two_groups_notes_deletion_group_by_group() -> None:
+    """(c): cpu pods go a minute after their tasks, gpu pods five; a third cpu pod that ran
+    nothing (Ray's) pulls the per-pod median to the cpu side: the note gives each group's."""
+    run = _run()
+    mix = Run(MIX, run.started_at, run.events, run.attempts)
+    pods = [
+        *_pods(),
+        PodEvent(106.0, "g1", "gpu", "created"),
+        PodEvent(106.0, "g2", "gpu", "created"),
+        PodEvent(440.0, "g1", "gpu", "deleted"),
+        PodEvent(441.0, "g2", "gpu", "deleted"),
+    ]
+    f = figures("ray", mix, pods, 500.0, {})
+    assert f.to_deletion_median_s == 20.0 + (300.0 - 20.0) / 2  # p1, p2; g1, g2 (last end 140)
+    assert (
+        "last task -> deletion by group, median / max (pods): cpu 20.0 / 20.0 s (2), "
+        "gpu 300.5 / 301.0 s (2)"
+    ) in f.notes
+    assert not any("by group" in n for n in figures("ray", run, _pods(), 200.0, {}).notes)
 
 
 def test_table_and_line() -> None:
