@@ -57,6 +57,13 @@ def busy_pods(samples: Samples, deleted: dict[str, float]) -> list[str]:
     return busy
 
 
+def asked_at(asked: list[tuple[float, int]], step: float) -> float | None:
+    """When Serve first had more replicas than at rest (1) after the load step: the demand's
+    own start, which Serve's autoscaler sets (its upscale delay and metric periods), sampled
+    every 0.5 s; None when it never did."""
+    return next((t for t, n in asked if t >= step and n > 1), None)
+
+
 def _active(bed: Bed, name: str) -> dict[str, Any]:
     """The RayService's ``status.activeServiceStatus``."""
     obj: dict[str, Any] = bed.custom.get_namespaced_custom_object(*RS[:2], "ray", RS[2], name)
@@ -109,6 +116,14 @@ def run_rayservice(bed: Bed, side: str) -> Figures:
         finally:
             _delete(bed, name)
     deleted = {e.pod: e.at for e in pods.events if e.what == "deleted" and step <= e.at <= end}
+    asked = asked_at(held.asked, step)
+    first = min((e.at for e in pods.events if e.what == "created" and e.at >= step), default=None)
+    lag = "-" if asked is None or first is None else f"{first - asked:.1f} s"
+    notes = (
+        f"Serve asked for replicas {asked - step:.1f} s after the step, first pod {lag} after that"
+        if asked is not None
+        else "Serve never asked for more replicas",
+    )
     outcome = Outcome(
         spec=RAYSERVICE,
         since=step,
@@ -122,8 +137,12 @@ def run_rayservice(bed: Bed, side: str) -> Figures:
         finished=True,
         busy=busy_pods(held.samples, deleted),
         notes=(f"created -> app RUNNING {running_s:.0f} s; requests by outcome "
-               f"{dict(load.outcomes)}", *load.failures[:3]),
+               f"{dict(load.outcomes)}", *notes, *load.failures[:3]),
     )  # fmt: skip
-    extra = {"samples": [(t, sorted(h)) for t, h in held.samples], "pods_served": load.pods}
+    extra = {
+        "samples": [(t, sorted(h)) for t, h in held.samples],
+        "asked": held.asked,
+        "pods_served": load.pods,
+    }
     save_raw(bed.profile.name, side, outcome, {**extra, "cpu_samples": cpu.samples})
     return figures_of(side, outcome, cpu.figure(step))

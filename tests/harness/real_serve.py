@@ -172,6 +172,12 @@ def rayservice(
 
 def replicas(token: str) -> dict[str, str]:
     """Serve's RUNNING replicas of the application: replica id -> node IP (the pod's)."""
+    return replica_states(token)[0]
+
+
+def replica_states(token: str) -> tuple[dict[str, str], int]:
+    """Serve's RUNNING replicas (replica id -> node IP) and its replicas in every state (those
+    it asked for and has not stopped: STARTING ones wait for room)."""
     reply = requests.get(
         f"{DASHBOARD}/api/serve/applications/",
         headers={"Authorization": f"Bearer {token}"},
@@ -179,12 +185,14 @@ def replicas(token: str) -> dict[str, str]:
     )
     reply.raise_for_status()
     out: dict[str, str] = {}
+    asked = 0
     for app in (reply.json().get("applications") or {}).values():
         for deployment in (app.get("deployments") or {}).values():
             for replica in deployment.get("replicas") or ():
+                asked += replica.get("state") != "STOPPING"
                 if replica.get("state") == "RUNNING":
                     out[str(replica.get("replica_id"))] = str(replica.get("node_ip"))
-    return out
+    return out, asked
 
 
 Samples = list[tuple[float, frozenset[str]]]  # (time, pods holding a RUNNING replica)
@@ -198,6 +206,7 @@ class Held:
         self._core, self._token = core, token
         self.samples: Samples = []
         self.count = 0  # RUNNING replicas at the last sample
+        self.asked: list[tuple[float, int]] = []  # (time, replicas not stopping) at each sample
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="held", daemon=True)
 
@@ -212,13 +221,15 @@ class Held:
     def _run(self) -> None:
         while not self._stop.wait(0.5):
             with contextlib.suppress(Exception):  # a sample missed
-                running = replicas(self._token)
+                running, asked = replica_states(self._token)
                 ips = set(running.values())
                 pods = self._core.list_namespaced_pod(
                     NAMESPACE, label_selector="ray.io/group"
                 ).items
                 held = frozenset(p.metadata.name for p in pods if p.status.pod_ip in ips)
-                self.samples.append((time.time(), held))
+                now = time.time()
+                self.samples.append((now, held))
+                self.asked.append((now, asked))
                 self.count = len(running)
 
     def held_before(self, at: float) -> frozenset[str]:

@@ -14,6 +14,7 @@ from bench.vs_ray_optin_cpu import window
 from bench.vs_ray_profile import FAST, PRODUCTION
 from bench.vs_ray_rayjob import busy_pods as job_busy
 from bench.vs_ray_rayjob import submitted_at
+from bench.vs_ray_rayservice import asked_at
 from bench.vs_ray_rayservice import busy_pods as service_busy
 from bench.vs_ray_table import vs_ray_line
 from bench.vs_ray_workloads import RAYSERVICE
@@ -123,3 +124,11 @@ def test_optin_cpu_counts_from_the_start_to_the_last_sample_the_head_answered() 
     assert window(samples, 99.0, "agent") == {"agent": 1.5, "keda": 2.0}
     assert window(samples, 104.0, "agent") == {}
     assert window(samples[-1:], 0.0, "agent") == {}
+
+
+def test_serve_asks_for_replicas_when_it_first_has_more_than_at_rest_after_the_step() -> None:
+    """(g): the demand starts when Serve's autoscaler asks for more replicas (its upscale delay
+    after the step), not at the step: the first pod is timed from then too."""
+    asked = [(9.5, 2), (10.0, 1), (10.5, 1), (13.0, 1), (13.5, 4), (14.0, 6)]
+    assert asked_at(asked, 10.0) == 13.5
+    assert asked_at(asked[:4], 10.0) is None
