@@ -72,7 +72,7 @@ if [[ ${1:-} != --inner ]]; then
     bash e2e/docker/engine.sh stop
     bash e2e/docker/engine.sh install
     .venv/bin/python e2e/docker/build.py --prepare
-    bash e2e/kind/node-image.sh --rootfs # debootstrap needs the network: not in the namespace
+    bash e2e/kind/node-image.sh --prepare # what needs the network: not in the namespace
     log "no Docker Engine answers: the bed's own, in a private network namespace"
     KRS_E2E_OWN_ENGINE=1 exec bash e2e/netns.sh bash e2e/run.sh --inner
   fi

@@ -33,10 +33,11 @@ cache="${KRS_KIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keda-ray-scaler/kind}"
 image="${KRS_KIND_NODE_IMAGE:-localhost/krs/kind-node:${KUBERNETES_VERSION}}"
 docker=/usr/bin/docker
 log() { echo "node-image.sh: $*" >&2; }
-# --rootfs: only the debootstrap base (1a below), which needs the network: e2e/run.sh makes it
-# before it enters the bed's network namespace (no route out), where the rest runs.
+# --prepare: only what needs the network, the debootstrap base (1a below) and CoreDNS's Go
+# modules: e2e/run.sh runs it before it enters the bed's network namespace (no route out),
+# where the rest runs.
 rootfs_only=
-[[ ${1:-} != --rootfs ]] || rootfs_only=1
+[[ ${1:-} != --prepare ]] || rootfs_only=1
 [[ -n $rootfs_only ]] || : "${DOCKER_HOST:?set DOCKER_HOST (e2e/docker/engine.sh start prints it)}"
 export DOCKER_HOST
 mkdir -p "$cache"
@@ -63,7 +64,7 @@ if [[ ! -d $rootfs ]]; then
   mv "$rootfs.partial" "$rootfs"
   log "debootstrap: $((SECONDS - t)) s"
 fi
-[[ -z $rootfs_only ]] || exit 0
+[[ -z $rootfs_only ]] || { (cd "$here/coredns" && go mod download); exit 0; }
 
 # 1b + 2. the node's tree: a copy of the rootfs with kind's base steps applied
 work="$cache/work"
