@@ -171,16 +171,11 @@ def _arrived_with_use(polls: Sequence[Poll]) -> dict[str, int]:
     explained by the arrivals of that interval and the next: each kind's pending as read above
     its highest in the window's polls before (a bounce back to that high is no arrival: the same
     units read pending again). An arrival explains one rise."""
-    arrivals, high = [], dict(polls[0].as_read) if polls else {}
+    arrivals: list[dict[str, int]] = []
+    high = _raise_peaks({}, polls[0].as_read) if polls else {}
     for poll in polls[1:]:
         arrivals.append(_rise(poll.as_read.items(), high))
-        for kind, r in poll.as_read.items():
-            was = high.get(kind)
-            high[kind] = (
-                r
-                if was is None
-                else Resources.from_units({k: max(v, was.get(k)) for k, v in (*was, *r)})
-            )
+        _raise_peaks(high, poll.as_read)
     out: dict[str, int] = {}
     for i, (a, b) in enumerate(pairwise(polls)):
         rise = _rise(((p, u) for p, u in b.used.items() if u), a.used)
@@ -194,14 +189,16 @@ def _arrived_with_use(polls: Sequence[Poll]) -> dict[str, int]:
     return out
 
 
-def _rise(now: Iterable[tuple[_K, Resources]], then: Mapping[_K, Resources]) -> dict[str, int]:
+def _rise(
+    now: Iterable[tuple[_K, Resources]], then: Mapping[_K, Resources | Mapping[str, int]]
+) -> dict[str, int]:
     """Each entry's resources above ``then``'s entry of the same key, summed (a key absent
     then had none)."""
     out: dict[str, int] = {}
     for key, r in now:
         before = then.get(key)
         for k, v in r:
-            more = v - (before.get(k) if before else 0)
+            more = v - (before.get(k) or 0 if before else 0)
             if more > 0:
                 out[k] = out.get(k, 0) + more
     return out
@@ -211,16 +208,24 @@ def _fall(earlier: Sequence[Poll], current: Poll) -> dict[str, int]:
     """How far each kind's pending resources fell from their peak in the window, summed."""
     peaks: dict[Kind, dict[str, int]] = {}
     for poll in (*earlier, current):
-        for kind, r in poll.pending.items():
-            peak = peaks.setdefault(kind, {})
-            for k, v in r:
-                peak[k] = max(peak.get(k, 0), v)
+        _raise_peaks(peaks, poll.pending)
     fall: dict[str, int] = {}
     for kind, peak in peaks.items():
         now = current.pending.get(kind, _NOTHING)
         for k, v in peak.items():
             fall[k] = fall.get(k, 0) + v - now.get(k)
     return fall
+
+
+def _raise_peaks(
+    peaks: dict[Kind, dict[str, int]], pending: Mapping[Kind, Resources]
+) -> dict[Kind, dict[str, int]]:
+    """Raise each kind's peak, resource by resource, to ``pending``'s; ``peaks``, raised."""
+    for kind, r in pending.items():
+        peak = peaks.setdefault(kind, {})
+        for k, v in r:
+            peak[k] = max(peak.get(k, 0), v)
+    return peaks
 
 
 def without(demand: Demand, excess: Resources) -> tuple[Demand, int]:
