@@ -94,6 +94,11 @@ REAL_NODE_ORDER = (
     # fixed 30 s to register (ray/_private/node.py): beside a bed's pods they missed it in two
     # CI runs of 2026-11-28; on the bed's worker it runs before or after a bed, never beside one
     "test_exact_demand_ray.py",
+    # the same for two more that start raylets: CI of stop 47 and the fresh clone of 2739726 lost
+    # test_labels_ray's module (its worker past Ray's 30 s, its GCS not asked in 30 s) and a
+    # test_agent_drain node beside the bed's KubeRay seed
+    "test_labels_ray.py",
+    "test_agent_drain.py",
 )
 REAL_NODE_MODULES = frozenset(REAL_NODE_ORDER)
 #: Under pytest-xdist, the longest modules (minutes each: a real node, a control plane, Ray)

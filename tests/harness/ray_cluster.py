@@ -280,8 +280,8 @@ class RayCluster:
             try:
                 if len(self.alive_nodes()) >= count:
                     return
-            except (subprocess.CalledProcessError, RayError):  # the GCS is not up yet
-                pass
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, RayError):
+                pass  # the GCS is not up yet, or the machine too busy to ask it in time
             time.sleep(0.5)
         raise TimeoutError(f"Ray: {count} nodes not alive after {timeout_s}s")
 
@@ -323,7 +323,7 @@ def _gcs_nodes(address: str, env: dict[str, str]) -> list[dict[str, object]]:
         env=env,
         check=True,
         capture_output=True,
-        timeout=30,
+        timeout=60,  # importing Ray alone took 30 s on CI's busy cores (stop 47)
     ).stdout
     nodes: list[dict[str, object]] = json.loads(out)
     return nodes
