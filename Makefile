@@ -51,6 +51,8 @@ BED = KRS_E2E_BIN="$$(bash e2e/build.sh)" KRS_E2E_IMAGES="$$($(BIN)/python e2e/i
 # node (test_real_kuberay.py) and the short form of the side-by-side benchmark with Ray's own
 # autoscaler (tests/real/node/test_vs_ray.py) run in e2e-local only since session 29: with them CI
 # took 1,944 s of tests and starved its own raylets past Ray's 30 s registration (docs/testing.md).
+# Real Ray's drain (test_agent_drain.py) and the demo loop (test_e2e_local.py) too: red in CI on busy
+# cores in three runs of session 29, green alone; in e2e-local until the cause is found.
 # Two workers (the default, as in CI): the real-node
 # modules on one, everything else on the other meanwhile; the suite takes about as long as the
 # real modules (see docs/testing.md). TEST_WORKERS=0: one process.
@@ -65,6 +67,7 @@ test: install e2e-build ray-venvs ## the whole suite: unit, property, real Ray, 
 	  --ignore=tests/real/control_plane/test_real_rayservice_upgrade.py \
 	  --ignore=tests/real/control_plane/test_real_labels.py \
 	  --ignore=tests/real/control_plane/test_real_kuberay.py --ignore=tests/real/node/test_vs_ray.py \
+	  --ignore=tests/real/ray/test_agent_drain.py --ignore=tests/real/ray/test_e2e_local.py \
 	  $(PYTEST_ARGS)
 
 e2e-build: ## build (or find cached) the test bed's binaries and images; prints build times
@@ -96,7 +99,7 @@ e2e-local: install e2e-build ## the real-node tests, then make e2e; end with the
 	  tests/real/node/test_real_node.py tests/real/control_plane/test_bed_networking.py tests/real/control_plane/test_real_control_plane.py tests/real/control_plane/test_real_kuberay.py \
 	  tests/real/control_plane/test_real_labels.py tests/real/control_plane/test_real_rayjob.py tests/real/control_plane/test_real_rayservice.py \
 	  tests/real/control_plane/test_real_rayservice_upgrade.py tests/real/node/test_real_faults.py \
-	  tests/real/node/test_vs_ray.py $(PYTEST_ARGS) | tee $$log; \
+	  tests/real/node/test_vs_ray.py tests/real/ray/test_agent_drain.py tests/real/ray/test_e2e_local.py $(PYTEST_ARGS) | tee $$log; \
 	  status=$${PIPESTATUS[0]}; bash e2e/run.sh | tee -a $$log; kind=$${PIPESTATUS[0]}; \
 	  grep -E '^(e2e-(faults|kind|kuberay|labels|local|node|rayjob|rayservice|rayservice-upgrade)|vs-ray):' $$log | sort; \
 	  rm -f $$log; ((status != 0)) && exit $$status; exit $$kind
