@@ -103,3 +103,42 @@ def test_the_module_seconds_line_sums_each_files_phases_slowest_first() -> None:
         "warnings": [Report(message="no duration, no nodeid")],
     }
     assert module_seconds(stats, top=1) == "module-seconds: test_a.py 6 (2 modules, 11 s)"
+
+
+def _e2e_local_only() -> list[str]:
+    """The Makefile's E2E_LOCAL_ONLY, as make expands it."""
+    shown = subprocess.run(
+        [
+            "make",
+            "-s",
+            "--no-print-directory",
+            "--eval",
+            "krs-show: ; @echo $(E2E_LOCAL_ONLY)",
+            "krs-show",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return shown.stdout.split()
+
+
+def test_every_module_that_starts_a_real_node_runs_in_e2e_local_only() -> None:
+    """A module that imports the real node or the real loop is in E2E_LOCAL_ONLY (``make test``,
+    CI, ignores it; ``make e2e-local`` runs it), and every path the list names exists: a typo
+    there would run a real node in CI and leave it out of e2e-local."""
+    listed = _e2e_local_only()
+    missing = [path for path in listed if not (ROOT / path).is_file()]
+    assert not missing, f"E2E_LOCAL_ONLY names files that do not exist: {missing}"
+    starts_a_node = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests" / "real").rglob("test_*.py")
+        if any(
+            line.startswith(("from real_loop import", "from real_node import", "import real_loop"))
+            for line in path.read_text().splitlines()
+        )
+    )
+    assert len(starts_a_node) >= 10  # the detection itself still finds the real-node modules
+    assert sorted(set(starts_a_node) - set(listed)) == []
