@@ -40,6 +40,7 @@ from bench.vs_ray_bed import Bed, TestBed, bed, on_bed
 from bench.vs_ray_clusters import cluster
 from bench.vs_ray_figures import Figures, figures
 from bench.vs_ray_hops import HopProbe, budget_lines
+from bench.vs_ray_idle import IdleWatch
 from bench.vs_ray_labels import relabel, run_labels
 from bench.vs_ray_profile import PROFILES, Profile
 from bench.vs_ray_rayjob import run_rayjob
@@ -48,6 +49,7 @@ from bench.vs_ray_table import Results, table, vs_ray_line
 from bench.vs_ray_workloads import RUNNERS, SPECS, Run
 
 from pod_watch import PodEvent  # isort: skip
+from ray_on_node import NODE_IP  # isort: skip
 from real_node import skip_reason as node_skip_reason  # isort: skip
 
 PROFILE_NAMES = os.environ.get("KRS_VS_RAY_PROFILES", "production,fast").split(",")
@@ -60,6 +62,8 @@ SHIPPED = {"idle_s": 60, "down_window_s": 60, "cooldown_s": 30}
 OPTIN_RUNNERS = {"f": run_rayjob, "g": run_rayservice}
 #: the workloads whose groups are made from the example's ``cpu`` group (labelled groups)
 RELABELLED = {"e": (run_labels, relabel)}
+#: the head's GCS port on the node's network (the example's head, ``hostNetwork``)
+GCS_PORT = 6379
 
 
 def isolate_home() -> None:
@@ -111,6 +115,7 @@ def run_side(bed: Bed, side: str, key: str) -> Figures:
         probe = None
         if side == "ours":  # our path's hops (its latency budget); Ray's has no such hops
             probe = probing.enter_context(HopProbe(bed, group, spec.needed.get(group, 1)))
+        idle = probing.enter_context(IdleWatch(f"{NODE_IP}:{GCS_PORT}", c.ray_token))
         before = cpu.read(bed, c)
         assert runner is not None, key
         run = runner(bed, c)
@@ -127,8 +132,13 @@ def run_side(bed: Bed, side: str, key: str) -> Figures:
         hops = probe.hops(events, run.submitted_at)
         print(f"vs_ray: {bed.profile.name} {key} ours, latency budget:", flush=True)
         print("\n".join(budget_lines(hops, run.submitted_at)), flush=True)
-    save_raw(bed.profile.name, key, side, run, events, end, used)
-    return figures(side, run, events, end, used)
+    if idle.errors:
+        reads = idle.starts.reads + idle.errors
+        print(f"vs_ray: {key} {side} idle watch: {idle.errors} of {reads} reads failed, "
+              f"last: {idle.last_error}", flush=True)  # fmt: skip
+    since = idle.starts.since
+    save_raw(bed.profile.name, key, side, run, events, end, used, since)
+    return figures(side, run, events, end, used, since)
 
 
 def save_raw(
@@ -139,8 +149,9 @@ def save_raw(
     events: list[PodEvent],
     end: float,
     used: dict[str, float],
+    idle_since: dict[str, float] | None = None,
 ) -> None:
-    """The run's raw record (pod events, driver events, attempts, CPU) as JSON in
+    """The run's raw record (pod events, driver events, attempts, CPU, Ray's idle starts) as JSON in
     ``KRS_VS_RAY_RAW_DIR`` when set: the figures can be made again from it."""
     directory = os.environ.get("KRS_VS_RAY_RAW_DIR")
     if not directory:
@@ -149,7 +160,7 @@ def save_raw(
         "profile": profile, "workload": key, "side": side, "end": end, "cpu": used,
         "started_at": run.started_at, "events": run.events,
         "attempts": [dataclasses.asdict(a) for a in run.attempts],
-        "pods": [dataclasses.asdict(e) for e in events],
+        "pods": [dataclasses.asdict(e) for e in events], "idle_since": idle_since or {},
     }  # fmt: skip
     Path(directory).mkdir(parents=True, exist_ok=True)
     path = Path(directory) / f"{profile}-{key}-{side}-{int(end)}.json"

@@ -13,6 +13,9 @@ was gone), the driver's events and the tasks' attempts:
   the run's cost;
 - ``to_deletion_median_s`` / ``to_deletion_max_s``: per deleted pod, its deletion - the end of
   the last task it ran (pods that ran nothing: - the end of the workload's last task);
+- ``idle_to_deletion_median_s`` / ``idle_to_deletion_max_s``: per deleted pod whose Ray node was
+  watched idle, its deletion - the start of the node's last idle span as Ray reports it
+  (:mod:`bench.vs_ray_idle`): the autoscaler's own reaction, without Ray's idle semantics;
 - ``to_zero_s``: the end of the workload's last task to the last pod's deletion (``None``: pods
   still there at the end of the observation);
 - ``busy_deleted``: pods whose deletion began while an attempt of a task ran on them (an attempt
@@ -28,8 +31,10 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from bench.vs_ray_idle import idle_note, idle_to_deletion, spread
 from bench.vs_ray_workloads import Run
 
 from pod_watch import PodEvent  # isort: skip
@@ -62,6 +67,8 @@ class Figures:
     by_group: dict[str, int] = field(default_factory=dict)
     beyond: int | None = None
     misplaced: int | None = None
+    idle_to_deletion_median_s: float | None = None  # Ray's idle start -> deletion (vs_ray_idle)
+    idle_to_deletion_max_s: float | None = None
 
 
 def _first(events: list[PodEvent], what: str, since: float) -> float | None:
@@ -158,9 +165,7 @@ def deletion_by_group(run: Run, events: list[PodEvent], deleted: dict[str, float
         by.setdefault(group_of.get(pod, "?"), []).append(wait)
     if len(run.spec.needed) < 2 or not by:
         return ""
-    parts = (
-        f"{g} {statistics.median(w):.1f} / {max(w):.1f} s ({len(w)})" for g, w in sorted(by.items())
-    )
+    parts = (f"{g} {spread(w)}" for g, w in sorted(by.items()))
     return "last task -> deletion by group, median / max (pods): " + ", ".join(parts)
 
 
@@ -208,10 +213,16 @@ def _by_wave(run: Run) -> str:
 
 
 def figures(
-    side: str, run: Run, events: list[PodEvent], end: float, cpu: dict[str, float]
+    side: str,
+    run: Run,
+    events: list[PodEvent],
+    end: float,
+    cpu: dict[str, float],
+    idle_since: Mapping[str, float] | None = None,
 ) -> Figures:
     """The figures of one run; ``events`` are the run's pods' (since its submission), ``end``
-    the end of the observation."""
+    the end of the observation, ``idle_since`` each pod's Ray idle start when it was watched
+    (:mod:`bench.vs_ray_idle`)."""
     since = run.submitted_at
     events = [e for e in events if e.at <= end]  # the cluster's own deletion is not scale-down
     deleted = deletions(events)
@@ -224,6 +235,9 @@ def figures(
     notes = tuple(f"busy pod deleted: {p}" for p in busy) + group_notes(run, events)
     notes += tuple(f"in a group not asked for: {w}" for w in wrong)
     notes += tuple(filter(None, [deletion_by_group(run, events, deleted)]))
+    group_of = {e.pod: e.group for e in events if e.what == "created"}
+    idle_waits = list(idle_to_deletion(idle_since or {}, deleted).values())
+    notes += tuple(filter(None, [idle_note(idle_since or {}, deleted, group_of)]))
     return Figures(
         side=side,
         workload=run.spec.key,
@@ -248,4 +262,6 @@ def figures(
         by_group=dict(Counter(e.group for e in events if e.what == "created")),
         beyond=beyond,
         misplaced=None if beyond is None else len(wrong),
+        idle_to_deletion_median_s=statistics.median(idle_waits) if idle_waits else None,
+        idle_to_deletion_max_s=max(idle_waits) if idle_waits else None,
     )

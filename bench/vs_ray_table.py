@@ -55,6 +55,8 @@ ROWS: list[tuple[str, Callable[[Figures], float | None], int]] = [
     ("pod-seconds", lambda f: f.pod_seconds, 0),
     ("last task -> deletion, median (s)", lambda f: f.to_deletion_median_s, 1),
     ("last task -> deletion, max (s)", lambda f: f.to_deletion_max_s, 1),
+    ("Ray idle -> deletion, median (s)", lambda f: f.idle_to_deletion_median_s, 1),
+    ("Ray idle -> deletion, max (s)", lambda f: f.idle_to_deletion_max_s, 1),
     ("last task -> zero pods (s)", lambda f: f.to_zero_s, 1),
     ("pods deleted while busy", lambda f: f.busy_deleted, 0),
     ("task retries", lambda f: f.retries, 0),

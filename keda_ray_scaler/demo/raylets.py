@@ -139,8 +139,6 @@ class RayProcesses:
             RAY_AUTH_MODE="disabled",
             RAY_num_prestart_python_workers="0",
             RAY_prestart_worker_first_driver="0",
-            # Ten raylets starting at once on a small machine register slowly: wait for it.
-            RAY_raylet_start_wait_time_s="120",
         )
         if self.port:
             env["RAY_ADDRESS"] = self.gcs_address

@@ -10,9 +10,11 @@ from pod_watch import PodEvent
 
 from bench.vs_ray_bed import on_bed
 from bench.vs_ray_figures import figures
+from bench.vs_ray_idle import IdleStarts, idle_note, idle_to_deletion
 from bench.vs_ray_profile import FAST
 from bench.vs_ray_table import table, vs_ray_line
 from bench.vs_ray_workloads import MIX, SEED, Attempt, Run
+from keda_ray_scaler.gcs._generated import autoscaler_pb2
 
 
 def _run() -> Run:
@@ -100,3 +102,35 @@ def test_the_benchmark_refuses_a_bed_at_other_timings() -> None:
     refused = pytest.raises(ValueError, match=r"HPA sync, scrape and refresh \(15.0, 1.0, 1\)")
     with refused, on_bed(started, FAST):  # type: ignore[arg-type]
         pass
+
+
+def _status(*nodes: tuple[str, int, int]) -> autoscaler_pb2.GetClusterStatusReply:
+    """A ``GetClusterStatusReply`` of ``(instance_id, status, idle_duration_ms)`` nodes."""
+    reply = autoscaler_pb2.GetClusterStatusReply()
+    for pod, status, idle_ms in nodes:
+        reply.cluster_resource_state.node_states.add(
+            instance_id=pod, status=status, idle_duration_ms=idle_ms
+        )
+    return reply
+
+
+def test_ray_s_idle_start_is_its_latest_idle_span_and_deletion_counts_from_it() -> None:
+    """Each pod keeps the start of its node's latest idle span: a busy, draining or dead read
+    keeps it, a new span replaces it; a node without a pod name is left out."""
+    idle, running, draining = autoscaler_pb2.IDLE, autoscaler_pb2.RUNNING, autoscaler_pb2.DRAINING
+    starts = IdleStarts()
+    starts.update(_status(("p1", idle, 4_000), ("p2", running, 0), ("", idle, 9_000)), at=110.0)
+    assert starts.since == {"p1": 106.0}
+    starts.update(_status(("p1", running, 0), ("p2", idle, 500)), at=120.0)  # p1 busy again
+    assert starts.since == {"p1": 106.0, "p2": 119.5}
+    starts.update(_status(("p1", idle, 2_000), ("p2", draining, 0)), at=130.0)
+    assert starts.since == {"p1": 128.0, "p2": 119.5}
+    assert starts.reads == 3
+    waits = idle_to_deletion(starts.since, {"p1": 190.0, "p2": 180.0, "p3": 100.0})
+    assert waits == {"p1": 62.0, "p2": 60.5}  # p3: never seen idle
+    f = figures("ours", _run(), _pods(), 200.0, {}, {"p1": 88.0, "p2": 99.0})
+    assert (f.idle_to_deletion_median_s, f.idle_to_deletion_max_s) == (61.5, 62.0)
+    assert "Ray idle -> deletion, median / max (pods): all 61.5 / 62.0 s (2)" in f.notes
+    assert figures("ours", _run(), _pods(), 200.0, {}).idle_to_deletion_max_s is None
+    groups = idle_note({"a": 0.0, "b": 10.0}, {"a": 60.0, "b": 80.0}, {"a": "cpu", "b": "gpu"})
+    assert groups.endswith("all 65.0 / 70.0 s (2), cpu 60.0 / 60.0 s (1), gpu 70.0 / 70.0 s (1)")

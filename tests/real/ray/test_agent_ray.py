@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from bench.vs_ray_idle import IdleWatch
 from keda_ray_scaler import schema
 from keda_ray_scaler.agent.http.agent_health import HealthProbe
 from keda_ray_scaler.agent.http.exporter import AgentMetrics, SnapshotCollector
@@ -42,6 +43,7 @@ from keda_ray_scaler.model import (
 )
 from keda_ray_scaler.planner import plan
 from keda_ray_scaler.schema import decoding
+from tests.harness.control_plane import wait_until
 from tests.harness.ray_cluster import RayCluster, client_env, free_port, ray_cluster, ray_driver
 
 pytestmark = pytest.mark.ray
@@ -412,3 +414,44 @@ async def test_unreachable_gcs_is_a_ray_error_and_success_zero_keeps_the_old_tim
     assert 'ray_scaler_snapshot_success{cluster="demo"} 0.0' in lines
     assert 'ray_scaler_agent_poll_errors_total{cluster="demo"} 1.0' in lines
     await gcs.close()
+
+
+#: how long after the task's end the bench's idle watch first reads the GCS (the test below)
+IDLE_READ_GAP_S = 8.0
+
+
+def test_the_bench_s_idle_watch_dates_a_pod_s_idle_start_back_to_its_task_s_end(
+    cluster: RayCluster,
+) -> None:
+    """``bench.vs_ray_idle`` against real Ray 2.60: after a task held ``ray-cpu-a``'s 10 CPUs,
+    the watch, first reading the GCS seconds later, puts the node's idle start at the task's end
+    (Ray's ``idle_duration_ms`` back from the read), not at its read."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    async def node_of(pod: str) -> str:
+        client = GcsClient(cluster.gcs_address)
+        try:
+            reply = await client.get_cluster_status(timeout_s=30)
+        finally:
+            await client.close()
+        nodes = reply.cluster_resource_state.node_states
+        return next(n.node_id.hex() for n in nodes if n.instance_id == pod)
+
+    strategy = NodeAffinitySchedulingStrategy(asyncio.run(node_of("ray-cpu-a")), soft=False)
+
+    @ray.remote(num_cpus=10, scheduling_strategy=strategy)
+    def hold() -> float:
+        time.sleep(1.0)
+        return time.time()
+
+    ended = ray.get(hold.remote(), timeout=120)
+    time.sleep(IDLE_READ_GAP_S)  # the gap the watch must date back over (no event to wait for)
+    read_from = time.time()
+    with IdleWatch(cluster.gcs_address, None) as watch:
+        wait_until(
+            lambda: watch.starts.reads > 0 or watch.errors > 0, timeout_s=60, what="a first read"
+        )
+    assert watch.errors == 0, watch.last_error
+    since = watch.starts.since["ray-cpu-a"]
+    assert ended - 1.0 <= since < read_from - 1.0, (ended, since, read_from)
