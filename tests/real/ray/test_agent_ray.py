@@ -420,8 +420,8 @@ async def test_unreachable_gcs_is_a_ray_error_and_success_zero_keeps_the_old_tim
 IDLE_READ_GAP_S = 8.0
 
 
-def test_the_bench_s_idle_watch_dates_a_pod_s_idle_start_back_to_its_task_s_end(
-    cluster: RayCluster,
+async def test_the_bench_s_idle_watch_dates_a_pod_s_idle_start_back_to_its_task_s_end(
+    cluster: RayCluster, gcs: GcsConnection
 ) -> None:
     """``bench.vs_ray_idle`` against real Ray 2.60: after a task held ``ray-cpu-a``'s 10 CPUs,
     the watch, first reading the GCS seconds later, puts the node's idle start at the task's end
@@ -429,16 +429,11 @@ def test_the_bench_s_idle_watch_dates_a_pod_s_idle_start_back_to_its_task_s_end(
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    async def node_of(pod: str) -> str:
-        client = GcsClient(cluster.gcs_address)
-        try:
-            reply = await client.get_cluster_status(timeout_s=30)
-        finally:
-            await client.close()
-        nodes = reply.cluster_resource_state.node_states
-        return next(n.node_id.hex() for n in nodes if n.instance_id == pod)
-
-    strategy = NodeAffinitySchedulingStrategy(asyncio.run(node_of("ray-cpu-a")), soft=False)
+    state = await read_until(
+        RayReader(gcs, SPEC), lambda s: any(n.pod == "ray-cpu-a" for n in s.nodes)
+    )
+    node_id = next(n.node_id for n in state.nodes if n.pod == "ray-cpu-a")
+    strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
 
     @ray.remote(num_cpus=10, scheduling_strategy=strategy)
     def hold() -> float:
@@ -446,7 +441,7 @@ def test_the_bench_s_idle_watch_dates_a_pod_s_idle_start_back_to_its_task_s_end(
         return time.time()
 
     ended = ray.get(hold.remote(), timeout=120)
-    time.sleep(IDLE_READ_GAP_S)  # the gap the watch must date back over (no event to wait for)
+    await asyncio.sleep(IDLE_READ_GAP_S)  # the gap the watch must date back over (no event)
     read_from = time.time()
     with IdleWatch(cluster.gcs_address, None) as watch:
         wait_until(
